@@ -1,0 +1,3 @@
+from gitbot.cli import main
+
+raise SystemExit(main())

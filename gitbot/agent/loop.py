@@ -1,0 +1,289 @@
+"""The agent loop: model call → tool calls → results appended → repeat, until attempt_completion
+or a limit. Headless: it never waits for a human, never loops forever, never spends past its budget.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from gitbot.agent.conversation import Conversation
+from gitbot.agent.result import RunResult, Status, StepRecord, Usage
+from gitbot.llm.base import ModelReply, ModelRequest, Provider, ProviderError
+from gitbot.llm.pricing import PriceTable
+from gitbot.policy import Limits
+from gitbot.tools.base import Tool, ToolContext, ToolDenied, ToolError, ToolResult
+from gitbot.tools.registry import validate_input
+
+NUDGE_NO_TOOL = ("You replied without calling a tool. This run is non-interactive: every reply must call a "
+                 "tool. Continue with the next step, or call attempt_completion if the task is done.")
+NUDGE_MAX_TOKENS = ("Your reply was cut off at the output token limit, so nothing in it was executed. Take a "
+                    "smaller step: for large files, edit with replace_in_file or write in parts.")
+MIN_PROJECTED_OUTPUT_TOKENS = 512
+TARGET_ARGS = ("path", "command", "regex", "question")
+
+
+@dataclass
+class Stop:
+    status: Status
+    summary: str
+
+
+@dataclass
+class LoopState:
+    started: float = field(default_factory=time.monotonic)
+    steps: int = 0
+    tool_calls: int = 0
+    mistakes: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost: float | None = 0.0
+    # Prompt tokens of the last request that were cached (read or written): readable next time.
+    last_cached_tokens: int = 0
+    output_tokens_seen: list[int] = field(default_factory=list)
+    step_log: list[StepRecord] = field(default_factory=list)
+    touched: set[str] = field(default_factory=set)
+    waited: float = 0.0
+
+
+class Agent:
+    def __init__(self, *, provider: Provider, tools: list[Tool], ctx: ToolContext, conversation: Conversation,
+                 record, prices: PriceTable, limits: Limits, max_tokens: int, context_budget_tokens: int,
+                 reporter, checkpointer=None, state: LoopState | None = None):
+        self.provider = provider
+        self.tools = {t.name: t for t in tools}
+        self.ctx = ctx
+        self.conversation = conversation
+        self.record = record
+        self.prices = prices
+        self.limits = limits
+        self.max_tokens = max_tokens
+        self.context_budget_tokens = context_budget_tokens
+        self.reporter = reporter
+        self.checkpointer = checkpointer
+        self.state = state or LoopState()
+        self.last_checkpoint: str | None = None
+        self.warnings: list[str] = []
+        if prices.price(provider.model) is None:
+            self.state.cost = None
+            self.warnings.append(f"model {provider.model!r} is not in the price table "
+                                 f"(prices of {prices.effective_date}): cost is unknown and the "
+                                 f"max_cost_usd budget cannot be enforced")
+
+    # -- the loop ---------------------------------------------------------------------------
+    def run(self) -> Stop:
+        try:
+            while True:
+                stop = self._limit_reached() or self._one_step()
+                if stop:
+                    return stop
+        except KeyboardInterrupt:
+            self.record.event("error", message="interrupted")
+            return Stop(Status.ERROR, "interrupted (Ctrl-C or SIGTERM); the record is complete up to here")
+
+    def _limit_reached(self) -> Stop | None:
+        s, limits = self.state, self.limits
+        elapsed = time.monotonic() - s.started
+        if elapsed >= limits.max_wall_seconds:
+            return self._limit(Status.TIME_LIMIT, f"stopped after {elapsed:.0f} s: the wall-time limit is "
+                                                  f"{limits.max_wall_seconds:g} s")
+        if s.steps >= limits.max_steps:
+            return self._limit(Status.STEP_LIMIT, f"stopped after {s.steps} model requests: max_steps is "
+                                                  f"{limits.max_steps}")
+        if s.mistakes >= limits.max_consecutive_mistakes:
+            return self._limit(Status.MISTAKE_LIMIT, f"stopped after {s.mistakes} consecutive mistakes "
+                                                     f"(replies without a usable tool call, or failed tool "
+                                                     f"calls)")
+        return None
+
+    def _limit(self, status: Status, message: str) -> Stop:
+        self.record.event("limit", status=status.value, message=message)
+        return Stop(status, message)
+
+    def _one_step(self) -> Stop | None:
+        s = self.state
+        elided = self.conversation.fit(self.context_budget_tokens)
+        if elided:
+            self.record.event("elided", count=elided, estimate_tokens=self.conversation.estimate_tokens())
+        estimate = self.conversation.estimate_tokens()
+        projected = self._projected_cost(estimate)
+        if s.cost is not None and projected is not None and s.cost + projected > self.limits.max_cost_usd:
+            return self._limit(Status.BUDGET_EXCEEDED,
+                               f"stopped before request {s.steps + 1}: spent ${s.cost:.4f} of the "
+                               f"${self.limits.max_cost_usd:.2f} budget and the next request would cost about "
+                               f"${projected:.4f}")
+        request = ModelRequest(system=self.conversation.system_blocks(), tools=self.conversation.tools,
+                               messages=self.conversation.request_messages(), max_tokens=self.max_tokens)
+        chars = self.conversation.size_chars()
+        self.record.event("request", n=s.steps + 1, messages=len(request.messages), estimate_tokens=estimate,
+                          projected_cost_usd=projected)
+        self.reporter.waiting(s.steps + 1)
+        try:
+            reply = self.provider.complete(request)
+        except ProviderError as exc:
+            self.record.event("error", message=str(exc))
+            return Stop(Status.ERROR, f"provider error: {exc}")
+        finally:
+            self.reporter.done_waiting()
+        s.steps += 1
+        s.waited += reply.wait_seconds
+        self._account(reply, chars)
+        return self._handle(reply)
+
+    def _account(self, reply: ModelReply, chars: int) -> None:
+        s = self.state
+        s.usage += reply.usage
+        cost = self.prices.cost(self.provider.model, reply.usage)
+        if s.cost is not None and cost is not None:
+            s.cost += cost
+        s.last_cached_tokens = reply.usage.cache_read_input_tokens + reply.usage.cache_creation_input_tokens
+        s.output_tokens_seen.append(reply.usage.output_tokens)
+        self.conversation.calibrate(reply.usage.prompt_tokens, chars)
+        self.record.event("reply", n=s.steps, content=reply.content, stop_reason=reply.stop_reason,
+                          usage=reply.usage.to_dict(), cost_usd=cost, total_cost_usd=s.cost,
+                          wait_seconds=round(reply.wait_seconds, 4), request_id=reply.request_id,
+                          attempts=reply.attempts, retries=reply.retry_log)
+
+    def _projected_cost(self, estimate_tokens: int) -> float | None:
+        """What the next request will probably cost: what the last request cached is read back, the rest
+        is written to the cache (priced above plain input, so the guess errs high), and as much output as
+        the replies so far (at least a few hundred tokens)."""
+        price = self.prices.price(self.provider.model)
+        if price is None:
+            return None
+        cached = min(self.state.last_cached_tokens, estimate_tokens)
+        seen = self.state.output_tokens_seen
+        output = max(MIN_PROJECTED_OUTPUT_TOKENS, int(sum(seen) / len(seen)) if seen else 0)
+        return price.cost(Usage(input_tokens=0, output_tokens=output,
+                                cache_creation_input_tokens=estimate_tokens - cached, cache_read_input_tokens=cached))
+
+    # -- one reply ----------------------------------------------------------------------------
+    def _handle(self, reply: ModelReply) -> Stop | None:
+        s = self.state
+        self.conversation.add_assistant(reply.content)
+        tool_uses = reply.tool_uses
+        if reply.stop_reason == "refusal":
+            return Stop(Status.ERROR, f"the model refused to continue: {reply.text or '(no explanation)'}")
+        if reply.stop_reason == "pause_turn":
+            return None  # the assistant content goes back unchanged and the model continues
+        if reply.stop_reason in ("max_tokens", "model_context_window_exceeded"):
+            results = [self._not_executed(t, NUDGE_MAX_TOKENS) for t in tool_uses]
+            self.conversation.add_user(results or [{"type": "text", "text": NUDGE_MAX_TOKENS}])
+            s.mistakes += 1
+            return None
+        if not tool_uses:
+            self.conversation.add_user([{"type": "text", "text": NUDGE_NO_TOOL}])
+            s.mistakes += 1
+            self.reporter.note(f"request {s.steps}: no tool call (mistake {s.mistakes})")
+            return None
+        results, completed = [], None
+        for tool_use in tool_uses:
+            if completed is not None:
+                results.append(self._not_executed(tool_use, "not executed: the run already completed"))
+                continue
+            block, completed = self._execute(tool_use)
+            results.append(block)
+        if self.checkpointer is not None and not self.checkpointer.should_checkpoint_step():
+            self._checkpoint_after_response()
+        self.conversation.add_user(results)
+        if completed is not None:
+            return Stop(Status.COMPLETED, completed)
+        return None
+
+    def _not_executed(self, tool_use: dict[str, Any], why: str) -> dict[str, Any]:
+        return {"type": "tool_result", "tool_use_id": tool_use["id"], "content": why, "is_error": True}
+
+    def _execute(self, tool_use: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+        s = self.state
+        s.tool_calls += 1
+        step = s.tool_calls
+        name, args = tool_use.get("name", ""), tool_use.get("input")
+        target = _target(args)
+        self.record.event("tool_start", step=step, request=s.steps, tool=name, tool_use_id=tool_use["id"],
+                          input=args, target=target)
+        started = time.monotonic()
+        tool = self.tools.get(name)
+        outcome, completed, touched = "ok", None, None
+        try:
+            if tool is None:
+                raise ToolError(f"unknown tool {name!r}. Available tools: {', '.join(self.tools)}")
+            problem = validate_input(tool, args)
+            if problem:
+                raise ToolError(f"invalid input for {name}: {problem}")
+            output = tool.function(self.ctx, args)
+            if isinstance(output, ToolResult):
+                text, completed, touched = output.text, output.completed, output.touched
+            else:
+                text = output
+        except ToolDenied as exc:
+            outcome, text = "denied", f"Refused by policy: {exc}"
+        except ToolError as exc:
+            outcome, text = "error", str(exc)
+        except KeyboardInterrupt:
+            self.record.event("tool_end", step=step, tool=name, target=target, tool_use_id=tool_use["id"],
+                              result="interrupted", is_error=True, outcome="interrupted",
+                              duration_seconds=round(time.monotonic() - started, 4))
+            raise
+        except Exception as exc:  # a tool bug must not kill the run: the model sees an error
+            outcome, text = "error", f"{name} failed unexpectedly: {type(exc).__name__}: {exc}"
+            self.record.event("tool_crash", step=step, traceback=traceback.format_exc())
+        text = self.ctx.secrets.redact(text if text.strip() else "(no output)")
+        is_error = outcome != "ok"
+        s.mistakes = s.mistakes + 1 if is_error else 0
+        if touched:
+            s.touched.update(touched)
+        checkpoint = self._checkpoint_after_tool(step, tool, touched)
+        duration = time.monotonic() - started
+        self.record.event("tool_end", step=step, request=s.steps, tool=name, target=target,
+                          tool_use_id=tool_use["id"], result=text, is_error=is_error, outcome=outcome,
+                          duration_seconds=round(duration, 4), **checkpoint)
+        s.step_log.append(StepRecord(step=step, tool=name, target=target, outcome=outcome,
+                                     checkpoint=checkpoint.get("checkpoint"), request=s.steps))
+        self.reporter.tool(step, name, target, outcome, s.cost)
+        block = {"type": "tool_result", "tool_use_id": tool_use["id"], "content": text}
+        if is_error:
+            block["is_error"] = True
+        return block, completed
+
+    # -- checkpoints ----------------------------------------------------------------------------
+    def _checkpoint_after_tool(self, step: int, tool: Tool | None, touched) -> dict[str, Any]:
+        cp = self.checkpointer
+        if cp is None:
+            return {}
+        if tool is not None and tool.changes_files and cp.should_checkpoint_step():
+            # A file tool names what it wrote (the fast path); after a command anything may have changed.
+            paths = list(touched) if touched and tool.name != "execute_command" else None
+            taken = cp.take(step, touched=paths)
+            self.last_checkpoint = taken.commit
+            return {"checkpoint": taken.commit, "checkpoint_seconds": round(taken.seconds, 4),
+                    "files_changed": taken.files_changed, "not_captured": taken.not_captured}
+        return {"checkpoint": self.last_checkpoint, "files_changed": []}
+
+    def _checkpoint_after_response(self) -> None:
+        taken = self.checkpointer.take(self.state.tool_calls, touched=None)
+        self.last_checkpoint = taken.commit
+        self.record.event("checkpoint", step=self.state.tool_calls, commit=taken.commit,
+                          seconds=round(taken.seconds, 4), files_changed=taken.files_changed,
+                          reason="per-response mode")
+
+
+def _target(args: Any) -> str:
+    if not isinstance(args, dict):
+        return ""
+    for key in TARGET_ARGS:
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            value = " ".join(value.split())
+            return value if len(value) <= 80 else value[:77] + "..."
+    return ""
+
+
+def build_result(stop: Stop, agent: Agent, *, run_id: str, model: str, files_changed: list[str],
+                 replay: bool) -> RunResult:
+    s = agent.state
+    return RunResult(status=stop.status, run_id=run_id, model=model, summary=stop.summary, steps=s.steps,
+                     tool_calls=s.tool_calls, usage=s.usage, cost_usd=s.cost, files_changed=files_changed,
+                     duration_seconds=time.monotonic() - s.started, replay=replay,
+                     warnings=list(agent.warnings), step_log=list(s.step_log),
+                     price_table_date=agent.prices.effective_date, max_cost_usd=agent.limits.max_cost_usd)

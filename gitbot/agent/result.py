@@ -1,0 +1,136 @@
+"""RunResult and the statuses a run can end with (one enum, one source of truth)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class Status(str, enum.Enum):
+    COMPLETED = "completed"
+    STEP_LIMIT = "step_limit"
+    BUDGET_EXCEEDED = "budget_exceeded"
+    MISTAKE_LIMIT = "mistake_limit"
+    TIME_LIMIT = "time_limit"
+    ERROR = "error"
+
+
+class ExitCode(enum.IntEnum):
+    """Process exit codes, documented in the README."""
+
+    OK = 0
+    GAVE_UP = 1  # the agent stopped at a limit, or the fix did not verify
+    CONFIG = 2  # bad arguments, missing key, not a git repository, bad policy file
+    INFRA = 3  # the provider or other infrastructure failed (including interruption)
+
+
+def exit_code_for(status: Status) -> ExitCode:
+    if status is Status.COMPLETED:
+        return ExitCode.OK
+    if status is Status.ERROR:
+        return ExitCode.INFRA
+    return ExitCode.GAVE_UP
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    def __iadd__(self, other: "Usage") -> "Usage":
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_creation_input_tokens += other.cache_creation_input_tokens
+        self.cache_read_input_tokens += other.cache_read_input_tokens
+        return self
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Every input token of the request, whether cached or not."""
+        return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+
+    @classmethod
+    def from_api(cls, usage: Any) -> "Usage":
+        get = (lambda k: usage.get(k)) if isinstance(usage, dict) else (lambda k: getattr(usage, k, None))
+        return cls(*(int(get(k) or 0) for k in ("input_tokens", "output_tokens",
+                                                 "cache_creation_input_tokens", "cache_read_input_tokens")))
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+@dataclass
+class StepRecord:
+    """One tool call, as the receipt and the PR's steps table show it."""
+
+    step: int
+    tool: str
+    target: str
+    outcome: str  # "ok", "error", "denied", "interrupted"
+    checkpoint: str | None = None
+    request: int = 0  # which model request asked for it
+
+
+@dataclass
+class RunResult:
+    status: Status
+    run_id: str
+    model: str
+    summary: str
+    steps: int = 0  # model requests that got a reply
+    tool_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = 0.0
+    files_changed: list[str] = field(default_factory=list)
+    duration_seconds: float = 0.0
+    replay: bool = False
+    warnings: list[str] = field(default_factory=list)
+    step_log: list[StepRecord] = field(default_factory=list)
+    checkpoints: dict[str, Any] = field(default_factory=dict)  # mode, timings
+    sandbox: str = "none"  # "bubblewrap", "none (…reason…)"
+    price_table_date: str | None = None
+    max_cost_usd: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # fix-check / action fields
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {
+            "status": self.status.value,
+            "run_id": self.run_id,
+            "steps": self.steps,
+            "tool_calls": self.tool_calls,
+            "usage": self.usage.to_dict(),
+            "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6),
+            "model": self.model,
+            "files_changed": list(self.files_changed),
+            "summary": self.summary,
+            "duration_seconds": round(self.duration_seconds, 3),
+            "replay": self.replay,
+            "warnings": list(self.warnings),
+            "sandbox": self.sandbox,
+            "checkpoints": self.checkpoints,
+            "price_table_date": self.price_table_date,
+            "max_cost_usd": self.max_cost_usd,
+            "step_log": [asdict(s) for s in self.step_log],
+        }
+        data.update(self.extra)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunResult":
+        known = {"status", "run_id", "steps", "tool_calls", "usage", "cost_usd", "model", "files_changed",
+                 "summary", "duration_seconds", "replay", "warnings", "sandbox", "checkpoints",
+                 "price_table_date", "max_cost_usd", "step_log"}
+        return cls(
+            status=Status(data["status"]), run_id=data["run_id"], model=data.get("model", ""),
+            summary=data.get("summary", ""), steps=data.get("steps", 0), tool_calls=data.get("tool_calls", 0),
+            usage=Usage(**data.get("usage", {})), cost_usd=data.get("cost_usd"),
+            files_changed=list(data.get("files_changed", [])), duration_seconds=data.get("duration_seconds", 0.0),
+            replay=data.get("replay", False), warnings=list(data.get("warnings", [])),
+            step_log=[StepRecord(**s) for s in data.get("step_log", [])],
+            checkpoints=data.get("checkpoints", {}), sandbox=data.get("sandbox", "none"),
+            price_table_date=data.get("price_table_date"), max_cost_usd=data.get("max_cost_usd"),
+            extra={k: v for k, v in data.items() if k not in known},
+        )

@@ -1,0 +1,83 @@
+"""`gitbot run`: a task in text, run on a repository, with a receipt."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gitbot.agent.result import ExitCode
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("run", help="run the agent on a task described in text")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--task", help="the task, as text")
+    source.add_argument("--task-file", type=Path, help="a file holding the task")
+    add_run_options(p)
+    p.set_defaults(func=main)
+
+
+def add_run_options(p) -> None:
+    """Options shared by every command that runs the agent."""
+    p.add_argument("--repo", type=Path, default=Path("."), help="the git work tree (default: .)")
+    p.add_argument("--model", default=None, help="model id (default: claude-sonnet-5-5)")
+    p.add_argument("--max-steps", type=int, default=None, help="most model requests")
+    p.add_argument("--max-cost", type=float, default=None, metavar="USD", help="budget in US dollars")
+    p.add_argument("--policy", type=Path, default=None, help="policy file (default: .gitbot/policy.toml)")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout; progress on stderr")
+    # A recorded trajectory to play instead of calling the model (demos, tests). Labelled as a replay.
+    p.add_argument("--replay", type=Path, default=None, help=argparse.SUPPRESS)
+
+
+def main(args) -> int:
+    from gitbot.agent.run import ConfigError
+    from gitbot.task import Task
+
+    try:
+        text = args.task if args.task is not None else read_task_file(args.task_file)
+        if not text.strip():
+            raise ConfigError("the task is empty")
+        title = text.strip().splitlines()[0][:80]
+        return execute(Task(text=text, source="cli", title=title), args)
+    except ConfigError as exc:
+        print(f"gitbot: {exc}", file=sys.stderr)
+        return ExitCode.CONFIG
+
+
+def read_task_file(path: Path) -> str:
+    from gitbot.agent.run import ConfigError
+
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"task file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read task file {path}: {exc}") from None
+
+
+def prepare(args):
+    """Repository, policy (with CLI limit overrides), provider and options, or ConfigError."""
+    from gitbot.agent.run import DEFAULT_MODEL, RunOptions, check_repository, make_provider, with_limits
+    from gitbot.policy_loading import load_run_policy
+
+    repo = check_repository(args.repo)
+    policy = load_run_policy(repo, args.policy)
+    policy = with_limits(policy, max_steps=args.max_steps, max_cost_usd=args.max_cost)
+    provider = make_provider(args.model or DEFAULT_MODEL, replay=args.replay)
+    return repo, policy, provider, RunOptions(model=provider.model)
+
+
+def execute(task, args) -> int:
+    from gitbot.agent.result import exit_code_for
+    from gitbot.agent.run import run_task
+    from gitbot.progress import ConsoleReporter
+    from gitbot.receipt import print_receipt, render_json
+
+    repo, policy, provider, options = prepare(args)
+    reporter = ConsoleReporter(label="[replay] " if provider.is_replay else "")
+    result = run_task(task, repo, policy=policy, options=options, provider=provider, reporter=reporter)
+    print_receipt(result)
+    if args.json:
+        print(render_json(result))
+    return exit_code_for(result.status)

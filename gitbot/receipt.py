@@ -1,0 +1,93 @@
+"""One RunResult rendered for every place it is shown: terminal, Markdown (PR, job summary), JSON."""
+
+from __future__ import annotations
+
+import json
+
+from gitbot.agent.result import RunResult
+
+REPLAY_NOTE = "REPLAY of a recorded trajectory: no model was called and no money was spent now."
+
+
+def money(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:.4f}"
+
+
+def receipt_rows(result: RunResult) -> list[tuple[str, str]]:
+    u = result.usage
+    rows = [
+        ("status", result.status.value),
+        ("run id", result.run_id),
+        ("model", result.model + (" (replay)" if result.replay else "")),
+        ("model requests", str(result.steps)),
+        ("tool calls", str(result.tool_calls)),
+        ("input tokens", f"{u.input_tokens:,}"),
+        ("cache-write tokens", f"{u.cache_creation_input_tokens:,}"),
+        ("cache-read tokens", f"{u.cache_read_input_tokens:,}"),
+        ("output tokens", f"{u.output_tokens:,}"),
+        ("cost", money(result.cost_usd) + (f" (prices of {result.price_table_date})"
+                                           if result.price_table_date else "")),
+    ]
+    if result.max_cost_usd and result.cost_usd is not None:
+        rows.append(("budget used", f"{result.cost_usd / result.max_cost_usd:.0%} of ${result.max_cost_usd:.2f}"))
+    rows.append(("duration", f"{result.duration_seconds:.1f} s"))
+    rows.append(("files changed", ", ".join(result.files_changed) or "none"))
+    if result.checkpoints:
+        mode = result.checkpoints.get("mode", "per_step")
+        rows.append(("checkpoints", f"{result.checkpoints.get('count', 0)} ({mode}, median "
+                                    f"{(result.checkpoints.get('median_seconds') or 0) * 1000:.0f} ms)"))
+    rows.append(("sandbox", result.sandbox))
+    for key in ("verified", "check_command", "check_exit_before", "check_exit_after", "tests_modified"):
+        if key in result.extra:
+            rows.append((key.replace("_", " "), str(result.extra[key])))
+    return rows
+
+
+def render_text(result: RunResult) -> str:
+    rows = receipt_rows(result)
+    width = max(len(k) for k, _ in rows)
+    lines = [REPLAY_NOTE] if result.replay else []
+    lines.append("gitbot receipt")
+    lines += [f"  {k:<{width}}  {v}" for k, v in rows]
+    lines.append(f"  {'summary':<{width}}  {result.summary}")
+    lines += [f"  warning: {w}" for w in result.warnings]
+    lines.append(f"  inspect: gitbot checkpoints list {result.run_id}")
+    return "\n".join(lines)
+
+
+def print_receipt(result: RunResult) -> None:
+    """The receipt table on stderr."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console(stderr=True, highlight=False)
+    if result.replay:
+        console.print(f"[bold yellow]{REPLAY_NOTE}[/]")
+    table = Table(title="gitbot receipt", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in receipt_rows(result):
+        table.add_row(key, escape(value))
+    table.add_row("summary", escape(result.summary))
+    console.print(table)
+    for warning in result.warnings:
+        console.print(f"[yellow]warning:[/] {escape(warning)}")
+    console.print(f"inspect the steps: gitbot checkpoints list {result.run_id}")
+
+
+def render_markdown(result: RunResult) -> str:
+    lines = [f"> **{REPLAY_NOTE}**\n"] if result.replay else []
+    lines += ["| | |", "|---|---|"]
+    lines += [f"| {k} | {_cell(v)} |" for k, v in receipt_rows(result)]
+    for warning in result.warnings:
+        lines.append(f"\n> warning: {warning}")
+    return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_json(result: RunResult) -> str:
+    return json.dumps(result.to_dict(), ensure_ascii=False)

@@ -1,0 +1,66 @@
+"""The one small interface every tool implements.
+
+A tool is a name, a description (a file in prompts/tools/), a JSON input schema and a
+function. The function returns text (or a ToolResult when it has more to say) or raises
+ToolError; the loop turns a ToolError into a `tool_result` with `is_error: true`, so a
+failing or refused tool never kills the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from gitbot.policy import Policy
+    from gitbot.secrets import Secrets
+
+PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+
+
+class ToolError(Exception):
+    """The tool failed or was misused; the message is shown to the model as an error result."""
+
+
+class ToolDenied(ToolError):
+    """The policy refused the call. Counts as a mistake, like any tool error."""
+
+
+@dataclass
+class ToolResult:
+    text: str
+    # Set by attempt_completion when the run should end with this summary.
+    completed: str | None = None
+    # Repository-relative paths a file tool wrote: lets checkpoints hash only what changed.
+    touched: tuple[str, ...] = ()
+
+
+@dataclass
+class ToolContext:
+    """What a tool may know about the run. Deliberately no secrets other than for redaction."""
+
+    repo: Path
+    policy: "Policy"
+    secrets: "Secrets"
+    # Per-run scratch space for tools that keep state between calls (e.g. the completion review).
+    state: dict[str, Any] = field(default_factory=dict)
+    # Extra command lines allowed for this run only (the check command of fix-check).
+    extra_allowed_commands: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    input_schema: dict[str, Any]
+    function: Callable[[ToolContext, dict[str, Any]], "str | ToolResult"]
+    # True when the tool can change files, so a checkpoint is taken after it.
+    changes_files: bool = False
+
+    @property
+    def description(self) -> str:
+        return (PROMPTS_DIR / "tools" / f"{self.name}.md").read_text(encoding="utf-8").strip()
+
+    def definition(self) -> dict[str, Any]:
+        """The tool as the Messages API expects it in `tools`."""
+        return {"name": self.name, "description": self.description, "input_schema": self.input_schema}

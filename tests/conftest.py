@@ -1,0 +1,88 @@
+"""Shared fixtures: real temporary git repositories and the environment for real subprocesses."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+GIT_IDENTITY = {"GIT_AUTHOR_NAME": "Test User", "GIT_AUTHOR_EMAIL": "test@example.invalid",
+                "GIT_COMMITTER_NAME": "Test User", "GIT_COMMITTER_EMAIL": "test@example.invalid"}
+
+BUGGY_MODULE = '''"""Small statistics helpers."""
+
+
+def mean(values):
+    if not values:
+        raise ValueError("mean() of an empty sequence")
+    return sum(values) / (len(values) - 1)
+'''
+
+TEST_MODULE = '''import unittest
+
+from stats import mean
+
+
+class MeanTest(unittest.TestCase):
+    def test_mean(self):
+        self.assertEqual(mean([1, 2, 3]), 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
+'''
+
+FIX_DIFF = ("<<<<<<< SEARCH\n    return sum(values) / (len(values) - 1)\n=======\n"
+            "    return sum(values) / len(values)\n>>>>>>> REPLACE")
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {**os.environ, **GIT_IDENTITY}
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=env).stdout
+
+
+def make_repo(path: Path, files: dict[str, str] | None = None) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    for name, content in (files or {}).items():
+        target = path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content)
+    if files:
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+@pytest.fixture
+def buggy_repo(tmp_path: Path) -> Path:
+    """A real git repository whose unit test fails because of a one-line bug."""
+    return make_repo(tmp_path / "repo", {"stats.py": BUGGY_MODULE, "test_stats.py": TEST_MODULE})
+
+
+def gitbot_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment for running `python -m gitbot` as a real subprocess (no real keys leak in)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "GITHUB_", "INPUT_"))}
+    env.update(GIT_IDENTITY)
+    env.update(extra or {})
+    return env
+
+
+def run_gitbot(args: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
+               timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gitbot", *args], capture_output=True, text=True,
+                          env=gitbot_env(env), cwd=cwd, timeout=timeout)
+
+
+@pytest.fixture(autouse=True)
+def _guard_the_checkout():
+    """Tests must work in temporary directories: fail loudly if one touches this checkout's git data."""
+    root = Path(__file__).resolve().parent.parent
+    head = root / ".git" / "HEAD"
+    before = head.read_bytes() if head.exists() else None
+    yield
+    after = head.read_bytes() if head.exists() else None
+    assert before == after, "a test changed or removed the checkout's .git — tests must use tmp_path"
