@@ -256,15 +256,14 @@ class Agent:
             paths = list(touched) if touched and tool.name != "execute_command" else None
             taken = cp.take(step, touched=paths)
             self.last_checkpoint = taken.commit
-            return {"checkpoint": taken.commit, "checkpoint_seconds": round(taken.seconds, 4),
-                    "files_changed": taken.files_changed, "not_captured": taken.not_captured}
+            return taken.to_event()
         return {"checkpoint": self.last_checkpoint, "files_changed": []}
 
     def _checkpoint_after_response(self) -> None:
         taken = self.checkpointer.take(self.state.tool_calls, touched=None)
         self.last_checkpoint = taken.commit
         self.record.event("checkpoint", step=self.state.tool_calls, commit=taken.commit,
-                          seconds=round(taken.seconds, 4), files_changed=taken.files_changed,
+                          seconds=round(taken.seconds, 4), files_changed=taken.to_event()["files_changed"],
                           reason="per-response mode")
 
 

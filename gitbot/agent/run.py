@@ -106,8 +106,7 @@ def run_task(task: Task, repo: Path, *, policy: Policy, options: RunOptions | No
                          check_command=task.check_command, model=provider.model, repo=str(repo),
                          limits=vars(policy.limits), replay=provider.is_replay, max_tokens=options.max_tokens,
                          context_budget_tokens=budget, review_on_submit=options.review_on_submit)
-            record.event("checkpoint", step=0, commit=first.commit, seconds=round(first.seconds, 4),
-                         not_captured=first.not_captured)
+            record.event("checkpoint", step=0, **first.to_event())
             ctx.state["diff_of_work"] = checkpointer.diff_from_start
             agent = Agent(provider=provider, tools=tools, ctx=ctx, conversation=conversation, record=record,
                           prices=prices, limits=policy.limits, max_tokens=options.max_tokens,
@@ -133,8 +132,8 @@ def finish(agent: Agent, stop: Stop, *, run_id: str, model: str, replay: bool, c
     """The last checkpoint, the files changed since the first, and the RunResult."""
     final = checkpointer.take(agent.state.tool_calls, touched=None) if agent.state.tool_calls else None
     if final is not None:
-        agent.record.event("checkpoint", step=agent.state.tool_calls, commit=final.commit,
-                           seconds=round(final.seconds, 4), reason="end of run")
+        agent.record.event("checkpoint", step=agent.state.tool_calls, reason="end of run",
+                           **{k: v for k, v in final.to_event().items() if k != "reason"})
     result = build_result(stop, agent, run_id=run_id, model=model, files_changed=checkpointer.changed_since_start(),
                           replay=replay)
     result.checkpoints = checkpointer.stats()

@@ -1,0 +1,495 @@
+"""Taking checkpoints: the work tree's state after each step, as a commit in the shadow repository.
+
+A run's checkpoints are commits under refs/gitbot/<run-id>/<step>, built from a private index
+(`<shadow>/indexes/<run-id>`). The index is seeded by copying the user's own index, so git's
+stat data is valid from the first checkpoint on: the first `status` lstat()s files instead of
+hashing all of them, and blobs the user already has are found through the alternates.
+
+Per step, the index is brought up to date in one of two ways:
+- the caller names the paths a file tool wrote (`touched`): `git add -A -- <those paths>`,
+  which neither walks the tree nor lstat()s every file;
+- otherwise (a command ran, anything may have changed): one `git status` (stat data in the
+  index, untracked cache) says what differs, and only those paths are updated.
+Then write-tree; if the tree equals the previous checkpoint's, no commit is made and the step's
+ref points at the previous commit.
+
+Not captured, and listed as such: files above the size cap (hashing and storing them on every
+step would cost more than the checkpoint is worth), nested repositories and submodules
+(recorded by reference: a gitlink to their HEAD; their `.git` is never renamed or entered), and
+files that cannot be read. Ignored files are never captured: git's ignore rules decide, and
+there is no built-in exclusion list (so lockfiles, .env files and build scripts restore fine).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import stat
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gitbot.checkpoints._git import (
+    GITLINK_MODE,
+    MANIFEST_PREFIX,
+    REF_ROOT,
+    RepoPaths,
+    ShadowRepo,
+    discover,
+    fs,
+    run_git,
+    user_environ,
+    user_head,
+)
+from gitbot.checkpoints.errors import GitCommandError, UnknownRun, json_safe_path
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SIZE_CAP = 10 * 1024 * 1024
+SLOW_MEDIAN_SECONDS = 2.0
+# How many recent per-step timings the slow-checkpoint decision looks at, and how many it needs.
+_TIMING_WINDOW = 10
+_TIMING_MIN_SAMPLES = 3
+
+_STATUS_ARGS = ("status", "--porcelain=v2", "-z", "--untracked-files=all", "--no-renames",
+                # A submodule counts as changed when its HEAD moves, not when its files do:
+                # it is recorded by reference, and looking inside would cost a status per submodule.
+                "--ignore-submodules=dirty")
+
+
+def validate_run_id(run_id: str) -> str:
+    ok = (isinstance(run_id, str) and 0 < len(run_id) <= 200 and run_id[0].isalnum()
+          and all(c.isalnum() or c in "._-" for c in run_id) and ".." not in run_id
+          and not run_id.endswith(".lock"))
+    if not ok:
+        raise UnknownRun(f"{run_id!r} is not a valid run id (letters, digits, '.', '_', '-')")
+    return run_id
+
+
+@dataclass
+class Checkpoint:
+    step: int
+    commit: str
+    seconds: float
+    files_changed: list[str]  # relative to the previous checkpoint; empty for the first
+    not_captured: list[str]  # large files, unreadable files, nested repositories/submodules
+    new_commit: bool = True  # False when the tree was unchanged and the step reuses the previous commit
+    reason: str | None = None  # e.g. "before restore"
+    not_captured_reasons: dict[str, str] = field(default_factory=dict)
+
+    def to_event(self) -> dict[str, Any]:
+        """Fields to add to the step's tool_end event, paths made JSON/UTF-8 safe (step is the caller's)."""
+        data: dict[str, Any] = {"checkpoint": self.commit, "checkpoint_seconds": round(self.seconds, 4),
+                                "files_changed": [json_safe_path(p) for p in self.files_changed],
+                                "not_captured": [json_safe_path(p) for p in self.not_captured]}
+        if self.reason:
+            data["reason"] = self.reason
+        return data
+
+
+class Checkpointer:
+    """Takes a run's checkpoints. One instance per run; the caller holds the RunLock meanwhile."""
+
+    def __init__(self, repo: Path | str, run_id: str, *, size_cap_bytes: int = DEFAULT_SIZE_CAP,
+                 slow_median_seconds: float = SLOW_MEDIAN_SECONDS):
+        validate_run_id(run_id)
+        if size_cap_bytes < 0:
+            raise ValueError(f"size_cap_bytes must be >= 0, not {size_cap_bytes}")
+        self.paths: RepoPaths = discover(repo)
+        self.repo = self.paths.work_tree
+        self.run_id = run_id
+        self.size_cap_bytes = size_cap_bytes
+        self.slow_median_seconds = slow_median_seconds
+        self.shadow = ShadowRepo(self.paths)
+        self.index = self.shadow.dir / "indexes" / run_id
+        self._ref_prefix = f"{REF_ROOT}/{run_id}/"
+        # path -> why it is not captured; carried from step to step and written into each commit.
+        self._not_captured: dict[str, str] = {}
+        self._last_step: int | None = None
+        self._last_commit: str | None = None
+        self._last_tree: str | None = None
+        steps = self.shadow.run_steps(run_id)
+        if steps:  # re-opening a run (restore, resume): continue from its last checkpoint
+            self._last_step = max(steps)
+            self._last_commit = steps[self._last_step]
+            self._last_tree, manifest = self.shadow.read_commit(self._last_commit)
+            self._not_captured = dict(manifest.get("not_captured", {}))
+        # Paths whose index entries changed since the last recorded tree, so a checkpoint's
+        # files_changed needs no tree diff; None when unknown (then diff the trees).
+        self._changed: set[str] | None = set()
+        self._timings: list[float] = []
+        self._first_seconds: float | None = None
+        self._mode = "per_step"
+        self._degraded_reason: str | None = None
+        self._degraded_at_step: int | None = None
+
+    # -- public ------------------------------------------------------------------------------
+
+    @property
+    def last_step(self) -> int | None:
+        return self._last_step
+
+    @property
+    def last_commit(self) -> str | None:
+        return self._last_commit
+
+    @property
+    def last_tree(self) -> str | None:
+        return self._last_tree
+
+    @property
+    def not_captured_reasons(self) -> dict[str, str]:
+        """path -> why it is not captured, as of the last scan."""
+        return dict(self._not_captured)
+
+    def take(self, step: int, *, touched: Sequence[str | os.PathLike[str]] | None = None,
+             reason: str | None = None) -> Checkpoint:
+        """Checkpoint the work tree as `step` (0 = before the agent did anything).
+
+        touched: the repo-relative (or absolute, inside the repo) paths a file tool wrote;
+        None when anything may have changed (a command ran).
+        """
+        if not isinstance(step, int) or step < 0:
+            raise ValueError(f"step must be a non-negative integer, not {step!r}")
+        if self._last_step is not None and step < self._last_step:
+            raise ValueError(f"step {step} comes before this run's last checkpoint (step {self._last_step})")
+        relative = None if touched is None else [self._relative(p) for p in touched]
+        began = time.perf_counter()
+        first = self._last_commit is None
+        tree = self.build_tree(relative)
+        checkpoint = self.record(step, tree, reason=reason)
+        checkpoint.seconds = time.perf_counter() - began
+        self._note_timing(step, checkpoint.seconds, first)
+        return checkpoint
+
+    def should_checkpoint_step(self) -> bool:
+        """False once checkpoints got slow and the run switched to one checkpoint per model response."""
+        return self._mode == "per_step"
+
+    def stats(self) -> dict[str, Any]:
+        timings = self._timings
+        return {
+            "mode": self._mode,
+            "count": len(timings),
+            "median_seconds": round(statistics.median(timings), 4) if timings else None,
+            "max_seconds": round(max(timings), 4) if timings else None,
+            "first_seconds": None if self._first_seconds is None else round(self._first_seconds, 4),
+            "degraded_reason": self._degraded_reason,
+            "degraded_at_step": self._degraded_at_step,
+        }
+
+    def changed_since_start(self) -> list[str]:
+        """Paths that differ between step 0 and the last checkpoint (what the run changed)."""
+        first = self.shadow.run_steps(self.run_id).get(0)
+        if first is None or self._last_commit is None or first == self._last_commit:
+            return []
+        return [json_safe_path(p) for p in self.shadow.changed_paths(first, self._last_commit)]
+
+    def diff_from_start(self) -> str:
+        """The run's work so far as a diff (binary files summarised): what review-on-submit shows."""
+        from gitbot.checkpoints.history import diff
+
+        return diff(self.repo, self.run_id, 0, self._last_step)
+
+    # -- building the tree -------------------------------------------------------------------
+
+    def build_tree(self, touched: list[str] | None = None) -> str:
+        """Bring the private index up to date with the work tree and return its tree id."""
+        if self._last_commit is None or not self.index.exists():
+            self._seed_index()
+        try:
+            return self._update_and_write_tree(touched)
+        except GitCommandError as exc:
+            if "index" not in exc.stderr and ".lock" not in exc.stderr:
+                raise
+            # A private index git cannot read (its shared part expired, or a process killed
+            # mid-write left its .lock): start it again from the user's index. Correctness never
+            # depended on its contents, only speed, and the caller's RunLock rules out a live writer.
+            log.warning("checkpoint index for run %s was unreadable (%s); re-seeding it", self.run_id, exc.stderr)
+            self._seed_index()
+            return self._update_and_write_tree(None)
+
+    def _update_and_write_tree(self, touched: list[str] | None) -> str:
+        if touched is None or not self._add_touched(touched):
+            self._scan_all()
+        return self.shadow.out("write-tree", index=self.index)
+
+    def _seed_index(self) -> None:
+        """Start the private index as a copy of the user's (stat data + blob ids they already have)."""
+        self.index.parent.mkdir(parents=True, exist_ok=True)
+        _prune_old_indexes(self.index.parent, keep=self.index.name)
+        for stale in (self.index, self.index.with_name(self.index.name + ".lock")):
+            stale.unlink(missing_ok=True)
+        self._changed = None
+        user_index = self.paths.user_index
+        if user_index.is_file():
+            tmp = self.index.with_name(f".{self.index.name}.{os.getpid()}.seed")
+            shutil.copyfile(user_index, tmp)  # git replaces its index by rename, so this copy is consistent
+            # A user index in split-index mode names its shared part, which git looks up in GIT_DIR.
+            for shared in self.paths.git_dir.glob("sharedindex.*"):
+                target = self.shadow.dir / shared.name
+                if not target.exists():
+                    shutil.copyfile(shared, target)
+            os.replace(tmp, self.index)
+        head = user_head(self.paths)
+        if head:
+            # status compares HEAD with the index; HEAD == the seeded index's commit keeps that cheap.
+            self.shadow.set_refs({"HEAD": head})
+        if not self.index.exists():
+            return
+        # One pass over the seeded entries: gitlinks are recorded by reference, and
+        # assume-unchanged bits (set by the user for their own reasons) would hide our changes.
+        out = self.shadow.git("ls-files", "-z", "-s", "-v", index=self.index).stdout
+        assume_unchanged = []
+        for record in out.split(b"\0"):
+            if not record:
+                continue
+            meta, _, path = record.partition(b"\t")
+            tag, mode, sha = meta[:1], meta[2:8].decode(), meta[9:].split(b" ")[0].decode()
+            if mode == GITLINK_MODE:
+                self._not_captured[os.fsdecode(path)] = _gitlink_reason(sha)
+            if tag.islower():
+                assume_unchanged.append(path)
+        if assume_unchanged:
+            self.shadow.git("update-index", "--no-assume-unchanged", "-z", "--stdin", index=self.index,
+                            input=b"\0".join(assume_unchanged) + b"\0")
+
+    def _add_touched(self, touched: list[str]) -> bool:
+        """The fast path: update only the named paths. False when it cannot decide (scan instead)."""
+        to_add: list[str] = []
+        to_drop: list[str] = []
+        for rel in touched:
+            if rel == ".":
+                return False
+            if rel.split("/")[0] == ".git":
+                continue  # a tool writing inside .git changed nothing we capture
+            try:
+                st = os.lstat(self.repo / rel)
+            except (FileNotFoundError, NotADirectoryError):
+                to_add.append(rel)  # `add -A` records the deletion
+                continue
+            if stat.S_ISDIR(st.st_mode) or not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+                return False  # a directory, nested repository or special file: let the scan classify it
+            why = self._why_not_capturable(rel, st)
+            if why:
+                to_drop.append(rel)
+                self._not_captured[rel] = why
+            else:
+                to_add.append(rel)
+                self._not_captured.pop(rel, None)
+        if to_drop:
+            self._drop_from_index(to_drop)
+            self._changed = None  # whether they were in the index is unknown here: diff the trees
+        if to_add:
+            try:
+                out = self.shadow.git("add", "-A", "--verbose", "--pathspec-from-file=-", "--pathspec-file-nul",
+                                      index=self.index, input=b"\0".join(fs(p) for p in to_add) + b"\0").stdout
+            except GitCommandError:
+                # e.g. a path that is ignored, never existed, or lies inside a nested repository:
+                # the full scan gets every one of those right. (add may have staged some paths
+                # before failing, so which entries changed is no longer known.)
+                self._changed = None
+                return False
+            if self._changed is not None:
+                # --verbose names exactly the paths whose entries changed: "add 'p'" / "remove 'p'".
+                self._changed.update(p for p in to_add
+                                     if b"add '%s'\n" % fs(p) in out or b"remove '%s'\n" % fs(p) in out)
+        return True
+
+    def _scan_all(self) -> None:
+        """The general path: ask git what differs from the index, and update just those paths."""
+        out = self.shadow.git(*_STATUS_ARGS, index=self.index).stdout
+        candidates, tracked = _status_paths(out)
+        # Anything untracked is reported again by every scan, so these are re-derived here;
+        # gitlinks stay known through the index.
+        self._not_captured = {p: why for p, why in self._not_captured.items() if why.startswith(GITLINK_REASON)}
+        update: list[bytes] = []  # add if present, remove if gone
+        drop: list[str] = []  # in the index but must not be captured
+        gitlinks: list[tuple[str, str]] = []
+        changed: list[str] = []  # status reported them, so their entries differ (or they are new)
+        for rel in candidates:
+            try:
+                st = os.lstat(self.repo / rel)
+            except (FileNotFoundError, NotADirectoryError):
+                st = None
+            if st is None:
+                update.append(fs(rel))  # gone: --remove drops its entry
+                self._not_captured.pop(rel, None)
+            elif stat.S_ISDIR(st.st_mode) and _is_nested_repo(self.repo / rel):
+                head = self._nested_head(self.repo / rel)
+                if head:
+                    gitlinks.append((rel, head))
+                    self._not_captured[rel] = _gitlink_reason(head)
+                else:
+                    drop.append(rel)
+                    self._not_captured[rel] = "nested git repository without commits; not captured"
+            elif stat.S_ISDIR(st.st_mode):
+                drop.append(rel)  # an entry that is a plain directory now; its files are candidates of their own
+                self._not_captured.pop(rel, None)
+            elif why := self._why_not_capturable(rel, st):
+                drop.append(rel)
+                self._not_captured[rel] = why
+            else:
+                update.append(fs(rel))
+                self._not_captured.pop(rel, None)
+            # An untracked path that is dropped never entered the index; everything else changes an entry.
+            if rel in tracked or not (drop and drop[-1] == rel):
+                changed.append(rel)
+        if drop:
+            self._drop_from_index(drop)
+        if update:
+            # --replace: a file that became a directory (or back) swaps entries in one go.
+            self.shadow.git("update-index", "--add", "--remove", "--replace", "-z", "--stdin", index=self.index,
+                            input=b"\0".join(update) + b"\0")
+        if gitlinks:
+            records = b"".join(b"%s %s\t%s\0" % (GITLINK_MODE.encode(), sha.encode(), fs(rel)) for rel, sha in gitlinks)
+            self.shadow.git("update-index", "--replace", "-z", "--index-info", index=self.index, input=records)
+        if self._changed is not None:
+            self._changed.update(changed)
+
+    def _why_not_capturable(self, rel: str, st: os.stat_result) -> str | None:
+        if stat.S_ISLNK(st.st_mode):
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return "not a regular file or symlink; not captured"
+        if st.st_size > self.size_cap_bytes:
+            return f"{st.st_size} bytes, over the {self.size_cap_bytes}-byte cap; not captured"
+        if not os.access(self.repo / rel, os.R_OK):
+            return "not readable; not captured"
+        return None
+
+    def _drop_from_index(self, paths: list[str]) -> None:
+        self.shadow.git("update-index", "--force-remove", "-z", "--stdin", index=self.index,
+                        input=b"\0".join(fs(p) for p in paths) + b"\0")
+
+    def _nested_head(self, directory: Path) -> str | None:
+        """HEAD of a nested repository or submodule, read without entering or changing it."""
+        env = user_environ()
+        env.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": str(self.shadow.dir),
+                    "GIT_DIR": str(directory / ".git")})
+        proc = run_git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], env=env, cwd=directory, ok=(0, 1, 128))
+        if proc.returncode != 0:
+            return None  # no commits yet, or not a repository git can read
+        return proc.stdout.decode().strip() or None
+
+    # -- recording ---------------------------------------------------------------------------
+
+    def record(self, step: int, tree: str, *, reason: str | None = None) -> Checkpoint:
+        """Point refs/gitbot/<run>/<step> at a commit of `tree` (a new one only if the tree changed)."""
+        changed, self._changed = self._changed, set()
+        if self._last_commit is not None and tree == self._last_tree:
+            commit, files_changed, new = self._last_commit, [], False
+        else:
+            manifest = {"run": self.run_id, "step": step, "size_cap": self.size_cap_bytes,
+                        "not_captured": self._not_captured}
+            title = f"gitbot checkpoint: run {self.run_id} step {step}" + (f" ({reason})" if reason else "")
+            # ensure_ascii keeps undecodable file names as \\udcXX escapes: valid JSON, lossless.
+            message = f"{title}\n\n{MANIFEST_PREFIX}{json.dumps(manifest, sort_keys=True)}\n"
+            commit = self.shadow.write_commit(tree, self._last_commit, message)
+            if not self._last_tree:
+                files_changed = []
+            elif changed is None:
+                files_changed = self.shadow.changed_paths(self._last_tree, tree)
+            else:
+                files_changed = sorted(changed)
+            new = True
+        # The step's ref, and the shadow's HEAD (which keeps the next status's HEAD/index comparison small).
+        self.shadow.set_refs({f"{self._ref_prefix}{step}": commit, "HEAD": commit})
+        self._last_step, self._last_commit, self._last_tree = step, commit, tree
+        return Checkpoint(step=step, commit=commit, seconds=0.0, files_changed=files_changed,
+                          not_captured=sorted(self._not_captured), new_commit=new, reason=reason,
+                          not_captured_reasons=dict(self._not_captured))
+
+    def _note_timing(self, step: int, seconds: float, first: bool) -> None:
+        self._timings.append(seconds)
+        if first:
+            # The first checkpoint of a run pays for seeding and is not a per-step cost.
+            self._first_seconds = seconds
+            return
+        if self._mode != "per_step":
+            return
+        recent = self._timings[1 if self._first_seconds is not None else 0:][-_TIMING_WINDOW:]
+        if len(recent) < _TIMING_MIN_SAMPLES:
+            return
+        median = statistics.median(recent)
+        if median > self.slow_median_seconds:
+            self._mode = "per_response"
+            self._degraded_at_step = step
+            self._degraded_reason = (
+                f"median checkpoint time {median:.2f} s over the last {len(recent)} checkpoints is above "
+                f"{self.slow_median_seconds:g} s; checkpointing once per model response from step {step} on")
+            log.warning("gitbot checkpoints: %s", self._degraded_reason)
+
+    def _relative(self, path: str | os.PathLike[str]) -> str:
+        raw = os.fsdecode(path)
+        if not raw:
+            raise ValueError("an empty path cannot be a touched file")
+        if os.path.isabs(raw):
+            normal = os.path.normpath(raw)
+            for root in (str(self.repo), os.path.realpath(self.repo)):
+                if normal == root or normal.startswith(root.rstrip("/") + "/"):
+                    raw = os.path.relpath(normal, root)
+                    break
+            else:
+                # The caller may have a different spelling of the repo's path (a symlink).
+                parent = os.path.realpath(os.path.dirname(normal))
+                real_root = os.path.realpath(self.repo)
+                if parent != real_root and not parent.startswith(real_root + "/"):
+                    raise ValueError(f"{raw} is outside the repository {self.repo}")
+                raw = os.path.relpath(os.path.join(parent, os.path.basename(normal)), real_root)
+        rel = os.path.normpath(raw).replace(os.sep, "/")
+        if rel == ".." or rel.startswith("../"):
+            raise ValueError(f"{raw} is outside the repository {self.repo}")
+        return rel
+
+
+def _status_paths(out: bytes) -> tuple[list[str], set[str]]:
+    """Paths in `git status --porcelain=v2 -z` output, and which of them are in the index."""
+    records = out.split(b"\0")
+    paths: list[str] = []
+    tracked: set[str] = set()
+    i = 0
+    while i < len(records):
+        record = records[i]
+        i += 1
+        kind = record[:1]
+        if kind == b"1":
+            tracked.add(os.fsdecode(record.split(b" ", 8)[8]))
+        elif kind == b"2":  # renames are off, but be safe: the next record is the original path
+            tracked.add(os.fsdecode(record.split(b" ", 9)[9]))
+            tracked.add(os.fsdecode(records[i]))
+            i += 1
+        elif kind == b"u":
+            tracked.add(os.fsdecode(record.split(b" ", 10)[10]))
+        elif kind == b"?":
+            paths.append(os.fsdecode(record[2:]).rstrip("/"))
+    return sorted(tracked) + paths, tracked
+
+
+def _prune_old_indexes(directory: Path, keep: str, max_age_seconds: float = 24 * 3600) -> None:
+    """Drop other runs' private indexes unused for a day: they only speed up a run in progress
+    (restoring an old run re-seeds one), and on a big repository each is several MB."""
+    cutoff = time.time() - max_age_seconds
+    for path in directory.iterdir():
+        if path.name != keep and not path.name.startswith(keep + "."):
+            try:
+                if path.stat().st_mtime < cutoff:
+                    path.unlink()
+            except OSError:
+                pass
+
+
+def _is_nested_repo(directory: Path) -> bool:
+    return os.path.lexists(directory / ".git")
+
+
+GITLINK_REASON = "git repository (nested repository or submodule) recorded by reference at "
+
+
+def _gitlink_reason(sha: str) -> str:
+    return GITLINK_REASON + sha

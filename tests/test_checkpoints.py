@@ -1,0 +1,621 @@
+"""Shadow-git checkpoints on real temporary repositories.
+
+Every test that touches a repository snapshots what belongs to the user (HEAD, branches and
+other refs, the index file, the stash, reflogs, config, ignored files) before, and asserts it is
+byte-for-byte the same after.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gitbot.checkpoints import (
+    Checkpointer,
+    LockHeld,
+    OutsideChanges,
+    RunLock,
+    UnknownRun,
+    UnknownStep,
+    diff,
+    list_checkpoints,
+    restore,
+)
+from gitbot.record import NotAGitRepository, RunRecord, load_events
+from tests.conftest import git, make_repo
+
+IGNORED = ("debug.log", "build/out.bin")
+NON_UTF8 = os.fsdecode(b"caf\xe9.txt")  # a Latin-1 name: not valid UTF-8
+
+
+@pytest.fixture(autouse=True)
+def _quiet_git_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The test's own git calls must not depend on the machine's ~/.gitconfig.
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+
+def make_user_repo(root: Path) -> Path:
+    """A committed repository with a second branch, a stash entry and ignored files."""
+    repo = make_repo(root / "repo", {
+        ".gitignore": "*.log\nbuild/\n",
+        "src/app.py": "print('v1')\n",
+        "README.md": "hello\n",
+        "poetry.lock": "lock v1\n",  # Cline's fixed list excluded *.lock; nothing here may
+        "data/table.csv": "a,b\n1,2\n",
+    })
+    git(repo, "branch", "feature")
+    (repo / "README.md").write_text("stashed edit\n")
+    git(repo, "stash", "-q")
+    (repo / "debug.log").write_text("ignored log\n")
+    (repo / "build").mkdir()
+    (repo / "build" / "out.bin").write_bytes(b"\x00\x01ignored")
+    return repo
+
+
+def user_state(repo: Path, ignored: tuple[str, ...] = IGNORED) -> dict[str, object]:
+    """Everything of the user's that checkpoints must never change (read without writing anything)."""
+    git_dir = repo / ".git"
+
+    def read(path: Path) -> bytes | None:
+        return path.read_bytes() if path.is_file() else None
+
+    head = subprocess.run(["git", "rev-parse", "-q", "--verify", "HEAD"], cwd=repo, capture_output=True, text=True,
+                          check=False)
+    logs = git_dir / "logs"
+    index = read(git_dir / "index")
+    return {
+        "HEAD": head.stdout.strip() or None,
+        "HEAD file": read(git_dir / "HEAD"),
+        "refs": git(repo, "for-each-ref", "--format=%(refname) %(objectname)"),
+        "packed-refs": read(git_dir / "packed-refs"),
+        "index sha256": hashlib.sha256(index).hexdigest() if index is not None else None,
+        "stash": subprocess.run(["git", "stash", "list"], cwd=repo, capture_output=True, text=True, check=True).stdout,
+        "reflogs": {str(p.relative_to(logs)): p.read_bytes() for p in sorted(logs.rglob("*")) if p.is_file()}
+        if logs.is_dir() else {},
+        "config": read(git_dir / "config"),
+        "ignored": {name: read(repo / name) for name in ignored},
+    }
+
+
+def tree_files(repo: Path, commit: str) -> dict[str, str]:
+    """path -> mode of every entry in a checkpoint commit (read from the shadow)."""
+    shadow = repo / ".git" / "gitbot" / "shadow"
+    out = subprocess.run(["git", f"--git-dir={shadow}", "ls-tree", "-r", "-z", commit], capture_output=True,
+                         check=True).stdout
+    entries = {}
+    for record in out.split(b"\0"):
+        if record:
+            meta, _, path = record.partition(b"\t")
+            entries[os.fsdecode(path)] = meta.split(b" ")[0].decode()
+    return entries
+
+
+def work_files(repo: Path) -> dict[str, bytes]:
+    """Every file and symlink outside .git, with content (link target for symlinks)."""
+    files = {}
+    for dirpath, dirnames, filenames in os.walk(repo):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames:
+            full = Path(dirpath) / name
+            rel = os.path.relpath(full, repo)
+            files[rel] = os.readlink(full).encode() if full.is_symlink() else full.read_bytes()
+    return files
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_user_repo(tmp_path)
+
+
+# -- taking checkpoints ----------------------------------------------------------------------
+
+
+def test_each_step_is_a_ref_and_an_unchanged_tree_reuses_the_commit(repo: Path) -> None:
+    before = user_state(repo)
+    cp = Checkpointer(repo, "run-a")
+    first = cp.take(0)
+    (repo / "src" / "app.py").write_text("print('v2')\n")
+    second = cp.take(1, touched=["src/app.py"])
+    third = cp.take(2)  # nothing changed since step 1
+
+    assert second.files_changed == ["src/app.py"] and second.new_commit
+    assert third.commit == second.commit and not third.new_commit and third.files_changed == []
+    shadow = repo / ".git" / "gitbot" / "shadow"
+    refs = subprocess.run(["git", f"--git-dir={shadow}", "for-each-ref", "--format=%(refname) %(objectname)",
+                           "refs/gitbot/run-a/"], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert f"refs/gitbot/run-a/0 {first.commit}" in refs
+    assert f"refs/gitbot/run-a/2 {second.commit}" in refs
+    captured = tree_files(repo, second.commit)
+    # No fixed exclusion list: lockfiles and CSVs are captured; .gitignore decides the rest.
+    assert {"poetry.lock", "data/table.csv", "src/app.py", ".gitignore"} <= set(captured)
+    assert "debug.log" not in captured and not any(p.startswith("build/") for p in captured)
+    # The shadow is a well-formed repository: every checkpoint commit, tree and blob is reachable.
+    fsck = subprocess.run(["git", f"--git-dir={shadow}", "fsck", "--strict", "--no-dangling"],
+                          capture_output=True, text=True, check=False)
+    assert fsck.returncode == 0 and fsck.stderr == "", fsck.stderr
+    log = subprocess.run(["git", f"--git-dir={shadow}", "log", "--format=%s", "refs/gitbot/run-a/2"],
+                         capture_output=True, text=True, check=True).stdout
+    assert log == "gitbot checkpoint: run run-a step 1\ngitbot checkpoint: run run-a step 0\n"
+    assert user_state(repo) == before
+
+
+def test_first_checkpoint_hashes_nothing_the_user_already_has(repo: Path) -> None:
+    before = user_state(repo)
+    Checkpointer(repo, "run-a").take(0)
+    shadow = repo / ".git" / "gitbot" / "shadow"
+    loose = list((shadow / "objects").glob("??/*"))
+    kinds = [subprocess.run(["git", f"--git-dir={shadow}", "cat-file", "-t", p.parent.name + p.name],
+                            capture_output=True, text=True, check=True).stdout.strip() for p in loose]
+    # The seeded index and the alternates mean the tree's blobs come from the user's store.
+    assert "blob" not in kinds and kinds.count("commit") == 1
+    assert (shadow / "objects" / "info" / "alternates").read_text().strip() == str(repo / ".git" / "objects")
+    assert user_state(repo) == before
+
+
+def test_touched_fast_path_captures_what_a_full_scan_would(repo: Path) -> None:
+    before = user_state(repo)
+    cp = Checkpointer(repo, "run-a")
+    cp.take(0)
+    (repo / "src" / "app.py").write_text("print('v2')\n")
+    (repo / "src" / "new.py").write_text("x = 1\n")
+    (repo / "README.md").unlink()
+    (repo / "trace.log").write_text("ignored output\n")  # a file tool may write an ignored file
+    fast = cp.take(1, touched=["src/app.py", str(repo / "src" / "new.py"), "README.md", "trace.log"])
+    scan = cp.take(2)  # a full scan now must find nothing the fast path missed
+    assert scan.commit == fast.commit and not scan.new_commit
+    assert sorted(fast.files_changed) == ["README.md", "src/app.py", "src/new.py"]
+    assert "trace.log" not in tree_files(repo, fast.commit)
+    with pytest.raises(ValueError, match="outside the repository"):
+        cp.take(3, touched=["../elsewhere.txt"])
+    assert (repo / "trace.log").read_text() == "ignored output\n"
+    assert user_state(repo) == before
+
+
+def test_take_rejects_bad_steps_and_bad_arguments(repo: Path) -> None:
+    cp = Checkpointer(repo, "run-a")
+    cp.take(0)
+    cp.take(3)
+    with pytest.raises(ValueError, match="comes before"):
+        cp.take(2)
+    with pytest.raises(ValueError, match="non-negative"):
+        cp.take(-1)
+    with pytest.raises(ValueError, match="size_cap_bytes"):
+        Checkpointer(repo, "run-b", size_cap_bytes=-1)
+    with pytest.raises(UnknownRun, match="not a valid run id"):
+        Checkpointer(repo, "../escape")
+    with pytest.raises(NotAGitRepository):
+        Checkpointer(repo.parent, "run-a")
+
+
+def test_slow_checkpoints_degrade_to_per_response_and_say_so(repo: Path) -> None:
+    cp = Checkpointer(repo, "run-a", slow_median_seconds=0.0)  # every checkpoint counts as slow
+    cp.take(0)
+    assert cp.should_checkpoint_step()
+    for step in (1, 2):
+        cp.take(step)
+        assert cp.should_checkpoint_step(), "one or two samples must not decide"
+    cp.take(3)
+    stats = cp.stats()
+    assert not cp.should_checkpoint_step()
+    assert stats["mode"] == "per_response" and stats["count"] == 4 and stats["degraded_at_step"] == 3
+    assert "median checkpoint time" in stats["degraded_reason"] and stats["first_seconds"] is not None
+    fresh = Checkpointer(repo, "run-b")
+    fresh.take(0)
+    assert fresh.stats()["mode"] == "per_step" and fresh.stats()["degraded_reason"] is None
+
+
+def test_isolated_from_user_hooks_config_and_inherited_git_variables(repo: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    marker = tmp_path / "hook-ran"
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    for name in ("reference-transaction", "post-commit", "pre-commit", "post-index-change"):
+        hook = hooks / name
+        hook.write_text(f"#!/bin/sh\necho {name} >> {marker}\n")
+        hook.chmod(0o755)
+        (repo / ".git" / "hooks" / name).write_bytes(hook.read_bytes())
+        (repo / ".git" / "hooks" / name).chmod(0o755)
+    global_ignore = tmp_path / "global-ignore"
+    global_ignore.write_text("secret.env\n")
+    (tmp_path / "home" / ".gitconfig").write_text(
+        f"[core]\n\thooksPath = {hooks}\n\texcludesFile = {global_ignore}\n[user]\n\tname = Someone Else\n")
+    (repo / "secret.env").write_text("TOKEN=1\n")
+    before = user_state(repo, (*IGNORED, "secret.env"))
+    # As inside a git hook: these must not redirect the shadow at the user's index or elsewhere.
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "nowhere"))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(repo / ".git" / "index"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(tmp_path))
+    cp = Checkpointer(repo, "run-a")
+    cp.take(0)
+    (repo / "src" / "app.py").write_text("print('v2')\n")
+    last = cp.take(1)
+    restore(repo, "run-a", 0)
+    for name in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE"):
+        monkeypatch.delenv(name)
+    assert not marker.exists(), marker.read_text()
+    assert "secret.env" not in tree_files(repo, last.commit)  # the user's global excludes are honoured
+    author = subprocess.run(["git", f"--git-dir={repo / '.git/gitbot/shadow'}", "log", "-1", "--format=%an <%ae>",
+                             last.commit], capture_output=True, text=True, check=True).stdout.strip()
+    assert author == "gitbot checkpoint <checkpoint@gitbot.invalid>"
+    assert user_state(repo, (*IGNORED, "secret.env")) == before
+
+
+def test_a_private_index_left_broken_by_a_crash_is_rebuilt(repo: Path, caplog: pytest.LogCaptureFixture) -> None:
+    before = user_state(repo)
+    cp = Checkpointer(repo, "run-a")
+    cp.take(0)
+    shadow = repo / ".git" / "gitbot" / "shadow"
+    (shadow / "indexes" / "run-a.lock").write_text("")  # git was killed while writing the index
+    (repo / "src" / "app.py").write_text("print('v2')\n")
+    assert cp.take(1).files_changed == ["src/app.py"]
+    for shared in shadow.glob("sharedindex.*"):  # the index's shared part expired
+        shared.unlink()
+    (repo / "notes.txt").write_text("new\n")
+    step2 = cp.take(2, touched=["notes.txt"])
+    assert step2.files_changed == ["notes.txt"]
+    assert set(tree_files(repo, step2.commit)) >= {"notes.txt", "src/app.py", "poetry.lock"}
+    assert [r.message.count("re-seeding") for r in caplog.records] == [1, 1]
+    assert user_state(repo) == before
+
+
+def test_linked_worktree_gets_its_own_shadow(repo: Path, tmp_path: Path) -> None:
+    git(repo, "worktree", "add", "-q", str(tmp_path / "wt"), "feature")
+    worktree = tmp_path / "wt"
+    before_main = user_state(repo)
+    worktree_head = git(worktree, "rev-parse", "HEAD")
+    cp = Checkpointer(worktree, "run-a")
+    cp.take(0)
+    (worktree / "src" / "app.py").write_text("print('in the worktree')\n")
+    cp.take(1)
+    restore(worktree, "run-a", 0)
+    assert (worktree / "src" / "app.py").read_text() == "print('v1')\n"
+    assert (repo / ".git" / "worktrees" / "wt" / "gitbot" / "shadow").is_dir()
+    assert not (repo / ".git" / "gitbot").exists()
+    assert git(worktree, "rev-parse", "HEAD") == worktree_head
+    assert user_state(repo) == before_main
+
+
+# -- what is not captured ----------------------------------------------------------------------
+
+
+def test_large_files_are_listed_not_captured_and_never_touched_by_restore(repo: Path) -> None:
+    before = user_state(repo)
+    cp = Checkpointer(repo, "run-a", size_cap_bytes=1000)
+    cp.take(0)
+    (repo / "big.bin").write_bytes(b"x" * 5000)
+    (repo / "poetry.lock").write_text("lock v2\n" * 200)  # a tracked file grows over the cap
+    step1 = cp.take(1)
+    assert step1.not_captured == ["big.bin", "poetry.lock"]
+    assert "over the 1000-byte cap" in step1.not_captured_reasons["big.bin"]
+    assert "big.bin" not in tree_files(repo, step1.commit) and "poetry.lock" not in tree_files(repo, step1.commit)
+    (repo / "src" / "app.py").write_text("print('v2')\n")
+    step2 = cp.take(2, touched=["src/app.py", "big.bin"])
+    assert step2.not_captured == ["big.bin", "poetry.lock"]
+    assert "# not captured at step 2: big.bin" in diff(repo, "run-a", 0, 2)
+
+    report = restore(repo, "run-a", 0)
+    assert "no checkpoint holds it" in report.skipped["big.bin"]
+    assert "current content is not in any checkpoint" in report.skipped["poetry.lock"]
+    assert (repo / "big.bin").read_bytes() == b"x" * 5000  # its content is in no checkpoint: left alone
+    assert (repo / "poetry.lock").read_text() == "lock v2\n" * 200
+    assert (repo / "src" / "app.py").read_text() == "print('v1')\n"
+    assert user_state(repo) == before
+
+
+def test_nested_repository_and_submodule_are_recorded_by_reference(repo: Path, tmp_path: Path) -> None:
+    library = make_repo(tmp_path / "library", {"lib.py": "VERSION = 1\n"})
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "sub")
+    git(repo, "commit", "-q", "-m", "add submodule")
+    nested = make_repo(repo / "vendor" / "tool", {"tool.py": "print('tool')\n"})  # a plain nested repo
+
+    def nested_git() -> dict[str, bytes]:
+        return {str(p): p.read_bytes() for p in sorted((nested / ".git").rglob("*")) if p.is_file()}
+
+    nested_git_before = nested_git()
+    submodule_gitfile = (repo / "sub" / ".git").read_bytes()
+    before = user_state(repo)
+
+    cp = Checkpointer(repo, "run-a")
+    step0 = cp.take(0)
+    nested_head = git(nested, "rev-parse", "HEAD").strip()
+    entries = tree_files(repo, step0.commit)
+    assert entries["sub"] == "160000" and entries["vendor/tool"] == "160000"
+    assert not any(p.startswith(("sub/", "vendor/tool/")) for p in entries)
+    assert set(step0.not_captured) == {"sub", "vendor/tool"}
+    assert nested_head in step0.not_captured_reasons["vendor/tool"]
+
+    (nested / "tool.py").write_text("print('tool v2')\n")  # inside the nested repo: not captured
+    assert cp.take(1).files_changed == []
+    assert nested_git() == nested_git_before
+    git(nested, "commit", "-q", "-am", "v2")
+    nested_git_before = nested_git()
+    step2 = cp.take(2)  # its HEAD moved: the reference changes
+    assert step2.files_changed == ["vendor/tool"]
+    assert git(nested, "rev-parse", "HEAD").strip() in step2.not_captured_reasons["vendor/tool"]
+
+    report = restore(repo, "run-a", 0)
+    assert "vendor/tool" in report.skipped and report.failed == []
+    assert (nested / "tool.py").read_text() == "print('tool v2')\n"
+    assert (nested / ".git").is_dir() and (repo / "sub" / ".git").read_bytes() == submodule_gitfile
+    assert nested_git() == nested_git_before  # never renamed, moved or written
+    assert user_state(repo) == before
+
+
+def test_repository_without_commits(tmp_path: Path) -> None:
+    for with_index in (False, True):
+        repo = make_repo(tmp_path / f"fresh-{with_index}")
+        (repo / "notes.txt").write_text("draft\n")
+        if with_index:
+            git(repo, "add", "notes.txt")  # an index, but still no HEAD
+        before = user_state(repo, ())
+        cp = Checkpointer(repo, "run-a")
+        step0 = cp.take(0)
+        assert tree_files(repo, step0.commit) == {"notes.txt": "100644"}
+        (repo / "notes.txt").write_text("final\n")
+        (repo / "more.txt").write_text("more\n")
+        cp.take(1)
+        report = restore(repo, "run-a", 0)
+        assert report.removed == ["more.txt"] and report.written == ["notes.txt"]
+        assert work_files(repo) == {"notes.txt": b"draft\n"}
+        assert user_state(repo, ()) == before
+
+
+# -- restore ---------------------------------------------------------------------------------
+
+
+def test_restore_undoes_edits_deletions_and_creations_and_can_itself_be_undone(repo: Path) -> None:
+    before = user_state(repo)
+    record = RunRecord(repo, "run-a")
+    cp = Checkpointer(repo, "run-a")
+    record.event("checkpoint", step=0, commit=cp.take(0).commit, seconds=0.1)
+    start = work_files(repo)
+    (repo / "src" / "app.py").write_text("print('v2')\n")
+    (repo / "data" / "table.csv").unlink()
+    (repo / "pkg" / "deep").mkdir(parents=True)
+    (repo / "pkg" / "deep" / "mod.py").write_text("y = 2\n")
+    (repo / "new.log").write_text("created during the run, ignored\n")
+    step1 = cp.take(1)
+    record.event("tool_end", step=1, tool="run_command", target="make", **step1.to_event())
+    record.close()
+    agent_state = work_files(repo)
+
+    report = restore(repo, "run-a", 0)
+    assert sorted(report.written) == ["data/table.csv", "src/app.py"] and report.removed == ["pkg/deep/mod.py"]
+    assert report.before_step == 2 and report.after_step == 3 and report.failed == []
+    assert work_files(repo) == {**start, "new.log": b"created during the run, ignored\n"}  # ignored: untouched
+    assert not (repo / "pkg").exists()  # directories left empty are removed, as git does
+    events = [e for e in load_events(repo / ".git" / "gitbot" / "runs" / "run-a") if e["event"] == "checkpoint"]
+    assert [(e["step"], e.get("reason")) for e in events] == [(0, None), (2, "before restore"), (3, "after restore")]
+    assert events[1]["restoring_to"] == 0
+
+    undo = restore(repo, "run-a", report.before_step)
+    assert work_files(repo) == agent_state and undo.failed == []
+    assert user_state(repo) == before
+
+
+def test_restore_refuses_changes_made_outside_the_run_unless_forced(repo: Path) -> None:
+    before = user_state(repo)
+    cp = Checkpointer(repo, "run-a")
+    cp.take(0)
+    (repo / "src" / "app.py").write_text("print('agent')\n")
+    cp.take(1)
+    (repo / "README.md").write_text("the user's own edit\n")  # after the run's last checkpoint
+    (repo / "user notes.txt").write_text("mine\n")
+    with pytest.raises(OutsideChanges) as refused:
+        restore(repo, "run-a", 0)
+    assert refused.value.paths == ["README.md", "user notes.txt"]
+    assert "README.md" in str(refused.value) and "--force" in str(refused.value)
+    assert (repo / "README.md").read_text() == "the user's own edit\n"  # nothing was touched
+
+    report = restore(repo, "run-a", 0, force=True)
+    assert report.outside_changes == ["README.md", "user notes.txt"]
+    assert (repo / "README.md").read_text() == "hello\n" and not (repo / "user notes.txt").exists()
+    restore(repo, "run-a", report.before_step)  # forced restores are undoable too
+    assert (repo / "user notes.txt").read_text() == "mine\n"
+    (repo / "README.md").write_text("hello\n")
+    (repo / "user notes.txt").unlink()
+    assert user_state(repo) == before
+
+
+def test_file_replaced_by_directory_and_directory_by_file(repo: Path) -> None:
+    before = user_state(repo)
+    cp = Checkpointer(repo, "run-a")
+    step0 = cp.take(0)
+    (repo / "README.md").unlink()
+    (repo / "README.md").mkdir()
+    (repo / "README.md" / "index.md").write_text("now a directory\n")
+    shutil.rmtree(repo / "data")
+    (repo / "data").write_text("now a file\n")
+    step1 = cp.take(1)
+    assert tree_files(repo, step1.commit).keys() >= {"README.md/index.md", "data"}
+    assert "README.md" not in tree_files(repo, step1.commit)
+
+    restore(repo, "run-a", 0)
+    assert (repo / "README.md").read_text() == "hello\n"
+    assert (repo / "data" / "table.csv").read_text() == "a,b\n1,2\n"
+    restore(repo, "run-a", 1)
+    assert (repo / "README.md" / "index.md").read_text() == "now a directory\n"
+    assert (repo / "data").read_text() == "now a file\n"
+    assert tree_files(repo, step0.commit)["README.md"] == "100644"
+    restore(repo, "run-a", 0)
+    assert user_state(repo) == before
+
+
+def test_restore_does_not_delete_what_the_target_steps_rules_ignore(repo: Path) -> None:
+    before = user_state(repo)
+    cp = Checkpointer(repo, "run-a")
+    cp.take(0)
+    (repo / ".gitignore").write_text("build/\n")  # the agent stops ignoring *.log ...
+    step1 = cp.take(1)
+    assert "debug.log" in tree_files(repo, step1.commit)  # ... so the user's log gets captured
+    report = restore(repo, "run-a", 0)
+    assert (repo / ".gitignore").read_text() == "*.log\nbuild/\n"
+    assert "debug.log" in report.skipped and "ignored by step 0" in report.skipped["debug.log"]
+    assert user_state(repo) == before  # debug.log still there, unchanged
+
+
+def test_restore_leaves_a_directory_holding_ignored_files(repo: Path) -> None:
+    before = user_state(repo)
+    cp = Checkpointer(repo, "run-a")
+    cp.take(0)
+    (repo / "README.md").unlink()
+    (repo / "README.md").mkdir()
+    (repo / "README.md" / "page.md").write_text("x\n")
+    (repo / "README.md" / "cache.log").write_text("ignored, never captured\n")
+    cp.take(1)
+    report = restore(repo, "run-a", 0)
+    assert "README.md" in report.skipped and "ignored files" in report.skipped["README.md"]
+    assert (repo / "README.md" / "cache.log").read_text() == "ignored, never captured\n"
+    assert not (repo / "README.md" / "page.md").exists() and report.removed == ["README.md/page.md"]
+    shutil.rmtree(repo / "README.md")
+    (repo / "README.md").write_text("hello\n")
+    assert user_state(repo) == before
+
+
+def test_file_names_with_spaces_newlines_and_undecodable_bytes(repo: Path) -> None:
+    before = user_state(repo)
+    names = ["with space.txt", "new\nline.txt", NON_UTF8, ":colon*star?.txt", "dir with space/inner file.md"]
+    cp = Checkpointer(repo, "run-a")
+    cp.take(0)
+    for i, name in enumerate(names):
+        (repo / name).parent.mkdir(exist_ok=True)
+        (repo / name).write_bytes(b"v1 %d\n" % i)
+    step1 = cp.take(1)
+    assert sorted(step1.files_changed) == sorted(names)
+    json.dumps(step1.to_event(), ensure_ascii=False).encode("utf-8")  # record-safe despite the Latin-1 name
+    for i, name in enumerate(names):
+        (repo / name).write_bytes(b"v2 %d\n" % i)
+    step2 = cp.take(2, touched=names)
+    assert sorted(step2.files_changed) == sorted(names)
+    assert "+v2 0" in diff(repo, "run-a", 1, 2)
+
+    restore(repo, "run-a", 1)
+    assert [(repo / n).read_bytes() for n in names] == [b"v1 %d\n" % i for i in range(len(names))]
+    restore(repo, "run-a", 0)
+    assert not any(os.path.lexists(repo / n) for n in names) and not (repo / "dir with space").exists()
+    assert user_state(repo) == before
+
+
+def test_read_only_file_is_captured_and_restored(repo: Path) -> None:
+    before = user_state(repo)
+    target = repo / "data" / "table.csv"
+    target.chmod(0o444)
+    cp = Checkpointer(repo, "run-a")
+    cp.take(0)
+    target.chmod(0o644)
+    target.write_text("rewritten\n")
+    target.chmod(0o444)
+    step1 = cp.take(1)
+    assert step1.files_changed == ["data/table.csv"]
+    report = restore(repo, "run-a", 0)
+    assert report.written == ["data/table.csv"] and report.failed == []
+    assert target.read_text() == "a,b\n1,2\n"
+    assert user_state(repo) == before
+
+
+def test_binary_files_are_summarised_in_diff(repo: Path) -> None:
+    cp = Checkpointer(repo, "run-a")
+    cp.take(0)
+    (repo / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00binary")
+    (repo / "src" / "app.py").write_text("print('v2')\n")
+    cp.take(1)
+    text = diff(repo, "run-a")
+    assert "Binary files /dev/null and b/logo.png differ" in text
+    assert "-print('v1')\n+print('v2')" in text
+    assert text.startswith("# gitbot checkpoints diff: run run-a, step 0")
+
+
+# -- bad input and the lock --------------------------------------------------------------------
+
+
+def test_unknown_run_and_steps_out_of_range(repo: Path) -> None:
+    before = user_state(repo)
+    with pytest.raises(UnknownRun, match="no gitbot runs"):
+        list_checkpoints(repo)
+    cp = Checkpointer(repo, "run-a")
+    cp.take(0)
+    cp.take(1)
+    with pytest.raises(UnknownRun, match="unknown run id 'run-zzz'.*run-a"):
+        restore(repo, "run-zzz", 0)
+    with pytest.raises(UnknownRun):
+        diff(repo, "bad/../id")
+    for step in (2, -1, 99):
+        with pytest.raises(UnknownStep, match="out of range.*0-1"):
+            restore(repo, "run-a", step)
+    with pytest.raises(UnknownStep):
+        diff(repo, "run-a", 0, 7)
+    assert [row["step"] for row in list_checkpoints(repo)] == [0, 1]  # the latest run by default
+    assert user_state(repo) == before
+
+
+def _hold_lock_in_child(repo: Path) -> subprocess.Popen[str]:
+    code = ("import sys; from gitbot.checkpoints import RunLock; lock = RunLock(sys.argv[1], run_id='other-run');"
+            "lock.acquire(); print('held', flush=True); sys.stdin.read()")
+    child = subprocess.Popen([sys.executable, "-c", code, str(repo)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True, cwd=Path(__file__).parent.parent)
+    assert child.stdout is not None and child.stdout.readline().strip() == "held"
+    return child
+
+
+def test_restore_refuses_while_a_live_process_holds_the_lock_and_clears_a_stale_one(repo: Path) -> None:
+    before = user_state(repo)
+    cp = Checkpointer(repo, "run-a")
+    cp.take(0)
+    (repo / "src" / "app.py").write_text("print('v2')\n")
+    cp.take(1)
+    child = _hold_lock_in_child(repo)
+    try:
+        with pytest.raises(LockHeld, match=rf"pid {child.pid} \(run other-run\)"):
+            restore(repo, "run-a", 0)
+        assert (repo / "src" / "app.py").read_text() == "print('v2')\n"
+    finally:
+        child.send_signal(signal.SIGKILL)  # dies holding it: the lock file stays behind, stale
+        child.wait()
+    lock_file = repo / ".git" / "gitbot" / "run.lock"
+    assert json.loads(lock_file.read_text())["pid"] == child.pid
+    report = restore(repo, "run-a", 0)
+    assert report.stale_lock is not None and report.stale_lock["pid"] == child.pid
+    assert (repo / "src" / "app.py").read_text() == "print('v1')\n" and not lock_file.exists()
+
+    # A lock file naming a pid that no longer exists (written by hand, no flock held) is stale too.
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    lock_file.write_text(json.dumps({"pid": int(dead.stdout), "run_id": "crashed"}))
+    with RunLock(repo, run_id="run-b") as lock:
+        assert lock.stale == {"pid": int(dead.stdout), "run_id": "crashed"}
+        assert json.loads(lock_file.read_text())["pid"] == os.getpid()
+        # The lock's owner (resume) may restore while holding it.
+        restore(repo, "run-a", 1)
+        with pytest.raises(LockHeld):
+            RunLock(repo).acquire()
+    assert not lock_file.exists()
+    assert user_state(repo) == before
+
+
+def test_list_joins_the_run_record(repo: Path) -> None:
+    record = RunRecord(repo, "run-a")
+    cp = Checkpointer(repo, "run-a")
+    record.event("checkpoint", step=0, commit=cp.take(0).commit, seconds=0.01)
+    (repo / "src" / "app.py").write_text("print('v2')\n")
+    step1 = cp.take(1, touched=["src/app.py"])
+    record.event("tool_end", step=1, tool="edit_file", target="src/app.py", **step1.to_event())
+    record.event("tool_end", step=2, tool="read_file", target="README.md", checkpoint=None)  # per-response mode
+    record.close()
+    rows = list_checkpoints(repo, "run-a")
+    assert [(r["step"], r["tool"], r["target"], r["files_changed"]) for r in rows] == [
+        (0, "(start)", None, []), (1, "edit_file", "src/app.py", ["src/app.py"]), (2, "read_file", "README.md", [])]
+    assert rows[1]["checkpoint"] == step1.commit and rows[2]["checkpoint"] is None
+    with pytest.raises(UnknownStep, match="no checkpoint at step 2|out of range"):
+        restore(repo, "run-a", 2)
