@@ -6,6 +6,7 @@ text that goes to the model, the record, logs or a PR passes through `redact` fi
 
 from __future__ import annotations
 
+import base64
 import os
 from dataclasses import dataclass, field
 
@@ -17,6 +18,20 @@ SECRET_ENV_NAMES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "GITHUB_TOKEN",
 SECRET_NAME_HINTS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY", "PRIVATE_KEY", "CREDENTIAL")
 MIN_SECRET_LENGTH = 8  # shorter values would redact ordinary words
 REDACTED = "[REDACTED]"
+# Forms a secret takes on its way into text: actions/checkout stores the job token in .git/config as
+# `AUTHORIZATION: basic base64("x-access-token:" + token)`.
+ENCODED_PREFIXES = ("", "x-access-token:")
+
+
+def encoded_forms(value: str) -> set[str]:
+    """The base64 forms of a secret worth redacting too (padding stripped, so a form embedded in a
+    longer base64 text still matches)."""
+    forms = set()
+    for prefix in ENCODED_PREFIXES:
+        encoded = base64.b64encode((prefix + value).encode("utf-8")).decode("ascii").rstrip("=")
+        if len(encoded) >= MIN_SECRET_LENGTH:
+            forms.add(encoded)
+    return forms
 
 
 @dataclass
@@ -24,19 +39,21 @@ class Secrets:
     values: set[str] = field(default_factory=set)
 
     @classmethod
-    def from_environment(cls, environ: dict[str, str] | None = None) -> "Secrets":
+    def from_environment(cls, environ: dict[str, str] | None = None) -> Secrets:
         environ = os.environ if environ is None else environ
         found = set()
         for name, value in environ.items():
             upper = name.upper()
-            if upper in SECRET_ENV_NAMES or any(hint in upper for hint in SECRET_NAME_HINTS):
-                if len(value) >= MIN_SECRET_LENGTH:
-                    found.add(value)
+            secret_name = upper in SECRET_ENV_NAMES or any(hint in upper for hint in SECRET_NAME_HINTS)
+            if secret_name and len(value) >= MIN_SECRET_LENGTH:
+                found.add(value)
+                found |= encoded_forms(value)
         return cls(found)
 
     def add(self, value: str | None) -> None:
         if value and len(value) >= MIN_SECRET_LENGTH:
             self.values.add(value)
+            self.values |= encoded_forms(value)
 
     def redact(self, text: str) -> str:
         # Longest first, so a secret that contains another is replaced whole.

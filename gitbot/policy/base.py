@@ -1,0 +1,38 @@
+"""The small types every part of the policy shares: a decision, the run limits, a policy-file error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    reason: str
+    # The simple commands a command line was found to contain (literal words; None where a word is
+    # only known at run time). Filled by check_command so the shell tool can spot interactive programs
+    # with the same parse that judged the command.
+    commands: tuple[tuple[str | None, ...], ...] = field(default=(), compare=False)
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+
+@dataclass
+class Limits:
+    max_steps: int = 50
+    max_cost_usd: float = 3.0
+    max_consecutive_mistakes: int = 3
+    max_wall_seconds: float = 1800
+    command_timeout_seconds: float = 120
+
+
+class PolicyError(ValueError):
+    """A policy file gitbot cannot use: says which file, which line (when known) and what was expected."""
+
+    def __init__(self, file: str, line: int | None, message: str):
+        self.file = str(file)
+        self.line = line
+        self.message = message
+        where = f"{self.file}:{line}" if line else self.file
+        super().__init__(f"{where}: {message}")

@@ -1,0 +1,81 @@
+"""The Policy object every tool consults: file rules, command rules, sandbox settings and limits."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from gitbot.policy.base import Decision, Limits
+from gitbot.policy.commands import CommandRule, compile_rule, judge_command
+from gitbot.policy.defaults import (
+    DEFAULT_COMMAND_ALLOW,
+    DEFAULT_COMMAND_DENY,
+    DEFAULT_EDIT_ALLOW,
+    DEFAULT_EDIT_DENY,
+    DEFAULT_NETWORK,
+    DEFAULT_READ_DENY,
+    DEFAULT_SANDBOX_MODE,
+)
+from gitbot.policy.files import FileRules
+
+
+@dataclass
+class Policy:
+    limits: Limits = field(default_factory=Limits)
+    read_deny: tuple[str, ...] = DEFAULT_READ_DENY
+    edit_allow: tuple[str, ...] = DEFAULT_EDIT_ALLOW
+    edit_deny: tuple[str, ...] = DEFAULT_EDIT_DENY
+    command_allow: tuple[str, ...] = DEFAULT_COMMAND_ALLOW
+    command_deny: tuple[str, ...] = DEFAULT_COMMAND_DENY
+    sandbox_mode: str = DEFAULT_SANDBOX_MODE  # "required" | "auto" | "off"
+    network: bool = DEFAULT_NETWORK
+    # The repository the rules apply to: lets checks resolve symlinks and absolute paths.
+    repo: Path | None = None
+    # Where the policy came from, for messages ("built-in defaults", a file path, "REV:path").
+    source: str = "built-in defaults"
+
+    @property
+    def allow_origin(self) -> str:
+        return "the default allow list" if tuple(self.command_allow) == DEFAULT_COMMAND_ALLOW else "commands.allow"
+
+    @cached_property
+    def file_rules(self) -> FileRules:
+        return FileRules(tuple(self.read_deny), tuple(self.edit_allow), tuple(self.edit_deny), self.repo)
+
+    @cached_property
+    def allow_rules(self) -> tuple[CommandRule, ...]:
+        return tuple(compile_rule(pattern, self.allow_origin) for pattern in self.command_allow)
+
+    @cached_property
+    def deny_rules(self) -> tuple[CommandRule, ...]:
+        return tuple(compile_rule(pattern, "commands.deny") for pattern in self.command_deny)
+
+    def check_read(self, relpath: str) -> Decision:
+        return self.file_rules.check_read(relpath)
+
+    def check_edit(self, relpath: str) -> Decision:
+        return self.file_rules.check_edit(relpath)
+
+    def check_command(self, command: str, extra_allowed: tuple[str, ...] = ()) -> Decision:
+        """Judge a command line; `extra_allowed` holds the run's check command(s), allowed as written
+        and with extra arguments."""
+        repo = os.path.realpath(self.repo) if self.repo is not None else None
+        return judge_command(command, self.allow_rules, self.deny_rules, check_edit=self.check_edit, repo=repo,
+                             extra_allowed=tuple(extra_allowed))
+
+    def protected_directories(self, repo: Path | None = None) -> list[Path]:
+        """Existing directories the edit rules protect whole (`dir/**` in edit_deny), for the sandbox
+        to mount read-only. `.git` is handled by the sandbox itself."""
+        root = Path(repo if repo is not None else self.repo or ".")
+        found = []
+        for relative in self.file_rules.protected_directories():
+            if relative.split("/", 1)[0].lower() == ".git":
+                continue
+            path = root / relative
+            # Only real directories inside the repository: a symlink could point the mount elsewhere.
+            if path.is_dir() and not path.is_symlink() and os.path.realpath(path).startswith(
+                    os.path.realpath(root) + os.sep):
+                found.append(path)
+        return found

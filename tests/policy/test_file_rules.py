@@ -1,0 +1,160 @@
+"""File rules: globs, normalisation, and the ways a path can try to slip past them."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from gitbot.policy import Policy
+from gitbot.policy.files import GlobError, compile_glob, validate_path_glob
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / ".github" / "workflows").mkdir(parents=True)
+    (root / ".env").write_text("SECRET=1\n")
+    (root / "src" / "app.py").write_text("print()\n")
+    (root / "config").mkdir()
+    (root / "config" / "server.pem").write_text("-----BEGIN-----\n")
+    os.symlink(root / ".env", root / "innocent.txt")
+    os.symlink(root / ".github" / "workflows", root / "wf")
+    os.symlink(tmp_path, root / "escape")
+    (tmp_path / "outside.txt").write_text("outside\n")
+    return root
+
+
+@pytest.fixture
+def policy(repo: Path) -> Policy:
+    return Policy(repo=repo)
+
+
+READS = {
+    # path -> (allowed, reason fragment)
+    "src/app.py": (True, "allowed"),
+    ".": (True, "allowed"),
+    "": (True, "allowed"),
+    ".env": (False, "read_deny"),
+    "./.env": (False, "read_deny"),
+    "src/../.env": (False, "read_deny"),
+    "a/../.env": (False, "read_deny"),
+    ".//.env": (False, "read_deny"),
+    ".env.local": (False, "read_deny"),
+    "sub/dir/.env.production": (False, "read_deny"),
+    ".ENV": (False, "read_deny"),  # a case-insensitive file system opens .env
+    "config/server.pem": (False, "read_deny"),
+    "config/SERVER.PEM": (False, "read_deny"),
+    "home/.ssh/id_rsa": (False, "read_deny"),
+    "home/.ssh/id_ed25519.pub": (False, "read_deny"),
+    "deep/.netrc": (False, "read_deny"),
+    "innocent.txt": (False, "real path of innocent.txt"),  # a symlink to .env
+    ".git/config": (False, ".git/"),
+    ".GIT/config": (False, ".git/"),
+    "../outside.txt": (False, "outside the repository"),
+    "src/../../outside.txt": (False, "outside the repository"),
+    "/etc/passwd": (False, "outside the repository"),
+    "escape/outside.txt": (False, "outside the repository"),  # a symlink out of the repository
+    ".env.example.txt": (False, "read_deny"),
+    "environment.py": (True, "allowed"),
+}
+
+EDITS = {
+    "src/app.py": (True, "edit_allow"),
+    "src/new/module.py": (True, "edit_allow"),
+    ".git/config": (False, ".git/"),
+    ".git": (False, ".git/"),
+    ".GIT/hooks/pre-commit": (False, ".git/"),
+    ".github/workflows/ci.yml": (False, "edit_deny"),
+    "./.github/workflows/ci.yml": (False, "edit_deny"),
+    ".github/../.github/workflows/x.yml": (False, "edit_deny"),
+    ".GitHub/Workflows/ci.yml": (False, "edit_deny"),
+    "wf/ci.yml": (False, "edit_deny"),  # a symlink into .github/workflows
+    ".gitbot/policy.toml": (False, "edit_deny"),
+    ".gitbot": (False, "edit_deny"),
+    ".github/dependabot.yml": (True, "edit_allow"),
+    "../outside.txt": (False, "outside the repository"),
+    "escape/outside.txt": (False, "outside the repository"),
+    "": (False, "repository root"),
+}
+
+
+@pytest.mark.parametrize("path", sorted(READS))
+def test_read_rules(policy: Policy, path: str):
+    allowed, fragment = READS[path]
+    decision = policy.check_read(path)
+    assert decision.allowed is allowed, decision.reason
+    assert fragment in decision.reason
+
+
+@pytest.mark.parametrize("path", sorted(EDITS))
+def test_edit_rules(policy: Policy, path: str):
+    allowed, fragment = EDITS[path]
+    decision = policy.check_edit(path)
+    assert decision.allowed is allowed, decision.reason
+    assert fragment in decision.reason
+
+
+def test_absolute_paths_inside_the_repository_are_judged_like_relative_ones(policy: Policy, repo: Path):
+    assert policy.check_read(str(repo / "src" / "app.py")).allowed
+    assert not policy.check_read(str(repo / ".env")).allowed
+    assert not policy.check_edit(str(repo / ".github" / "workflows" / "ci.yml")).allowed
+
+
+def test_deny_wins_over_allow(repo: Path):
+    policy = Policy(repo=repo, edit_allow=("src/**",), edit_deny=("src/generated/**",))
+    assert policy.check_edit("src/app.py").allowed
+    assert not policy.check_edit("src/generated/x.py").allowed
+    assert "no files.edit_allow rule" in policy.check_edit("docs/x.md").reason
+
+
+def test_allow_rules_are_case_sensitive_deny_rules_are_not(repo: Path):
+    policy = Policy(repo=repo, edit_allow=("docs/**",), edit_deny=("docs/private/**",))
+    assert not policy.check_edit("DOCS/readme.md").allowed  # not allowed: allow is exact
+    assert not policy.check_edit("docs/PRIVATE/x.md").allowed  # denied: deny ignores case
+
+
+@pytest.mark.parametrize("pattern, path, matches", [
+    ("**", "a/b/c.py", True),
+    ("**/*.pem", "x.pem", True),
+    ("**/*.pem", "a/b/x.pem", True),
+    ("*.pem", "a/x.pem", False),
+    ("src/*.py", "src/a.py", True),
+    ("src/*.py", "src/sub/a.py", False),
+    ("src/**/*.py", "src/a.py", True),
+    ("src/**/*.py", "src/x/y/a.py", True),
+    (".git/**", ".git", True),
+    (".git/**", ".github/x", False),
+    ("a?c", "abc", True),
+    ("a?c", "a/c", False),
+    ("[ab].txt", "a.txt", True),
+    ("[!ab].txt", "c.txt", True),
+    ("[!ab].txt", "/.txt", False),
+    ("a\\*b", "a*b", True),
+    ("a\\*b", "axb", False),
+])
+def test_glob_semantics(pattern: str, path: str, matches: bool):
+    assert bool(compile_glob(pattern).match(path)) is matches
+
+
+@pytest.mark.parametrize("pattern, message", [
+    ("", "empty"),
+    ("/etc/passwd", "relative to the repository root"),
+    ("./src/**", "drop the leading './'"),
+    ("../**", "'..'"),
+    ("src/[abc", "unclosed '['"),
+    ("trailing\\", "backslash"),
+])
+def test_invalid_globs_say_what_is_wrong(pattern: str, message: str):
+    with pytest.raises(GlobError, match=re.escape(message)):
+        validate_path_glob(pattern)
+
+
+def test_protected_directories_for_the_sandbox(repo: Path):
+    policy = Policy(repo=repo)
+    protected = policy.protected_directories(repo)
+    assert repo / ".github" / "workflows" in protected
+    assert not any(path.name == ".git" for path in protected)  # the sandbox handles .git itself
