@@ -20,16 +20,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import anthropic  # noqa: E402
+import anthropic
+from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
 
-from gitbot.agent.run import RunOptions, run_task, with_limits  # noqa: E402
-from gitbot.llm.anthropic import AnthropicProvider  # noqa: E402
-from gitbot.policy import Policy  # noqa: E402
-from gitbot.record import load_events, runs_dir  # noqa: E402
-from gitbot.secrets import Secrets  # noqa: E402
-from gitbot.task import Task  # noqa: E402
-from tests.conftest import BUGGY_MODULE, TEST_MODULE, make_repo  # noqa: E402
-from tests.fakes.messages_api import FakeMessagesAPI, tool_turn  # noqa: E402
+from gitbot.agent.run import RunOptions, run_task, with_limits
+from gitbot.llm.anthropic import AnthropicProvider
+from gitbot.policy import Policy
+from gitbot.record import load_events, runs_dir
+from gitbot.secrets import Secrets
+from gitbot.task import Task
+from tests.conftest import BUGGY_MODULE, TEST_MODULE, make_repo
 
 CHECK = "python3 -m unittest"
 

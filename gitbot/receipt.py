@@ -34,8 +34,8 @@ def receipt_rows(result: RunResult) -> list[tuple[str, str]]:
     rows.append(("files changed", ", ".join(result.files_changed) or "none"))
     if result.checkpoints:
         mode = result.checkpoints.get("mode", "per_step")
-        rows.append(("checkpoints", f"{result.checkpoints.get('count', 0)} ({mode}, median "
-                                    f"{(result.checkpoints.get('median_seconds') or 0) * 1000:.0f} ms)"))
+        median_ms = (result.checkpoints.get("median_seconds") or 0) * 1000
+        rows.append(("checkpoints", f"{result.checkpoints.get('count', 0)} ({mode}, median {median_ms:.0f} ms)"))
     rows.append(("sandbox", result.sandbox))
     for key in ("verified", "check_command", "check_exit_before", "check_exit_after", "tests_modified"):
         if key in result.extra:

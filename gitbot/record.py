@@ -17,8 +17,9 @@ import os
 import secrets as _secrets
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 
 class NotAGitRepository(Exception):
@@ -45,7 +46,7 @@ def runs_dir(repo: Path) -> Path:
 
 def new_run_id() -> str:
     # Sortable by time, unique enough for concurrent runs on one machine.
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S-") + _secrets.token_hex(3)
+    return _dt.datetime.now(_dt.UTC).strftime("%Y%m%d-%H%M%S-") + _secrets.token_hex(3)
 
 
 def list_runs(repo: Path) -> list[str]:
@@ -67,7 +68,8 @@ class RunRecord:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.trajectory_path = self.dir / "trajectory.jsonl"
         self.result_path = self.dir / "result.json"
-        self._file = open(self.trajectory_path, "a", encoding="utf-8")
+        # Open for the whole run (closed in close()): every event is appended and flushed at once.
+        self._file = open(self.trajectory_path, "a", encoding="utf-8")  # noqa: SIM115
 
     def event(self, kind: str, **data: Any) -> None:
         line = json.dumps({"event": kind, "t": round(time.time(), 3), **data}, ensure_ascii=False, default=str)

@@ -74,7 +74,7 @@ def gitbot_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 def run_gitbot(args: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
                timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "gitbot", *args], capture_output=True, text=True,
-                          env=gitbot_env(env), cwd=cwd, timeout=timeout)
+                          env=gitbot_env(env), cwd=cwd, timeout=timeout, check=False)
 
 
 @pytest.fixture(autouse=True)

@@ -75,7 +75,8 @@ def test_scripted_fix_completes_and_the_record_matches(buggy_repo: Path):
         "execute_command", "read_file", "replace_in_file", "execute_command"]
     assert load_result(runs_dir(buggy_repo) / result.run_id) == json.loads(json.dumps(result.to_dict()))
     # The work tree's git state is the user's: nothing staged or committed by the run.
-    status = subprocess.run(["git", "status", "--porcelain"], cwd=buggy_repo, capture_output=True, text=True)
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=buggy_repo, capture_output=True, text=True,
+                            check=True)
     assert status.stdout == " M stats.py\n"
 
 

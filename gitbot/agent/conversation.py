@@ -38,7 +38,11 @@ class Conversation:
 
     # -- history ----------------------------------------------------------------------------
     def add_assistant(self, content: list[dict[str, Any]]) -> None:
-        self.messages.append({"role": "assistant", "content": content})
+        if self.messages and self.messages[-1]["role"] == "assistant":
+            # The continuation of a paused turn (pause_turn): the same assistant message goes on.
+            self.messages[-1]["content"].extend(content)
+        else:
+            self.messages.append({"role": "assistant", "content": content})
 
     def add_user(self, blocks: list[dict[str, Any]]) -> None:
         if self.messages and self.messages[-1]["role"] == "user":

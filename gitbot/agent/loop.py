@@ -169,12 +169,12 @@ class Agent:
             return None  # the assistant content goes back unchanged and the model continues
         if reply.stop_reason in ("max_tokens", "model_context_window_exceeded"):
             results = [self._not_executed(t, NUDGE_MAX_TOKENS) for t in tool_uses]
-            self.conversation.add_user(results or [{"type": "text", "text": NUDGE_MAX_TOKENS}])
             s.mistakes += 1
+            self._add_user(results or [{"type": "text", "text": NUDGE_MAX_TOKENS}])
             return None
         if not tool_uses:
-            self.conversation.add_user([{"type": "text", "text": NUDGE_NO_TOOL}])
             s.mistakes += 1
+            self._add_user([{"type": "text", "text": NUDGE_NO_TOOL}])
             self.reporter.note(f"request {s.steps}: no tool call (mistake {s.mistakes})")
             return None
         results, completed = [], None
@@ -186,10 +186,15 @@ class Agent:
             results.append(block)
         if self.checkpointer is not None and not self.checkpointer.should_checkpoint_step():
             self._checkpoint_after_response()
-        self.conversation.add_user(results)
+        self._add_user(results)
         if completed is not None:
             return Stop(Status.COMPLETED, completed)
         return None
+
+    def _add_user(self, blocks: list[dict[str, Any]]) -> None:
+        """Append the next user message, and record it so `gitbot resume` can rebuild the conversation."""
+        self.conversation.add_user(blocks)
+        self.record.event("user", n=self.state.steps, content=blocks, mistakes=self.state.mistakes)
 
     def _not_executed(self, tool_use: dict[str, Any], why: str) -> dict[str, Any]:
         return {"type": "tool_result", "tool_use_id": tool_use["id"], "content": why, "is_error": True}
@@ -225,7 +230,7 @@ class Agent:
                               result="interrupted", is_error=True, outcome="interrupted",
                               duration_seconds=round(time.monotonic() - started, 4))
             raise
-        except Exception as exc:  # a tool bug must not kill the run: the model sees an error
+        except Exception as exc:  # noqa: BLE001 — a tool bug must not kill the run: the model sees an error
             outcome, text = "error", f"{name} failed unexpectedly: {type(exc).__name__}: {exc}"
             self.record.event("tool_crash", step=step, traceback=traceback.format_exc())
         text = self.ctx.secrets.redact(text if text.strip() else "(no output)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Self
 
 
 class Status(str, enum.Enum):
@@ -40,7 +40,7 @@ class Usage:
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
 
-    def __iadd__(self, other: "Usage") -> "Usage":
+    def __iadd__(self, other: Usage) -> Self:
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
         self.cache_creation_input_tokens += other.cache_creation_input_tokens
@@ -53,7 +53,7 @@ class Usage:
         return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
 
     @classmethod
-    def from_api(cls, usage: Any) -> "Usage":
+    def from_api(cls, usage: Any) -> Usage:
         get = (lambda k: usage.get(k)) if isinstance(usage, dict) else (lambda k: getattr(usage, k, None))
         return cls(*(int(get(k) or 0) for k in ("input_tokens", "output_tokens",
                                                  "cache_creation_input_tokens", "cache_read_input_tokens")))
@@ -119,7 +119,7 @@ class RunResult:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunResult":
+    def from_dict(cls, data: dict[str, Any]) -> RunResult:
         known = {"status", "run_id", "steps", "tool_calls", "usage", "cost_usd", "model", "files_changed",
                  "summary", "duration_seconds", "replay", "warnings", "sandbox", "checkpoints",
                  "price_table_date", "max_cost_usd", "step_log"}

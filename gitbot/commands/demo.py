@@ -45,11 +45,11 @@ def main(args) -> int:
 
         outcome = fix_check_flow(repo, CHECK_COMMAND, replay=DATA / "demo_replay.json", json_output=args.json,
                                  progress_label="[replay] ")
-        diff = subprocess.run(["git", "diff"], cwd=repo, capture_output=True, text=True).stdout
+        diff = subprocess.run(["git", "diff"], cwd=repo, capture_output=True, text=True, check=False).stdout
         say("\nThe change, left in the work tree (not staged, not committed):\n" + diff)
         show_checkpoints(repo, outcome.run_id)
         return outcome.exit_code
-    except Exception as exc:  # the demo must explain itself rather than print a traceback
+    except Exception as exc:  # noqa: BLE001 — the demo must explain itself rather than print a traceback
         say(f"gitbot demo failed: {type(exc).__name__}: {exc}")
         return ExitCode.INFRA
     finally:
@@ -61,7 +61,7 @@ def main(args) -> int:
 
 def show_checkpoints(repo: Path, run_id: str) -> None:
     out = subprocess.run([sys.executable, "-m", "gitbot", "checkpoints", "list", run_id, "--repo", str(repo)],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, check=False)
     say("Checkpoints of this run (one per tool call; step 0 is before the agent did anything):")
     say(out.stdout.rstrip() or out.stderr.rstrip())
     say(f"\nSee what a step changed:   gitbot checkpoints diff {run_id} 2 3\n"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from gitbot.agent.result import Usage
@@ -26,7 +26,7 @@ class ModelPrice:
     cache_read: float
     context_window: int = DEFAULT_CONTEXT_WINDOW
     tier_above_tokens: int | None = None
-    tier: "ModelPrice | None" = None
+    tier: ModelPrice | None = None
 
     def cost(self, usage: Usage) -> float:
         if self.tier is not None and self.tier_above_tokens is not None \
@@ -64,7 +64,7 @@ def _model_price(entry: dict) -> ModelPrice:
                       tier_above_tokens=entry.get("tier_above_tokens"), tier=tier)
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prices(path: Path = PRICES_FILE) -> PriceTable:
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     return PriceTable(effective_date=data["effective_date"], source=data["source"],
