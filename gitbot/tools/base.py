@@ -8,9 +8,10 @@ failing or refused tool never kills the run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gitbot.policy import Policy
@@ -41,8 +42,8 @@ class ToolContext:
     """What a tool may know about the run. Deliberately no secrets other than for redaction."""
 
     repo: Path
-    policy: "Policy"
-    secrets: "Secrets"
+    policy: Policy
+    secrets: Secrets
     # Per-run scratch space for tools that keep state between calls (e.g. the completion review).
     state: dict[str, Any] = field(default_factory=dict)
     # Extra command lines allowed for this run only (the check command of fix-check).
@@ -53,7 +54,7 @@ class ToolContext:
 class Tool:
     name: str
     input_schema: dict[str, Any]
-    function: Callable[[ToolContext, dict[str, Any]], "str | ToolResult"]
+    function: Callable[[ToolContext, dict[str, Any]], str | ToolResult]
     # True when the tool can change files, so a checkpoint is taken after it.
     changes_files: bool = False
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from functools import lru_cache
+from functools import cache
 from pathlib import PurePath
 
 from tree_sitter import Language, Parser
@@ -43,7 +43,7 @@ def language_name(path: str | PurePath) -> str | None:
     return entry[0] if entry else None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _language(module_name: str, function: str) -> Language | None:
     try:
         module = importlib.import_module(module_name)
@@ -62,6 +62,6 @@ def parser_for(path: str | PurePath) -> Parser | None:
     return Parser(language) if language is not None else None
 
 
-@lru_cache(maxsize=None)
+@cache
 def bash_parser_language() -> Language:
     return _language("tree_sitter_bash", "language")

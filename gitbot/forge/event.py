@@ -1,0 +1,215 @@
+"""The Actions environment and the event that started the job: what, if anything, gitbot should do.
+
+The runner describes the job in `GITHUB_*` variables and writes the webhook payload to the file
+at `GITHUB_EVENT_PATH`. gitbot reads the payload itself (never through `${{ github.event.* }}` in a
+script), and everything in it that a user typed — titles, bodies, branch names — is data.
+
+`decide` maps an event to one of:
+  IssueTrigger     `issues`/`labeled` with the configured label, or `workflow_dispatch` naming an issue
+  WorkflowTrigger  `workflow_run`/`completed` with conclusion `failure`, from this repository, on a
+                   branch gitbot did not create
+  Ignore           anything else, with the reason (a notice, exit 0)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BRANCH_PREFIX = "gitbot/"
+# The names a workflow_dispatch input carrying the issue number may have.
+DISPATCH_ISSUE_INPUTS = ("issue-number", "issue_number", "issue")
+
+
+class ContextError(ValueError):
+    """The Actions environment is incomplete or the event file is unreadable."""
+
+
+@dataclass(frozen=True)
+class Actor:
+    login: str
+    type: str = "User"  # "User", "Bot", "Organization" — as the payload says
+
+    @property
+    def is_bot(self) -> bool:
+        # Either signal marks a bot; neither makes one trusted (see permissions.py).
+        return self.type == "Bot" or self.login.endswith("[bot]")
+
+    @classmethod
+    def from_payload(cls, data: Any) -> Actor | None:
+        if not isinstance(data, dict) or not isinstance(data.get("login"), str) or not data["login"]:
+            return None
+        return cls(login=data["login"], type=str(data.get("type") or "User"))
+
+
+@dataclass(frozen=True)
+class ActionsContext:
+    event_name: str
+    event: dict[str, Any]
+    repository: str  # owner/name
+    api_url: str
+    server_url: str
+    run_id: str
+    run_attempt: str
+    workspace: Path
+    actor: str = ""
+    triggering_actor: str = ""
+
+    @property
+    def owner(self) -> str:
+        return self.repository.split("/", 1)[0]
+
+    @property
+    def run_url(self) -> str:
+        return f"{self.server_url}/{self.repository}/actions/runs/{self.run_id}"
+
+
+def read_context(environ: dict[str, str]) -> ActionsContext:
+    missing = [
+        name
+        for name in ("GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH", "GITHUB_REPOSITORY")
+        if not environ.get(name)
+    ]
+    if missing:
+        raise ContextError(f"not running in GitHub Actions: {', '.join(missing)} not set")
+    path = Path(environ["GITHUB_EVENT_PATH"])
+    try:
+        event = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ContextError(f"cannot read the event file {path}: {exc}") from None
+    if not isinstance(event, dict):
+        raise ContextError(f"the event file {path} does not hold a JSON object")
+    repository = environ["GITHUB_REPOSITORY"]
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repository):
+        raise ContextError(f"GITHUB_REPOSITORY is not owner/name: {repository!r}")
+    return ActionsContext(
+        event_name=environ["GITHUB_EVENT_NAME"],
+        event=event,
+        repository=repository,
+        api_url=environ.get("GITHUB_API_URL", "https://api.github.com").rstrip("/"),
+        server_url=environ.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/"),
+        run_id=environ.get("GITHUB_RUN_ID", "0"),
+        run_attempt=environ.get("GITHUB_RUN_ATTEMPT", "1"),
+        workspace=Path(environ.get("GITHUB_WORKSPACE") or "."),
+        actor=environ.get("GITHUB_ACTOR", ""),
+        triggering_actor=environ.get("GITHUB_TRIGGERING_ACTOR", ""),
+    )
+
+
+@dataclass(frozen=True)
+class IssueTrigger:
+    number: int
+    sender: Actor
+    label: str | None  # None for workflow_dispatch
+    # The issue as the payload shows it: a snapshot taken when the label was added, so an edit made
+    # after that moment cannot change the task. None for workflow_dispatch (fetched from the API).
+    snapshot: dict[str, Any] | None = None
+
+    @property
+    def branch(self) -> str:
+        return f"{BRANCH_PREFIX}issue-{self.number}"
+
+    @property
+    def actors(self) -> list[Actor]:
+        return [self.sender]
+
+
+@dataclass(frozen=True)
+class WorkflowTrigger:
+    run_id: int
+    name: str
+    head_branch: str
+    head_sha: str
+    html_url: str
+    actors: list[Actor] = field(default_factory=list)  # sender, the run's actor and triggering actor
+
+    @property
+    def branch(self) -> str:
+        return f"{BRANCH_PREFIX}run-{self.run_id}"
+
+
+@dataclass(frozen=True)
+class Ignore:
+    reason: str
+
+
+Decision = IssueTrigger | WorkflowTrigger | Ignore
+
+
+def decide(ctx: ActionsContext, *, label: str, dispatch_issue: str | None = None) -> Decision:
+    event, name = ctx.event, ctx.event_name
+    action = event.get("action")
+    sender = Actor.from_payload(event.get("sender"))
+    if name == "issues":
+        if action != "labeled":
+            return Ignore(f"issues event with action {action!r}: gitbot acts only when a label is added")
+        added = (event.get("label") or {}).get("name")
+        if added != label:
+            return Ignore(f"the label added is {added!r}, not {label!r}")
+        issue = event.get("issue") or {}
+        if issue.get("pull_request"):
+            return Ignore("the label was added to a pull request; gitbot fixes issues")
+        if issue.get("state") not in (None, "open"):
+            return Ignore("the issue is closed")
+        number = issue.get("number")
+        if not isinstance(number, int) or sender is None:
+            return Ignore("the issues event has no issue number or no sender")
+        return IssueTrigger(number=number, sender=sender, label=label, snapshot=issue)
+    if name == "workflow_dispatch":
+        inputs = event.get("inputs") or {}
+        raw = dispatch_issue or next((str(inputs[k]) for k in DISPATCH_ISSUE_INPUTS if inputs.get(k)), "")
+        raw = raw.strip().lstrip("#")
+        if not raw.isdigit() or int(raw) <= 0:
+            return Ignore("workflow_dispatch without an issue number (an input named issue-number)")
+        if sender is None:
+            return Ignore("the workflow_dispatch event has no sender")
+        return IssueTrigger(number=int(raw), sender=sender, label=None)
+    if name == "workflow_run":
+        return _decide_workflow_run(ctx, event, sender)
+    return Ignore(f"gitbot does not act on {name!r} events")
+
+
+def _decide_workflow_run(ctx: ActionsContext, event: dict[str, Any], sender: Actor | None) -> Decision:
+    run = event.get("workflow_run") or {}
+    if event.get("action") != "completed":
+        return Ignore(
+            f"workflow_run event with action {event.get('action')!r}: gitbot acts on completed runs"
+        )
+    if run.get("conclusion") != "failure":
+        return Ignore(f"the workflow run's conclusion is {run.get('conclusion')!r}, not 'failure'")
+    head_repo = (run.get("head_repository") or {}).get("full_name")
+    if head_repo != ctx.repository:
+        return Ignore(
+            f"the failed run's code comes from another repository ({head_repo!r}, a fork?): gitbot "
+            "never runs on code from outside this repository"
+        )
+    branch = run.get("head_branch")
+    if not isinstance(branch, str) or not branch:
+        return Ignore("the failed run has no head branch (a tag?)")
+    if branch.startswith(BRANCH_PREFIX):
+        return Ignore(
+            f"the failed run is on {branch!r}, a branch gitbot created: not fixing its own work (loop guard)"
+        )
+    sha = run.get("head_sha")
+    run_id = run.get("id")
+    if not isinstance(run_id, int) or not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{40}", sha):
+        return Ignore("the workflow_run event has no run id or head commit")
+    candidates = (
+        sender,
+        Actor.from_payload(run.get("actor")),
+        Actor.from_payload(run.get("triggering_actor")),
+    )
+    unique = list(dict.fromkeys(a for a in candidates if a is not None))
+    if not unique:
+        return Ignore("the workflow_run event names nobody who started it")
+    return WorkflowTrigger(
+        run_id=run_id,
+        name=str(run.get("name") or "workflow"),
+        head_branch=branch,
+        head_sha=sha,
+        html_url=str(run.get("html_url") or ""),
+        actors=unique,
+    )

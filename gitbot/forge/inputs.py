@@ -1,0 +1,131 @@
+"""The Action's inputs, read from `INPUT_<NAME>` variables and validated here.
+
+`action.yml` passes each input through `env:` under the name GitHub's own toolkit would use: the
+input's id upper-cased, spaces turned into underscores, hyphens kept (`INPUT_MAX-COST-USD`). The
+runner does not enforce `required:` for composite actions, so this module does, and it reports
+every problem at once.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+DEFAULT_LABEL = "gitbot"
+# What a bot login may look like in allowed-bots: a GitHub App slug, optionally with "[bot]".
+BOT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}(\[bot\])?$")
+TRUE_WORDS = {"true", "yes", "1", "on"}
+FALSE_WORDS = {"false", "no", "0", "off", ""}
+
+
+class InputError(ValueError):
+    """One or more inputs are missing or malformed (the messages are in `problems`)."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def env_name(input_id: str) -> str:
+    return "INPUT_" + input_id.replace(" ", "_").upper()
+
+
+@dataclass(frozen=True)
+class ActionInputs:
+    anthropic_api_key: str
+    github_token: str
+    model: str | None = None
+    label: str = DEFAULT_LABEL
+    check_command: str | None = None
+    max_cost_usd: float | None = None
+    max_steps: int | None = None
+    policy: str | None = None
+    base_branch: str | None = None
+    draft: bool = False  # always open the PR as a draft, even when verified
+    allowed_bots: frozenset[str] = field(default_factory=frozenset)  # logins without "[bot]", lower-case
+    # True when github-token is the workflow's own GITHUB_TOKEN (action.yml compares the two), whose
+    # pushes and PRs start no workflow runs: the PR then says so.
+    workflow_token: bool = True
+
+
+def read_inputs(environ: dict[str, str]) -> ActionInputs:
+    problems: list[str] = []
+
+    def text(input_id: str) -> str:
+        return environ.get(env_name(input_id), "").strip()
+
+    def number(input_id: str, kind: type, minimum: float) -> float | int | None:
+        raw = text(input_id)
+        if not raw:
+            return None
+        try:
+            value = kind(raw)
+        except ValueError:
+            problems.append(f"{input_id} must be a {'whole ' if kind is int else ''}number, got {raw!r}")
+            return None
+        if (isinstance(value, float) and not math.isfinite(value)) or value < minimum:
+            problems.append(f"{input_id} must be at least {minimum}, got {raw!r}")
+            return None
+        return value
+
+    def flag(input_id: str, default: bool) -> bool:
+        raw = text(input_id).lower()
+        if not raw:
+            return default
+        if raw in TRUE_WORDS:
+            return True
+        if raw in FALSE_WORDS:
+            return False
+        problems.append(f"{input_id} must be true or false, got {raw!r}")
+        return default
+
+    api_key, token = text("anthropic-api-key"), text("github-token")
+    if not api_key:
+        problems.append(
+            "anthropic-api-key is required: add an ANTHROPIC_API_KEY repository secret and pass it "
+            "as `anthropic-api-key: ${{ secrets.ANTHROPIC_API_KEY }}`"
+        )
+    if not token:
+        problems.append(
+            "github-token is empty: leave it unset to use the workflow's token, or pass a GitHub "
+            "App installation token"
+        )
+    label = text("label") or DEFAULT_LABEL
+    if len(label) > 50 or "\n" in label:
+        problems.append(f"label must be one line of at most 50 characters, got {label!r}")
+    check_command = text("check-command") or None
+    if check_command and "\n" in check_command:
+        problems.append("check-command must be one line (for several commands use `sh -c '…'`)")
+    max_cost = number("max-cost-usd", float, 0.01)
+    max_steps = number("max-steps", int, 1)
+    bots: set[str] = set()
+    for name in re.split(r"[,\s]+", text("allowed-bots")):
+        if not name:
+            continue
+        if name == "*":
+            problems.append("allowed-bots cannot be '*': name each GitHub App whose actions may start gitbot")
+        elif not BOT_NAME.match(name):
+            problems.append(f"allowed-bots: {name!r} is not a bot login")
+        else:
+            bots.add(name.lower().removesuffix("[bot]"))
+    base_branch = text("base-branch") or None
+    if base_branch and (base_branch.startswith("-") or any(c in base_branch for c in " ~^:?*[\\")):
+        problems.append(f"base-branch is not a valid branch name: {base_branch!r}")
+    inputs = ActionInputs(
+        anthropic_api_key=api_key,
+        github_token=token,
+        model=text("model") or None,
+        label=label,
+        check_command=check_command,
+        max_cost_usd=max_cost,
+        max_steps=max_steps,
+        policy=text("policy") or None,
+        base_branch=base_branch,
+        draft=flag("draft", False),
+        allowed_bots=frozenset(bots),
+        workflow_token=environ.get("GITBOT_WORKFLOW_TOKEN", "true").strip().lower() != "false",
+    )
+    if problems:
+        raise InputError(problems)
+    return inputs

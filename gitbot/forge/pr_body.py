@@ -1,0 +1,259 @@
+"""The pull request's body: what was done, the proof, the diff stat, the cost and every step.
+
+Sections, in this order: the model's summary (marked as the model's words), Verification, Changes
+(from the diff, through unidiff), Cost, Steps (collapsed, with how to restore a checkpoint),
+`Closes #N`, and a footer with the gitbot version and the workflow run. GitHub refuses a body over
+65,536 characters: the steps table is cut first, then the changes table, then the summary; the
+cost and the verification are never cut.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gitbot.agent.result import RunResult
+
+BODY_LIMIT = 65_536
+SAFETY_MARGIN = 512  # room for the notes that say what was cut
+SUMMARY_LIMIT = 6_000
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: str
+    status: str  # added, modified, deleted, renamed, binary
+    added: int
+    removed: int
+    old_path: str | None = None
+
+
+@dataclass(frozen=True)
+class Verification:
+    command: str | None
+    before: str | None  # "exited 1 after 2.0 s"
+    after: str | None
+    verified: bool
+    reason: str  # why not verified, or a one-line confirmation
+
+
+@dataclass(frozen=True)
+class StepCost:
+    tokens: int
+    usd: float | None
+
+
+@dataclass
+class BodyParts:
+    result: RunResult
+    verification: Verification
+    changes: list[FileChange]
+    footer_links: list[str]  # "[workflow run](url)"
+    version: str
+    closes: int | None = None  # issue number
+    context_line: str = ""  # what triggered the run, one line
+    request_costs: dict[int, StepCost] = field(default_factory=dict)  # model request number -> its cost
+    restore_hint: str = ""
+    notes: list[str] = field(default_factory=list)  # warnings shown under Verification
+    workflow_token: bool = True
+
+
+def parse_changes(diff_text: str) -> list[FileChange]:
+    """Per-file line counts of a `git diff` (unidiff does the parsing)."""
+    from unidiff import PatchSet
+
+    changes = []
+    for patched in PatchSet(diff_text):
+        if patched.is_binary_file:
+            status = "binary"
+        elif patched.is_added_file:
+            status = "added"
+        elif patched.is_removed_file:
+            status = "deleted"
+        elif patched.is_rename:
+            status = "renamed"
+        else:
+            status = "modified"
+        old = patched.source_file[2:] if status == "renamed" else None
+        changes.append(FileChange(patched.path, status, patched.added, patched.removed, old))
+    return changes
+
+
+def md_cell(text: str) -> str:
+    """Table-cell text: pipes escaped, one line, and no way to open HTML or a mention."""
+    return (
+        text.replace("\\", "\\\\")
+        .replace("|", "\\|")
+        .replace("\n", " ")
+        .replace("<", "&lt;")
+        .replace("@", "@\u200b")
+    )
+
+
+def code_span(text: str) -> str:
+    text = text.replace("\n", " ")
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
+
+
+def money(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:.4f}"
+
+
+def summary_section(result: RunResult, limit: int = SUMMARY_LIMIT) -> str:
+    text = (result.summary or "").strip() or "(the model wrote no summary)"
+    if len(text) > limit:
+        text = text[:limit].rstrip() + " […]"
+    # Quoted, so headings or HTML in the model's text stay inside the quote; mentions are defused
+    # so the model cannot ping people.
+    quoted = "\n".join(
+        "> " + line.replace("@", "@\u200b") if line.strip() else ">" for line in text.splitlines()
+    )
+    return (
+        "## What was done\n\n_The model's own summary of its work (not checked by gitbot; the Verification "
+        "section is):_\n\n" + quoted
+    )
+
+
+def verification_section(v: Verification, notes: list[str]) -> str:
+    lines = ["## Verification", ""]
+    if v.verified:
+        lines.append(f"✅ **Verified:** gitbot re-ran {code_span(v.command or '')} after the agent finished.")
+    else:
+        lines.append(f"⚠️ **Not verified:** {v.reason}")
+    if v.command:
+        lines += [
+            "",
+            f"| {code_span(v.command)} | |",
+            "|---|---|",
+            f"| before the change | {md_cell(v.before or 'not run')} |",
+            f"| after the change | {md_cell(v.after or 'not run')} |",
+        ]
+    for note in notes:
+        lines += ["", f"> [!WARNING]\n> {note}"]
+    return "\n".join(lines)
+
+
+def changes_section(changes: list[FileChange], max_rows: int | None = None) -> str:
+    lines = ["## Changes", ""]
+    if not changes:
+        return "\n".join([*lines, "No file changed."])
+    shown = changes if max_rows is None else changes[:max_rows]
+    lines += ["| File | Change | Added | Removed |", "|---|---|--:|--:|"]
+    for c in shown:
+        name = f"`{md_cell(c.old_path)}` → `{md_cell(c.path)}`" if c.old_path else f"`{md_cell(c.path)}`"
+        lines.append(f"| {name} | {c.status} | +{c.added} | −{c.removed} |")
+    if len(shown) < len(changes):
+        lines.append(f"| … {len(changes) - len(shown)} more files (see the Files tab) | | | |")
+    added, removed = sum(c.added for c in changes), sum(c.removed for c in changes)
+    lines += ["", f"{len(changes)} file(s), +{added} −{removed}"]
+    return "\n".join(lines)
+
+
+def cost_section(result: RunResult) -> str:
+    u = result.usage
+    total = money(result.cost_usd)
+    if result.price_table_date:
+        total += f" (prices of {result.price_table_date})"
+    rows = [
+        ("Model", f"`{md_cell(result.model)}`"),
+        ("Model requests", str(result.steps)),
+        ("Tool calls", str(result.tool_calls)),
+        ("Input tokens", f"{u.input_tokens:,}"),
+        ("Output tokens", f"{u.output_tokens:,}"),
+        ("Cache-write tokens", f"{u.cache_creation_input_tokens:,}"),
+        ("Cache-read tokens", f"{u.cache_read_input_tokens:,}"),
+        ("**Total**", f"**{total}**"),
+    ]
+    if result.max_cost_usd:
+        used = "unknown" if result.cost_usd is None else f"{result.cost_usd / result.max_cost_usd:.0%}"
+        rows.append(("Budget used", f"{used} of ${result.max_cost_usd:.2f}"))
+    rows.append(("Outcome", result.status.value))
+    return "\n".join(["## Cost", "", "| | |", "|---|--:|", *(f"| {k} | {v} |" for k, v in rows)])
+
+
+def steps_section(parts: BodyParts, max_rows: int | None = None) -> str:
+    steps = parts.result.step_log
+    shown = steps if max_rows is None else steps[:max_rows]
+    plural = "s" if len(steps) != 1 else ""
+    lines = [f"<details><summary>Steps ({len(steps)} tool call{plural})</summary>", ""]
+    if steps:
+        lines += [
+            "| Step | Tool | Target | Outcome | Tokens | USD | Checkpoint |",
+            "|--:|---|---|---|--:|--:|---|",
+        ]
+        seen_requests: set[int] = set()
+        for s in shown:
+            cost = parts.request_costs.get(s.request)
+            if cost is not None and s.request not in seen_requests:
+                tokens, usd = f"{cost.tokens:,}", money(cost.usd)
+            else:
+                tokens, usd = ("〃", "〃") if cost is not None else ("", "")
+            seen_requests.add(s.request)
+            checkpoint = f"`{s.checkpoint[:10]}`" if s.checkpoint else ""
+            target = md_cell(s.target if len(s.target) <= 80 else s.target[:79] + "…")
+            lines.append(
+                f"| {s.step} | `{md_cell(s.tool)}` | {target} | {s.outcome} | {tokens} | {usd} "
+                f"| {checkpoint} |"
+            )
+        if len(shown) < len(steps):
+            lines.append(f"| … | {len(steps) - len(shown)} more steps are in the run record | | | | | |")
+        lines += [
+            "",
+            (
+                "Tokens and USD are per model request, shown on the first tool call it asked for (〃: the "
+                "same request)."
+            ),
+        ]
+    else:
+        lines.append("No tool was called.")
+    if parts.restore_hint:
+        lines += ["", parts.restore_hint]
+    lines += ["", "</details>"]
+    return "\n".join(lines)
+
+
+def footer(parts: BodyParts) -> str:
+    text = "---\n<sub>" + " · ".join([f"gitbot {parts.version}", *parts.footer_links]) + "</sub>"
+    if parts.workflow_token:
+        text += (
+            "\n\n<sub>This pull request was opened with the workflow's `GITHUB_TOKEN`, so GitHub does not "
+            "start CI workflows for it: close and reopen it, or push a commit, to run them. To have CI run "
+            "automatically, pass a GitHub App token as gitbot's `github-token` input.</sub>"
+        )
+    return text
+
+
+def render(parts: BodyParts, limit: int = BODY_LIMIT) -> str:
+    """The body, within `limit` characters: steps rows go first, then changes rows, then the summary."""
+    steps_rows: int | None = None
+    change_rows: int | None = None
+    summary_limit = SUMMARY_LIMIT
+    while True:
+        body = _assemble(parts, steps_rows, change_rows, summary_limit)
+        if len(body) <= limit:
+            return body
+        over = len(body) - limit + SAFETY_MARGIN
+        if steps_rows is None or steps_rows > 0:
+            current = len(parts.result.step_log) if steps_rows is None else steps_rows
+            steps_rows = max(0, current - max(1, over // 60))  # a row is at least ~60 characters
+        elif change_rows is None or change_rows > 0:
+            current = len(parts.changes) if change_rows is None else change_rows
+            change_rows = max(0, current - max(1, over // 40))
+        elif summary_limit > 200:
+            summary_limit = max(200, summary_limit - over)
+        else:
+            return body[:limit]  # unreachable with sane inputs: every variable part is already minimal
+
+
+def _assemble(parts: BodyParts, steps_rows: int | None, change_rows: int | None, summary_limit: int) -> str:
+    sections = [parts.context_line] if parts.context_line else []
+    sections += [
+        summary_section(parts.result, summary_limit),
+        verification_section(parts.verification, parts.notes),
+        changes_section(parts.changes, change_rows),
+        cost_section(parts.result),
+        steps_section(parts, steps_rows),
+    ]
+    if parts.closes is not None:
+        sections.append(f"Closes #{parts.closes}")
+    sections.append(footer(parts))
+    return "\n\n".join(sections) + "\n"

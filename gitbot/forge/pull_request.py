@@ -1,0 +1,256 @@
+"""The git side of a pull request: the bot branch, the credential, one commit, the push, the PR.
+
+Rules this module enforces (the agent never pushes; gitbot's own process does, after the run):
+- The token reaches git only for the one command that needs it (fetch or push), as an
+  `http.<server>/.extraheader` passed through `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_0`/`GIT_CONFIG_VALUE_0`:
+  never in a URL, never written to `.git/config`, never on a command line (where `ps` would show it),
+  and sent only to the GitHub server.
+- The credential `actions/checkout` persisted (an `http.…extraheader` in `.git/config`, or, since
+  checkout v6, an include of a credentials file) is removed while gitbot works, and put back after.
+- Only the bot branch is pushed, only to `origin`, with `--force-with-lease` naming the tip gitbot
+  expects; an existing branch is replaced only when every commit on it is gitbot's own.
+- Every git command runs with hooks off: a hook is code from the repository, which the agent edited.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from gitbot.forge.github import ForgeError, GitHubRepo, PullData
+
+BOT_NAME = "github-actions[bot]"
+BOT_EMAIL = "41898282+github-actions[bot]@users.noreply.github.com"
+RUN_TRAILER = "Gitbot-Run"
+MODEL_EMAIL = "noreply@anthropic.com"
+# Variables that would point git at another repository, or add configuration behind our back.
+GIT_LOCAL_ENV = (
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_PREFIX",
+    "GIT_COMMON_DIR",
+    "GIT_SSH_COMMAND",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "GIT_EXEC_PATH",
+)
+CREDENTIAL_KEYS = r"^(http\.(.*\.)?extraheader|include\.path|includeif\..*\.path)$"
+# Pushing workflow files needs the `workflows` permission, which the workflow token never has.
+UNPUSHABLE_PREFIX = ".github/workflows/"
+CREATE_PR_SETTING = "Allow GitHub Actions to create and approve pull requests"
+
+
+class GitError(Exception):
+    pass
+
+
+class BranchNotOurs(GitError):
+    """The bot branch holds commits gitbot did not make: it is not overwritten."""
+
+
+def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in GIT_LOCAL_ENV and not k.startswith("GIT_CONFIG_")}
+    env["GIT_TERMINAL_PROMPT"] = "0"  # nobody is there to type a password: fail instead of hanging
+    env.update(extra or {})
+    return env
+
+
+def git(
+    repo: Path, *args: str, env: dict[str, str] | None = None, input: str | None = None, check: bool = True
+) -> str:
+    done = subprocess.run(
+        ["git", "-c", "core.hooksPath=/dev/null", *args],
+        cwd=repo,
+        env=git_env(env),
+        input=input,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if check and done.returncode != 0:
+        raise GitError(f"git {args[0]} failed: {done.stderr.strip() or done.stdout.strip()}")
+    return done.stdout
+
+
+def auth_env(token: str, server_url: str) -> dict[str, str]:
+    """Configuration for one git process: the token as a header, scoped to the GitHub server."""
+    pair = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    return {
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": f"http.{server_url.rstrip('/')}/.extraheader",
+        "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {pair}",
+    }
+
+
+# ---------------------------------------------------------------- the persisted checkout credential
+
+
+def _credential_entries(repo: Path) -> list[tuple[str, str]]:
+    out = git(repo, "config", "--local", "--null", "--get-regexp", CREDENTIAL_KEYS, check=False)
+    entries = []
+    for item in out.split("\0"):
+        if not item:
+            continue
+        key, _, value = item.partition("\n")
+        if key.startswith("include"):
+            # An include matters only when the file it names carries a credential (checkout v6).
+            target = Path(os.path.expanduser(value))
+            target = target if target.is_absolute() else repo / ".git" / target
+            try:
+                if "extraheader" not in target.read_text(encoding="utf-8", errors="replace").lower():
+                    continue
+            except OSError:
+                continue
+        entries.append((key, value))
+    return entries
+
+
+@contextmanager
+def checkout_credential_removed(repo: Path) -> Iterator[list[str]]:
+    """While inside, `.git/config` holds no credential; on the way out, what was there is put back."""
+    entries = _credential_entries(repo)
+    for key, value in entries:
+        git(repo, "config", "--local", "--fixed-value", "--unset-all", key, value)
+    try:
+        yield [key for key, _ in entries]
+    finally:
+        for key, value in entries:
+            git(repo, "config", "--local", "--add", key, value)
+
+
+# ---------------------------------------------------------------- branch, commit, push
+
+
+def validate_branch(name: str) -> str:
+    """A branch name from an event is data: it must be a plain, valid branch name."""
+    if name.startswith("-") or not re.fullmatch(r"[\w./+@-]+", name) or "@{" in name:
+        raise GitError(f"refusing an unusual branch name: {name!r}")
+    done = subprocess.run(
+        ["git", "check-ref-format", "--branch", name], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise GitError(f"not a valid branch name: {name!r}")
+    return name
+
+
+def fetch(repo: Path, branch: str, *, auth: dict[str, str]) -> str | None:
+    """Fetch origin's branch; its tip, or None when origin has no such branch."""
+    validate_branch(branch)
+    remote_ref = f"refs/heads/{branch}"
+    listed = git(repo, "ls-remote", "origin", remote_ref, env=auth).split()
+    if not listed:
+        return None
+    git(
+        repo,
+        "fetch",
+        "--no-tags",
+        "--quiet",
+        "origin",
+        f"+{remote_ref}:refs/remotes/origin/{branch}",
+        env=auth,
+    )
+    return listed[0]
+
+
+def start_branch(repo: Path, branch: str, start: str) -> None:
+    """Check out `branch` at `start` (the work tree is a fresh checkout: nothing is lost)."""
+    git(repo, "checkout", "--quiet", "-B", branch, start)
+
+
+def foreign_commits(repo: Path, tip: str, base: str) -> list[str]:
+    """Commits on `tip` and not on `base` that gitbot did not make (author and trailer both checked)."""
+    out = git(
+        repo,
+        "log",
+        f"--format=%H%x00%ae%x00%(trailers:key={RUN_TRAILER},valueonly,separator=)%x1e",
+        tip,
+        "--not",
+        base,
+    )
+    foreign = []
+    for record in out.split("\x1e"):
+        record = record.strip()
+        if not record:
+            continue
+        sha, email, run = ([*record.split("\0"), "", ""])[:3]
+        if email != BOT_EMAIL or not run.strip():
+            foreign.append(sha)
+    return foreign
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    files: list[str]
+    skipped: list[str]  # changed but left out (workflow files)
+
+
+def commit_changes(
+    repo: Path, paths: list[str], *, subject: str, body: str, run_id: str, model: str
+) -> Commit | None:
+    """One commit of `paths` (as changed in the work tree), by the bot, co-authored by the model."""
+    skipped = sorted(p for p in paths if p.startswith(UNPUSHABLE_PREFIX))
+    wanted = [p for p in paths if not p.startswith(UNPUSHABLE_PREFIX)]
+    if not wanted:
+        return None
+    git(repo, "add", "--all", "--", *wanted)
+    staged = [p for p in git(repo, "diff", "--cached", "--name-only", "-z").split("\0") if p]
+    if not staged:
+        return None
+    message = (
+        f"{subject}\n\n{body.strip()}\n\n{RUN_TRAILER}: {run_id}\nCo-authored-by: {model} <{MODEL_EMAIL}>\n"
+    )
+    identity = {
+        "GIT_AUTHOR_NAME": BOT_NAME,
+        "GIT_AUTHOR_EMAIL": BOT_EMAIL,
+        "GIT_COMMITTER_NAME": BOT_NAME,
+        "GIT_COMMITTER_EMAIL": BOT_EMAIL,
+    }
+    git(repo, "commit", "--quiet", "--no-verify", "--no-gpg-sign", "-F", "-", env=identity, input=message)
+    return Commit(git(repo, "rev-parse", "HEAD").strip(), staged, skipped)
+
+
+def push(repo: Path, branch: str, sha: str, *, expected_tip: str | None, auth: dict[str, str]) -> None:
+    """Push `sha` to origin's `branch`, only if the branch is still at `expected_tip` (None: absent)."""
+    validate_branch(branch)
+    lease = f"--force-with-lease=refs/heads/{branch}:{expected_tip or ''}"
+    git(repo, "push", "--quiet", "--no-verify", lease, "origin", f"{sha}:refs/heads/{branch}", env=auth)
+
+
+def diff_text(repo: Path, base: str, head: str) -> str:
+    return git(repo, "diff", "--no-color", "--no-ext-diff", "-M", base, head)
+
+
+# ---------------------------------------------------------------- the pull request
+
+
+def open_or_update_pull(
+    forge: GitHubRepo, *, branch: str, base: str, title: str, body: str, draft: bool
+) -> tuple[PullData, bool]:
+    """The open PR from `branch`, edited, or a new one. Returns (pull request, created)."""
+    existing = forge.open_pull(branch)
+    if existing is not None:
+        return forge.update_pull(existing.number, title=title, body=body), False
+    try:
+        return forge.create_pull(branch=branch, base=base, title=title, body=body, draft=draft), True
+    except ForgeError as exc:
+        if exc.status == 403:
+            raise ForgeError(
+                f"{exc}. GitHub refused to let this workflow open a pull request: enable "
+                f'"{CREATE_PR_SETTING}" in the repository\'s Settings → Actions → General '
+                "(or the organisation's), or pass a GitHub App token as github-token.",
+                403,
+            ) from None
+        raise

@@ -1,0 +1,117 @@
+"""Branch, credential, commit and push against a real git server on loopback."""
+
+from __future__ import annotations
+
+import pytest
+
+from gitbot.forge import pull_request as prmod
+from tests.forge.conftest import actions_checkout, run_git
+
+
+@pytest.fixture
+def work(seeded_github, tmp_path):
+    return actions_checkout(seeded_github, tmp_path / "work")
+
+
+def config_text(repo) -> str:
+    return (repo / ".git" / "config").read_text()
+
+
+def test_the_checkout_credential_is_gone_inside_and_back_after(seeded_github, work):
+    header = seeded_github.basic_auth_header()
+    assert header in config_text(work)
+    with prmod.checkout_credential_removed(work) as removed:
+        assert removed == [f"http.{seeded_github.server_url}/.extraheader"]
+        assert "extraheader" not in config_text(work).lower()
+        assert header.split()[-1] not in run_git(work, "config", "--list")
+    assert header in config_text(work)
+
+
+def test_a_checkout_v6_credentials_include_is_removed_too(seeded_github, work, tmp_path):
+    run_git(work, "config", "--local", "--unset-all", f"http.{seeded_github.server_url}/.extraheader")
+    creds = tmp_path / "runner-temp" / "git-credentials-1234.config"
+    creds.parent.mkdir()
+    creds.write_text(
+        f'[http "{seeded_github.server_url}/"]\n\textraheader = {seeded_github.basic_auth_header()}\n'
+    )
+    run_git(work, "config", "--local", f"includeIf.gitdir:{work}/.git.path", str(creds))
+    run_git(work, "config", "--local", "include.path", "harmless.inc")
+    with prmod.checkout_credential_removed(work):
+        text = config_text(work)
+        assert str(creds) not in text and "harmless.inc" in text
+        listed = run_git(work, "config", "--list", "--show-origin")
+        assert seeded_github.token not in listed and "extraheader" not in listed
+    assert str(creds) in config_text(work)
+
+
+def test_push_sends_the_token_only_for_that_command(seeded_github, work):
+    auth = prmod.auth_env(seeded_github.token, seeded_github.server_url)
+    with prmod.checkout_credential_removed(work):
+        base = prmod.fetch(work, "main", auth=auth)
+        prmod.start_branch(work, "gitbot/issue-7", base)
+        (work / "stats.py").write_text("fixed\n")
+        commit = prmod.commit_changes(
+            work,
+            ["stats.py"],
+            subject="Fix #7: crash",
+            body="Because.",
+            run_id="r1",
+            model="claude-sonnet-5-5",
+        )
+        with pytest.raises(prmod.GitError):  # without the header the server refuses
+            prmod.push(work, "gitbot/issue-7", commit.sha, expected_tip=None, auth={})
+        prmod.push(work, "gitbot/issue-7", commit.sha, expected_tip=None, auth=auth)
+    assert seeded_github.branch_sha("gitbot/issue-7") == commit.sha
+    # Only the checkout's own (restored) entry holds the token; the remote URL never did.
+    assert seeded_github.token not in config_text(work)
+    assert config_text(work).count(seeded_github.basic_auth_header()) == 1
+    assert run_git(work, "remote", "get-url", "origin").strip() == seeded_github.clone_url
+    author_and_subject = seeded_github.git_log("gitbot/issue-7", "%an <%ae>%n%s").splitlines()[:2]
+    assert author_and_subject == [f"{prmod.BOT_NAME} <{prmod.BOT_EMAIL}>", "Fix #7: crash"]
+    log = seeded_github.git_log("gitbot/issue-7", "%B")
+    assert "Gitbot-Run: r1" in log and "Co-authored-by: claude-sonnet-5-5 <noreply@anthropic.com>" in log
+
+
+def test_the_lease_and_the_ownership_check(seeded_github, work):
+    auth = prmod.auth_env(seeded_github.token, seeded_github.server_url)
+    base = prmod.fetch(work, "main", auth=auth)
+    prmod.start_branch(work, "gitbot/issue-7", base)
+    (work / "a.txt").write_text("1\n")
+    first = prmod.commit_changes(work, ["a.txt"], subject="s", body="b", run_id="r1", model="m")
+    prmod.push(work, "gitbot/issue-7", first.sha, expected_tip=None, auth=auth)
+    tip = prmod.fetch(work, "gitbot/issue-7", auth=auth)
+    assert prmod.foreign_commits(work, tip, base) == []
+
+    # A second run replaces gitbot's own commit, naming the tip it expects.
+    prmod.start_branch(work, "gitbot/issue-7", base)
+    (work / "a.txt").write_text("2\n")
+    second = prmod.commit_changes(work, ["a.txt"], subject="s", body="b", run_id="r2", model="m")
+    with pytest.raises(prmod.GitError):  # a stale expectation is refused
+        prmod.push(work, "gitbot/issue-7", second.sha, expected_tip=base, auth=auth)
+    prmod.push(work, "gitbot/issue-7", second.sha, expected_tip=tip, auth=auth)
+    assert seeded_github.branch_sha("gitbot/issue-7") == second.sha
+
+    # A person's commit on the branch (even one forging the trailer) makes it someone else's.
+    run_git(work, "checkout", "-q", second.sha)
+    (work / "b.txt").write_text("human\n")
+    run_git(work, "add", "b.txt")
+    run_git(work, "commit", "-q", "-m", "human fix", "--trailer", "Gitbot-Run: forged")
+    run_git(work, "push", "-q", "origin", "HEAD:refs/heads/gitbot/issue-7")
+    tip = prmod.fetch(work, "gitbot/issue-7", auth=auth)
+    assert prmod.foreign_commits(work, tip, base) == [tip]
+
+
+def test_workflow_files_are_left_out_of_the_commit(seeded_github, work):
+    (work / ".github" / "workflows").mkdir(parents=True)
+    (work / ".github" / "workflows" / "ci.yml").write_text("on: push\n")
+    (work / "stats.py").write_text("x\n")
+    commit = prmod.commit_changes(
+        work, [".github/workflows/ci.yml", "stats.py"], subject="s", body="b", run_id="r", model="m"
+    )
+    assert commit.files == ["stats.py"] and commit.skipped == [".github/workflows/ci.yml"]
+
+
+@pytest.mark.parametrize("name", ["-x", "a b", "a..b", "x@{1}", "refs/heads/../x", "a:b", ""])
+def test_unusual_branch_names_are_refused(name):
+    with pytest.raises(prmod.GitError):
+        prmod.validate_branch(name)
