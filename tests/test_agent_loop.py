@@ -251,7 +251,7 @@ def test_old_observations_are_elided_so_no_request_exceeds_the_budget(buggy_repo
     (buggy_repo / "big.txt").write_text(big)
     script = [tool_turn(("read_file", {"path": "big.txt"}))] * 14 + [
         tool_turn(("attempt_completion", {"result": "ok"}))]
-    budget = 12_000
+    budget = 18_000
     with FakeMessagesAPI(script) as api:
         result = run_task(Task(text="read a lot"), buggy_repo, policy=with_limits(Policy(), max_steps=20),
                           provider=provider_for(api), secrets=Secrets(),

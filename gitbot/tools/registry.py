@@ -29,11 +29,14 @@ def validate_input(tool: Tool, args: object) -> str | None:
     schema = tool.input_schema
     properties = schema.get("properties", {})
     missing = [k for k in schema.get("required", []) if k not in args]
-    if missing:
-        return f"missing required argument(s): {', '.join(missing)}"
     unknown = [k for k in args if k not in properties]
-    if unknown:
-        return f"unknown argument(s): {', '.join(unknown)}; expected: {', '.join(properties)}"
+    problems = []
+    if unknown:  # named first: a misspelled argument is the usual cause of a missing one
+        problems.append(f"unknown argument(s): {', '.join(unknown)}")
+    if missing:
+        problems.append(f"missing required argument(s): {', '.join(missing)}")
+    if problems:
+        return "; ".join(problems) + f" (the arguments are: {', '.join(properties)})"
     for key, value in args.items():
         expected = properties[key].get("type")
         if expected and not _is_type(value, expected):

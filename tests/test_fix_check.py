@@ -1,0 +1,251 @@
+"""`gitbot fix-check` as a real subprocess on real git repositories, with the real anthropic SDK talking
+to the loopback Messages API server. The check is real too: Python's unittest on a one-line bug."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import BUGGY_MODULE, FIX_DIFF, TEST_MODULE, gitbot_env, make_repo, run_gitbot
+from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
+
+PY = sys.executable
+CHECK = [PY, "-m", "unittest"]
+WRONG_DIFF = ("<<<<<<< SEARCH\n    return sum(values) / (len(values) - 1)\n=======\n"
+              "    return sum(values) / (len(values) + 1)\n>>>>>>> REPLACE")
+# Loosening the test instead of fixing the code: the check passes, and the receipt must say so.
+TEST_EDIT_DIFF = ("<<<<<<< SEARCH\n        self.assertEqual(mean([1, 2, 3]), 2)\n=======\n"
+                  "        self.assertEqual(mean([1, 2, 3]), 3)\n>>>>>>> REPLACE")
+
+
+def git(repo: Path, *args: str, check: bool = True) -> str:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, env=gitbot_env(),
+                          check=check).stdout
+
+
+def git_status(repo: Path, *args: str) -> int:
+    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, env=gitbot_env(), check=False)
+    return proc.returncode
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo", {"stats.py": BUGGY_MODULE, "test_stats.py": TEST_MODULE,
+                                         ".gitignore": "__pycache__/\n"})
+
+
+def fix_check(repo: Path, *args: str, env: dict[str, str] | None = None, cmd: list[str] | None = None):
+    proc = run_gitbot(["fix-check", "--repo", str(repo), "--json", *args, "--", *(cmd or CHECK)], env=env)
+    data = json.loads(proc.stdout) if proc.stdout.strip() else None
+    return proc, data
+
+
+def completion_turns(text: str = "fixed mean()") -> list[dict]:
+    """attempt_completion is review-on-submit: the first call shows the diff, the second completes."""
+    return [tool_turn(("attempt_completion", {"result": text})) for _ in range(2)]
+
+
+def staged(repo: Path) -> tuple[str, str]:
+    return git(repo, "ls-files", "--stage"), git(repo, "diff", "--cached", "--binary")
+
+
+def counter_check(tmp_path: Path, fail_times: int) -> list[str]:
+    """A check that fails the first `fail_times` runs, then passes; it counts in a file outside the repo."""
+    counter = tmp_path / "runs"
+    code = (f"import pathlib, sys; p = pathlib.Path({str(counter)!r}); "
+            "n = int(p.read_text()) if p.exists() else 0; "
+            f"p.write_text(str(n + 1)); print('run', n + 1); sys.exit(1 if n < {fail_times} else 0)")
+    return [PY, "-c", code]
+
+
+# ---------------------------------------------------------------- no model call
+
+
+def test_a_passing_check_needs_no_key_and_makes_no_request(repo, tmp_path):
+    (repo / "stats.py").write_text(BUGGY_MODULE.replace("(len(values) - 1)", "len(values)"))
+    summary = tmp_path / "summary.md"
+    with FakeMessagesAPI([]) as api:
+        proc, data = fix_check(repo, env={**api.env(), "GITHUB_STEP_SUMMARY": str(summary)})
+        assert api.requests == []
+    assert proc.returncode == 0, proc.stderr
+    assert data["outcome"] == "check_passed" and data["verified"] is True and data["steps"] == 0
+    assert data["check_exit_before"] == 0 and data["check_exit_after"] is None
+    assert "passes" in proc.stderr
+    assert "check passes" in summary.read_text()
+    # And without any key at all.
+    assert fix_check(repo)[0].returncode == 0
+
+
+def test_a_command_that_does_not_exist_is_a_config_error_without_a_request(repo):
+    with FakeMessagesAPI(completion_turns()) as api:
+        proc, data = fix_check(repo, env=api.env(), cmd=["no-such-test-runner", "-q"])
+        assert api.requests == []
+    assert proc.returncode == 2 and data is None
+    assert "'no-such-test-runner' was not found on PATH" in proc.stderr
+
+
+def test_no_command(repo):
+    proc = run_gitbot(["fix-check", "--repo", str(repo)])
+    assert proc.returncode == 2 and "no check command given" in proc.stderr
+
+
+def test_a_hanging_check_times_out(repo):
+    hang = [PY, "-c", "import time; print('hanging'); time.sleep(60)"]
+    proc, data = fix_check(repo, "--timeout", "1", cmd=hang)
+    assert "timed out after 1 s" in proc.stderr
+    # It failed (by timing out), and with no key gitbot stops there: exit 2, saying what is missing.
+    assert proc.returncode == 2 and "ANTHROPIC_API_KEY" in proc.stderr
+    assert data["check_exit_before"] == "timeout" and data["check_timed_out"] is True
+    assert data["check_exit_confirm"] is None  # a hang is not re-run to test for flakiness
+
+
+def test_a_failing_check_without_a_key_reports_the_failure(repo):
+    proc, data = fix_check(repo)
+    assert proc.returncode == 2
+    assert "AssertionError: 3.0 != 2" in proc.stderr  # the check's own output, shown live
+    assert "ANTHROPIC_API_KEY is not set" in proc.stderr
+    assert data["outcome"] == "cannot_fix" and data["verified"] is False
+
+
+def test_a_flaky_check_is_reported_as_flaky_without_a_request(repo, tmp_path):
+    with FakeMessagesAPI(completion_turns()) as api:
+        proc, data = fix_check(repo, env=api.env(), cmd=counter_check(tmp_path, fail_times=1))
+        assert api.requests == []
+    assert proc.returncode == 1
+    assert data["outcome"] == "flaky" and data["flaky"] is True and data["verified"] is False
+    assert (data["check_exit_before"], data["check_exit_confirm"]) == (1, 0)
+    assert "FLAKY" in proc.stderr
+
+
+def test_refuses_a_repository_in_the_middle_of_a_merge(repo):
+    git(repo, "checkout", "-q", "-b", "other")
+    (repo / "stats.py").write_text(BUGGY_MODULE + "\n# other\n")
+    git(repo, "commit", "-q", "-am", "other")
+    git(repo, "checkout", "-q", "main")
+    (repo / "stats.py").write_text(BUGGY_MODULE + "\n# main\n")
+    git(repo, "commit", "-q", "-am", "main")
+    assert git_status(repo, "merge", "-q", "other") != 0
+    with FakeMessagesAPI(completion_turns()) as api:
+        proc, _ = fix_check(repo, env=api.env())
+        assert api.requests == []
+    assert proc.returncode == 2 and "in the middle of a merge" in proc.stderr
+
+
+def test_refuses_a_repository_in_the_middle_of_a_rebase(repo):
+    git(repo, "checkout", "-q", "-b", "topic")
+    (repo / "stats.py").write_text(BUGGY_MODULE + "\n# topic\n")
+    git(repo, "commit", "-q", "-am", "topic")
+    git(repo, "checkout", "-q", "main")
+    (repo / "stats.py").write_text(BUGGY_MODULE + "\n# main\n")
+    git(repo, "commit", "-q", "-am", "main")
+    git(repo, "checkout", "-q", "topic")
+    assert git_status(repo, "rebase", "main") != 0  # stops on the conflict
+    proc, _ = fix_check(repo)
+    assert proc.returncode == 2 and "in the middle of a rebase" in proc.stderr
+
+
+def test_outside_a_git_repository(tmp_path):
+    proc, _ = fix_check(tmp_path)
+    assert proc.returncode == 2 and "is not inside a git work tree" in proc.stderr
+
+
+# ---------------------------------------------------------------- end to end through the real SDK
+
+
+def test_a_correct_fix_is_verified(repo, tmp_path):
+    head = git(repo, "rev-parse", "HEAD")
+    summary = tmp_path / "summary.md"
+    script = [tool_turn(("read_file", {"path": "stats.py"})),
+              tool_turn(("replace_in_file", {"path": "stats.py", "diff": FIX_DIFF})), *completion_turns()]
+    with FakeMessagesAPI(script) as api:
+        proc, data = fix_check(repo, env={**api.env(), "GITHUB_STEP_SUMMARY": str(summary)})
+        assert api.errors == [] and api.remaining_turns == 0
+        first_prompt = json.dumps(api.requests[0]["body"]["messages"][0])
+    assert proc.returncode == 0, proc.stderr
+    assert data["outcome"] == "fixed" and data["verified"] is True and data["status"] == "completed"
+    assert (data["check_exit_before"], data["check_exit_confirm"], data["check_exit_after"]) == (1, 1, 0)
+    assert data["tests_modified"] == [] and data["files_changed"] == ["stats.py"]
+    assert data["check_command"] == " ".join(CHECK)
+    assert "test_stats.MeanTest.test_mean" in first_prompt and "<check_output>" in first_prompt
+    assert "VERIFIED" in proc.stderr
+    # Left in the work tree, never staged, never committed.
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert git(repo, "diff", "--cached") == ""
+    assert git(repo, "diff", "--name-only").split() == ["stats.py"]
+    assert "✅ gitbot fix-check: verified fix" in summary.read_text()
+
+
+def test_a_wrong_fix_stays_unverified(repo):
+    script = [tool_turn(("replace_in_file", {"path": "stats.py", "diff": WRONG_DIFF})), *completion_turns()]
+    with FakeMessagesAPI(script) as api:
+        proc, data = fix_check(repo, env=api.env())
+        assert api.remaining_turns == 0
+    assert proc.returncode == 1
+    assert data["outcome"] == "not_fixed" and data["verified"] is False
+    assert data["check_exit_after"] == 1 and data["files_changed"] == ["stats.py"]
+    assert "NOT VERIFIED" in proc.stderr
+
+
+def test_a_fix_that_edits_the_test_is_flagged(repo):
+    script = [tool_turn(("replace_in_file", {"path": "test_stats.py", "diff": TEST_EDIT_DIFF})),
+              *completion_turns("adjusted the expectation")]
+    with FakeMessagesAPI(script) as api:
+        proc, data = fix_check(repo, env=api.env())
+    assert proc.returncode == 0  # the check passes, so it is verified; the warning is what protects
+    assert data["tests_modified"] == ["test_stats.py"]
+    assert any("a fix that edits the test" in w for w in data["warnings"])
+    assert "!! WARNING: the agent changed tests or check configuration (test_stats.py)" in proc.stderr
+
+
+def test_passing_without_changes_is_not_a_fix(repo, tmp_path):
+    # Fails on the first run and on the confirmation re-run, then passes although nothing changed.
+    with FakeMessagesAPI(completion_turns("nothing to change")) as api:
+        proc, data = fix_check(repo, env=api.env(), cmd=counter_check(tmp_path, fail_times=2))
+        assert len(api.requests) == 2
+    assert proc.returncode == 1
+    assert data["outcome"] == "passed_without_changes" and data["flaky"] is True and data["verified"] is False
+    assert "passed without changes — flaky?" in proc.stderr
+
+
+def test_commit_puts_the_fix_on_a_new_branch_and_touches_nothing_else(repo):
+    head = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "NOTES").write_text("my own uncommitted work\n")
+    git(repo, "add", "NOTES")
+    (repo / "NOTES").write_text("my own uncommitted work, edited again\n")
+    index_before = staged(repo)
+    script = [tool_turn(("replace_in_file", {"path": "stats.py", "diff": FIX_DIFF})), *completion_turns()]
+    with FakeMessagesAPI(script) as api:
+        proc, data = fix_check(repo, "--commit", env=api.env())
+    assert proc.returncode == 0, proc.stderr
+    branch, commit = data["branch"], data["commit"]
+    assert branch == "gitbot/fix-test-mean"
+    assert git(repo, "rev-parse", f"refs/heads/{branch}").strip() == commit
+    assert git(repo, "rev-parse", "HEAD").strip() == head
+    assert git(repo, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
+    assert staged(repo) == index_before
+    assert (repo / "NOTES").read_text() == "my own uncommitted work, edited again\n"
+    assert git(repo, "diff", "--name-only", "HEAD").split() == ["NOTES", "stats.py"]  # fix still in the tree
+    # The commit holds the fix only, on top of HEAD.
+    assert git(repo, "rev-parse", f"{commit}^").strip() == head
+    assert git(repo, "diff", "--name-only", head, commit).split() == ["stats.py"]
+    message = git(repo, "log", "-1", "--format=%B", commit)
+    assert message.startswith(f"Fix failing check: {' '.join(CHECK)}"[:72])
+    assert f"Gitbot-Run: {data['run_id']}" in message
+    assert "Co-authored-by: gitbot (claude-sonnet-5-5) <noreply@gitbot.invalid>" in message
+
+
+def test_megabytes_of_output_are_capped_in_the_task(repo):
+    noisy = BUGGY_MODULE.replace('    if not values:', '    print("noise " * 400_000)\n    if not values:')
+    (repo / "stats.py").write_text(noisy)
+    with FakeMessagesAPI(completion_turns("gave up")) as api:
+        proc, data = fix_check(repo, env=api.env())
+        first = api.requests[0]["body"]["messages"][0]["content"]
+    text = first if isinstance(first, str) else "".join(block.get("text", "") for block in first)
+    task = text.split("<task>", 1)[1].split("</task>", 1)[0]
+    assert len(task) < 12_000
+    assert "AssertionError: 3.0 != 2" in task
+    assert proc.returncode == 1 and data["outcome"] == "not_fixed"

@@ -1,0 +1,114 @@
+"""SIGKILL a real `gitbot run` at a random step, `gitbot resume` it, and get the same result."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gitbot.record import load_events, runs_dir
+from tests.conftest import BUGGY_MODULE, FIX_DIFF, TEST_MODULE, gitbot_env, make_repo, run_gitbot
+from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
+
+SLOW = "python3 slow.py"
+CHECK = "python3 -m unittest"
+
+
+def script() -> list[dict]:
+    return [
+        tool_turn(("execute_command", {"command": SLOW})),
+        tool_turn(("read_file", {"path": "stats.py"})),
+        tool_turn(("execute_command", {"command": SLOW})),
+        tool_turn(("replace_in_file", {"path": "stats.py", "diff": FIX_DIFF})),
+        tool_turn(("execute_command", {"command": SLOW})),
+        tool_turn(("execute_command", {"command": CHECK})),
+        tool_turn(("attempt_completion", {"result": "fixed"})),
+        tool_turn(("attempt_completion", {"result": "fixed mean()"})),
+    ]
+
+
+SLOW_STEPS = [1, 3, 5]
+
+
+def repo_and_policy(root: Path) -> tuple[Path, Path]:
+    repo = make_repo(root / "repo", {"stats.py": BUGGY_MODULE, "test_stats.py": TEST_MODULE,
+                                     "slow.py": "import time\ntime.sleep(0.6)\n"})
+    policy = root / "policy.toml"
+    policy.write_text(f'[commands]\nallow = ["{SLOW}", "{CHECK}"]\n')
+    return repo, policy
+
+
+def work_tree_diff(repo: Path) -> str:
+    return subprocess.run(["git", "diff"], cwd=repo, capture_output=True, text=True, check=True).stdout
+
+
+def events_of(repo: Path) -> list[dict]:
+    base = runs_dir(repo)
+    paths = list(base.glob("*/trajectory.jsonl")) if base.exists() else []
+    return list(load_events(paths[0].parent)) if paths else []
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_sigkill_then_resume_ends_with_the_same_diff(tmp_path: Path, seed: int):
+    reference_repo, policy = repo_and_policy(tmp_path / "reference")
+    with FakeMessagesAPI(script()) as api:
+        done = run_gitbot(["run", "--task", "fix it", "--repo", str(reference_repo), "--policy", str(policy),
+                           "--json"], env=api.env())
+    assert done.returncode == 0, done.stderr
+    expected_diff = work_tree_diff(reference_repo)
+    assert "/ len(values)" in expected_diff
+
+    kill_at = random.Random(seed).choice(SLOW_STEPS)
+    repo, policy = repo_and_policy(tmp_path / "killed")
+    with FakeMessagesAPI(script()) as api:
+        proc = subprocess.Popen([sys.executable, "-m", "gitbot", "run", "--task", "fix it", "--repo", str(repo),
+                                 "--policy", str(policy), "--json"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=gitbot_env(api.env()))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(
+                e["event"] == "tool_start" and e["step"] == kill_at for e in events_of(repo)):
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)  # no chance to flush anything: the record must already be usable
+        proc.communicate(timeout=30)
+        first_usage = [r["usage"] for r in api.requests if r["usage"]]
+    events = events_of(repo)
+    run_id = events[0]["run_id"]
+    replies_before = sum(1 for e in events if e["event"] == "reply")
+    assert not any(e["event"] == "run_end" for e in events)
+
+    with FakeMessagesAPI(script()[replies_before:]) as api:
+        resumed = run_gitbot(["resume", run_id, "--repo", str(repo), "--policy", str(policy), "--json"],
+                             env=api.env())
+        assert api.errors == []
+        second_usage = [r["usage"] for r in api.requests if r["usage"]]
+        told = api.requests[0]["body"]["messages"][-1]["content"][0]
+    assert resumed.returncode == 0, resumed.stderr
+    result = json.loads(resumed.stdout)
+    assert result["status"] == "completed" and result["run_id"] == run_id
+    assert work_tree_diff(repo) == expected_diff
+    # The command that was cut off is reported, not silently run again.
+    assert told["is_error"] is True and "interrupted" in told["content"]
+    # Spend is carried over and never counted twice: the run's total is what the servers reported for
+    # the replies it received (a request lost with the kill was never recorded, so never counted).
+    recorded = [e["usage"] for e in events_of(repo) if e["event"] == "reply"]
+    assert result["steps"] == len(recorded) == replies_before + len(second_usage)
+    assert recorded[:replies_before] == first_usage[:replies_before]
+    total = {k: sum(u[k] for u in recorded) for k in recorded[0]}
+    assert result["usage"] == total
+
+
+def test_resume_refuses_unknown_and_completed_runs(buggy_repo: Path):
+    proc = run_gitbot(["resume", "20990101-000000-abcdef", "--repo", str(buggy_repo)],
+                      env={"ANTHROPIC_API_KEY": "sk-unused-000"})
+    assert proc.returncode == 2 and "no run" in proc.stderr
+    with FakeMessagesAPI([tool_turn(("attempt_completion", {"result": "ok"}))] * 2) as api:
+        done = run_gitbot(["run", "--task", "x", "--repo", str(buggy_repo), "--json"], env=api.env())
+    run_id = json.loads(done.stdout)["run_id"]
+    proc = run_gitbot(["resume", run_id, "--repo", str(buggy_repo)], env={"ANTHROPIC_API_KEY": "sk-unused-000"})
+    assert proc.returncode == 2 and "already completed" in proc.stderr
