@@ -1,8 +1,9 @@
-"""Argument parsing only. Each subcommand lives in gitbot/commands/<name>.py and exposes
+"""Argument parsing only. Each subcommand lives in gitbot/commands/<module>.py and exposes
 `register(subparsers)`, which adds its parser and sets `func` to a `main(args) -> int`.
 
-Command modules import heavy dependencies (the anthropic SDK, GitPython, PyGithub) inside
-their functions: `gitbot hook run` must start in tens of milliseconds.
+Only the module of the subcommand being run is imported (all of them for --help), and command
+modules import heavy dependencies (the anthropic SDK, GitPython, PyGithub) inside their
+functions: `gitbot hook run` must start in tens of milliseconds.
 """
 
 from __future__ import annotations
@@ -13,26 +14,25 @@ import sys
 
 from gitbot import __version__
 
-COMMAND_MODULES = ("run", "demo", "resume", "checkpoints", "policy", "fix_check", "hook", "action")
+# subcommand name -> module in gitbot/commands/
+COMMANDS = {"run": "run", "demo": "demo", "resume": "resume", "checkpoints": "checkpoints", "policy": "policy",
+            "fix-check": "fix_check", "hook": "hook", "action": "action"}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gitbot", description="A Git-native coding bot.")
     parser.add_argument("--version", action="version", version=f"gitbot {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"gitbot.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"gitbot.commands.{name}":
-                continue  # not built yet
-            raise
-        module.register(subparsers)
+    for name, module_name in COMMANDS.items():
+        if only is None or name == only:
+            importlib.import_module(f"gitbot.commands.{module_name}").register(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    chosen = argv[0] if argv and argv[0] in COMMANDS else None
+    parser = build_parser(chosen)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)

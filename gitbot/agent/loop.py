@@ -262,7 +262,9 @@ class Agent:
             taken = cp.take(step, touched=paths)
             self.last_checkpoint = taken.commit
             return taken.to_event()
-        return {"checkpoint": self.last_checkpoint, "files_changed": []}
+        if tool is None or not tool.changes_files:
+            return {"checkpoint": cp.mark(step).commit, "files_changed": []}
+        return {"checkpoint": self.last_checkpoint, "files_changed": []}  # per-response mode
 
     def _checkpoint_after_response(self) -> None:
         taken = self.checkpointer.take(self.state.tool_calls, touched=None)

@@ -183,6 +183,13 @@ class Checkpointer:
             "degraded_at_step": self._degraded_at_step,
         }
 
+    def mark(self, step: int) -> Checkpoint:
+        """A step that cannot change files (a read-only tool): its ref points at the last checkpoint,
+        without scanning the work tree, so every step can be listed, diffed and restored."""
+        if self._last_tree is None:
+            raise ValueError("mark() needs a first checkpoint: call take(0) before")
+        return self.record(step, self._last_tree)
+
     def changed_since_start(self) -> list[str]:
         """Paths that differ between step 0 and the last checkpoint (what the run changed)."""
         first = self.shadow.run_steps(self.run_id).get(0)
