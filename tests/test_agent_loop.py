@@ -267,3 +267,26 @@ def test_old_observations_are_elided_so_no_request_exceeds_the_budget(buggy_repo
     full = [b for b in results if "elided" not in str(b["content"])]
     assert stubs and len(full) >= 5  # the newest five observations are kept in full
     assert "<task>" in last[0]["content"][0]["text"]  # the task is never elided
+
+
+def test_a_tool_that_raises_becomes_an_error_result_and_the_loop_goes_on(buggy_repo: Path, monkeypatch):
+    from gitbot.agent import run as run_module
+    from gitbot.tools.base import Tool
+
+    def explode(ctx, args):
+        raise RuntimeError("disk on fire")
+
+    broken = Tool(name="read_file", input_schema={"type": "object", "properties": {"path": {"type": "string"}}},
+                  function=explode)
+    real_tools = run_module.all_tools
+    monkeypatch.setattr(run_module, "all_tools",
+                        lambda: [broken if t.name == "read_file" else t for t in real_tools()])
+    script = [tool_turn(("read_file", {"path": "stats.py"})),
+              tool_turn(("attempt_completion", {"result": "done anyway"}))]
+    with FakeMessagesAPI(script) as api:
+        result = run(buggy_repo, api, review=False)
+    assert result.status is Status.COMPLETED
+    seen = api.requests[1]["body"]["messages"][-1]["content"][0]
+    assert seen["is_error"] is True and "RuntimeError: disk on fire" in seen["content"]
+    events = list(load_events(runs_dir(buggy_repo) / result.run_id))
+    assert any(e["event"] == "tool_crash" and "disk on fire" in e["traceback"] for e in events)

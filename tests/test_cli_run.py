@@ -98,3 +98,28 @@ def _events(repo: Path) -> list[dict]:
     for path in base.glob("*/trajectory.jsonl"):
         events += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return events
+
+
+def test_secrets_in_the_environment_never_reach_the_model(tmp_path: Path):
+    token = "ghp_planted0secret0value0for0tests"
+    api_key_probe = "env | sort; cat /proc/self/environ; cat /proc/$PPID/environ; echo $GITHUB_TOKEN"
+    repo = make_repo(tmp_path / "repo", {"notes.txt": f"the deploy token is {token}\n"})
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[commands]\nallow = ["env *", "sort *", "cat *", "echo *"]\n')
+    script = [
+        tool_turn(("execute_command", {"command": api_key_probe})),
+        tool_turn(("read_file", {"path": "notes.txt"})),
+        tool_turn(("search_files", {"path": ".", "regex": "ghp_"})),
+        tool_turn(("attempt_completion", {"result": "looked around"})),
+        tool_turn(("attempt_completion", {"result": "looked around"})),
+    ]
+    with FakeMessagesAPI(script) as api:
+        proc = run_gitbot(["run", "--task", "inspect", "--repo", str(repo), "--policy", str(policy), "--json"],
+                          env={**api.env(), "GITHUB_TOKEN": token, "MY_SERVICE_PASSWORD": "hunter2-hunter2"})
+        bodies = json.dumps([r["body"] for r in api.requests])
+    assert proc.returncode == 0, proc.stderr
+    assert "env" in bodies and "notes.txt" in bodies  # the tools really ran and reported back
+    assert token not in bodies and "hunter2-hunter2" not in bodies
+    assert api.api_key not in bodies  # the model's own key never shows up in its context either
+    record = (runs_dir(repo) / json.loads(proc.stdout)["run_id"] / "trajectory.jsonl").read_text()
+    assert token not in record and api.api_key not in record and token not in proc.stderr
