@@ -13,11 +13,13 @@ def money(value: float | None) -> str:
     return "unknown" if value is None else f"${value:.4f}"
 
 
-def receipt_rows(result: RunResult) -> list[tuple[str, str]]:
+def cost_rows(result: RunResult) -> list[tuple[str, str]]:
+    """What the run cost, by token class: the same rows in the terminal, the PR and the job summary."""
     u = result.usage
+    total = money(result.cost_usd)
+    if result.price_table_date:
+        total += f" (prices of {result.price_table_date})"
     rows = [
-        ("status", result.status.value),
-        ("run id", result.run_id),
         ("model", result.model + (" (replay)" if result.replay else "")),
         ("model requests", str(result.steps)),
         ("tool calls", str(result.tool_calls)),
@@ -25,11 +27,16 @@ def receipt_rows(result: RunResult) -> list[tuple[str, str]]:
         ("cache-write tokens", f"{u.cache_creation_input_tokens:,}"),
         ("cache-read tokens", f"{u.cache_read_input_tokens:,}"),
         ("output tokens", f"{u.output_tokens:,}"),
-        ("cost", money(result.cost_usd) + (f" (prices of {result.price_table_date})"
-                                           if result.price_table_date else "")),
+        ("cost", total),
     ]
-    if result.max_cost_usd and result.cost_usd is not None:
-        rows.append(("budget used", f"{result.cost_usd / result.max_cost_usd:.0%} of ${result.max_cost_usd:.2f}"))
+    if result.max_cost_usd:
+        used = "unknown" if result.cost_usd is None else f"{result.cost_usd / result.max_cost_usd:.0%}"
+        rows.append(("budget used", f"{used} of ${result.max_cost_usd:.2f}"))
+    return rows
+
+
+def receipt_rows(result: RunResult) -> list[tuple[str, str]]:
+    rows = [("status", result.status.value), ("run id", result.run_id), *cost_rows(result)]
     rows.append(("duration", f"{result.duration_seconds:.1f} s"))
     rows.append(("files changed", ", ".join(result.files_changed) or "none"))
     if result.checkpoints:

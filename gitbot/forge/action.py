@@ -39,6 +39,7 @@ from gitbot.forge.inputs import ActionInputs, InputError, read_inputs
 from gitbot.forge.issue_task import STATUS_MARKER, IssueText, build_issue_task, clean_title, select_comments
 from gitbot.forge.permissions import check_actors
 from gitbot.forge.pr_body import BodyParts, StepCost, Verification, md_cell, parse_changes, render
+from gitbot.receipt import money
 from gitbot.secrets import SECRET_ENV_NAMES, SECRET_NAME_HINTS, Secrets
 from gitbot.task import Task
 
@@ -472,7 +473,7 @@ class ActionRun:
                 else f"⚠️ not verified: {v.reason}"
             )
             self.comment(
-                f"✅ gitbot {headline}.\n\n{proof}\n\nCost: {_money(result.cost_usd)} for {result.steps} "
+                f"✅ gitbot {headline}.\n\n{proof}\n\nCost: {money(result.cost_usd)} for {result.steps} "
                 f"model request(s) · [workflow run]({self.ctx.run_url})"
             )
             exit_code = ExitCode.OK
@@ -540,7 +541,7 @@ class _Reporter:
     def done_waiting(self) -> None: ...
 
     def tool(self, step: int, name: str, target: str, outcome: str, cost: float | None) -> None:
-        self.io.info(f"step {step:>3}  {name:<24} {target[:70]:<70} {outcome:<8} total {_money(cost)}")
+        self.io.info(f"step {step:>3}  {name:<24} {target[:70]:<70} {outcome:<8} total {money(cost)}")
 
     def note(self, text: str) -> None:
         self.io.info(text)
@@ -577,10 +578,6 @@ def _exit(run) -> int | str | None:
 
 def code(text: str | None) -> str:
     return f"`{md_cell(text or '')}`"
-
-
-def _money(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:.4f}"
 
 
 def _quote(text: str) -> str:

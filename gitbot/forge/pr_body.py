@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gitbot.agent.result import RunResult
+from gitbot.receipt import cost_rows, money
 
 BODY_LIMIT = 65_536
 SAFETY_MARGIN = 512  # room for the notes that say what was cut
@@ -94,10 +95,6 @@ def code_span(text: str) -> str:
     return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
-def money(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:.4f}"
-
-
 def summary_section(result: RunResult, limit: int = SUMMARY_LIMIT) -> str:
     text = (result.summary or "").strip() or "(the model wrote no summary)"
     if len(text) > limit:
@@ -149,23 +146,8 @@ def changes_section(changes: list[FileChange], max_rows: int | None = None) -> s
 
 
 def cost_section(result: RunResult) -> str:
-    u = result.usage
-    total = money(result.cost_usd)
-    if result.price_table_date:
-        total += f" (prices of {result.price_table_date})"
-    rows = [
-        ("Model", f"`{md_cell(result.model)}`"),
-        ("Model requests", str(result.steps)),
-        ("Tool calls", str(result.tool_calls)),
-        ("Input tokens", f"{u.input_tokens:,}"),
-        ("Output tokens", f"{u.output_tokens:,}"),
-        ("Cache-write tokens", f"{u.cache_creation_input_tokens:,}"),
-        ("Cache-read tokens", f"{u.cache_read_input_tokens:,}"),
-        ("**Total**", f"**{total}**"),
-    ]
-    if result.max_cost_usd:
-        used = "unknown" if result.cost_usd is None else f"{result.cost_usd / result.max_cost_usd:.0%}"
-        rows.append(("Budget used", f"{used} of ${result.max_cost_usd:.2f}"))
+    rows = [(label.capitalize(), f"**{md_cell(value)}**" if label == "cost" else md_cell(value))
+            for label, value in cost_rows(result)]
     rows.append(("Outcome", result.status.value))
     return "\n".join(["## Cost", "", "| | |", "|---|--:|", *(f"| {k} | {v} |" for k, v in rows)])
 
