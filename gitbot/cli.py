@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from gitbot import __version__
@@ -41,4 +42,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("gitbot: interrupted", file=sys.stderr)
+        return 3
+    except Exception as exc:  # a documented exit code and one line, not a traceback
+        print(f"gitbot: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        if os.environ.get("GITBOT_DEBUG"):
+            raise
         return 3

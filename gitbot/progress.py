@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from gitbot.textsafe import printable
+
 
 class NullReporter:
     def waiting(self, request: int) -> None: ...
@@ -35,10 +37,11 @@ class ConsoleReporter(NullReporter):
 
         mark = {"ok": "[green]✓[/]", "denied": "[yellow]denied[/]"}.get(outcome, "[red]✗[/]")
         spent = "cost unknown" if cost is None else f"${cost:.4f}"
-        self.console.print(f"{escape(self.label)}step {step:>3}  {name:<26} {escape(f'{target:<50.50}')} {mark}  "
-                           f"[dim]{spent}[/]")
+        # Tool names and targets come from the model: no markup, no terminal escapes.
+        name, target = escape(printable(f"{name:<26.60}")), escape(printable(f"{target:<50.50}"))
+        self.console.print(f"{escape(self.label)}step {step:>3}  {name} {target} {mark}  [dim]{spent}[/]")
 
     def note(self, text: str) -> None:
         from rich.markup import escape
 
-        self.console.print(escape(self.label + text), style="dim")
+        self.console.print(escape(printable(self.label + text)), style="dim")

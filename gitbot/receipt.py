@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from gitbot.agent.result import RunResult
+from gitbot.textsafe import printable
 
 REPLAY_NOTE = "REPLAY of a recorded trajectory: no model was called and no money was spent now."
 
@@ -58,8 +59,8 @@ def render_text(result: RunResult) -> str:
     width = max(len(k) for k, _ in rows)
     lines = [REPLAY_NOTE] if result.replay else []
     lines.append("gitbot receipt")
-    lines += [f"  {k:<{width}}  {v}" for k, v in rows]
-    lines.append(f"  {'summary':<{width}}  {result.summary}")
+    lines += [f"  {k:<{width}}  {printable(v)}" for k, v in rows]
+    lines.append(f"  {'summary':<{width}}  {printable(result.summary)}")
     lines += [f"  warning: {w}" for w in result.warnings]
     lines.append(f"  inspect: gitbot checkpoints list {result.run_id}")
     return "\n".join(lines)
@@ -78,11 +79,11 @@ def print_receipt(result: RunResult) -> None:
     table.add_column(style="bold")
     table.add_column()
     for key, value in receipt_rows(result):
-        table.add_row(key, escape(value))
-    table.add_row("summary", escape(result.summary))
+        table.add_row(key, escape(printable(value)))
+    table.add_row("summary", escape(printable(result.summary)))  # the model's words: no terminal escapes
     console.print(table)
     for warning in result.warnings:
-        console.print(f"[yellow]warning:[/] {escape(warning)}")
+        console.print(f"[yellow]warning:[/] {escape(printable(warning))}")
     console.print(f"inspect the steps: gitbot checkpoints list {result.run_id}")
 
 

@@ -68,8 +68,10 @@ class RunRecord:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.trajectory_path = self.dir / "trajectory.jsonl"
         self.result_path = self.dir / "result.json"
+        _cut_torn_line(self.trajectory_path)
         # Open for the whole run (closed in close()): every event is appended and flushed at once.
-        self._file = open(self.trajectory_path, "a", encoding="utf-8")  # noqa: SIM115
+        # A lone surrogate (an undecodable file name) is written as an escape rather than failing.
+        self._file = open(self.trajectory_path, "a", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
 
     def event(self, kind: str, **data: Any) -> None:
         line = json.dumps({"event": kind, "t": round(time.time(), 3), **data}, ensure_ascii=False, default=str)
@@ -86,9 +88,20 @@ class RunRecord:
             self._file.close()
 
 
+def _cut_torn_line(path: Path) -> None:
+    """A crash can leave half a line at the end; appending after it would glue the next event onto it."""
+    try:
+        with open(path, "rb+") as f:
+            data = f.read()
+            if data and not data.endswith(b"\n"):
+                f.truncate(data.rfind(b"\n") + 1)
+    except FileNotFoundError:
+        pass
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
+    with open(tmp, "w", encoding="utf-8", errors="backslashreplace") as f:
         json.dump(data, f, indent=2, ensure_ascii=False, default=str)
         f.flush()
         os.fsync(f.fileno())

@@ -11,9 +11,10 @@ from typing import Any
 
 from gitbot.agent.conversation import Conversation
 from gitbot.agent.result import RunResult, Status, StepRecord, Usage
-from gitbot.llm.base import ModelReply, ModelRequest, Provider, ProviderError
+from gitbot.llm.base import DeadlineReached, ModelReply, ModelRequest, Provider, ProviderError
 from gitbot.llm.pricing import PriceTable
 from gitbot.policy import Limits
+from gitbot.textsafe import encodable
 from gitbot.tools.base import Tool, ToolContext, ToolDenied, ToolError, ToolResult
 from gitbot.tools.registry import validate_input
 
@@ -21,6 +22,9 @@ NUDGE_NO_TOOL = ("You replied without calling a tool. This run is non-interactiv
                  "tool. Continue with the next step, or call attempt_completion if the task is done.")
 NUDGE_MAX_TOKENS = ("Your reply was cut off at the output token limit, so nothing in it was executed. Take a "
                     "smaller step: for large files, edit with replace_in_file or write in parts.")
+NOT_AFTER_AN_ERROR = ("not accepted: an earlier tool call in this reply failed. Read its result, fix what "
+                      "went wrong, then call attempt_completion again.")
+EMPTY_REPLY = "(empty reply)"  # the API rejects an assistant message without content
 MIN_PROJECTED_OUTPUT_TOKENS = 512
 TARGET_ARGS = ("path", "command", "regex", "question")
 
@@ -45,6 +49,10 @@ class LoopState:
     step_log: list[StepRecord] = field(default_factory=list)
     touched: set[str] = field(default_factory=set)
     waited: float = 0.0
+    # Checkpoint steps used by something other than a tool call (a restore during resume): tool call k
+    # is checkpoint step k + step_offset, so step numbers stay unique without inflating tool_calls.
+    step_offset: int = 0
+    interrupted: bool = False
 
 
 class Agent:
@@ -79,6 +87,7 @@ class Agent:
                 if stop:
                     return stop
         except KeyboardInterrupt:
+            self.state.interrupted = True
             self.record.event("error", message="interrupted")
             return Stop(Status.ERROR, "interrupted (Ctrl-C or SIGTERM); the record is complete up to here")
 
@@ -114,13 +123,17 @@ class Agent:
                                f"${self.limits.max_cost_usd:.2f} budget and the next request would cost about "
                                f"${projected:.4f}")
         request = ModelRequest(system=self.conversation.system_blocks(), tools=self.conversation.tools,
-                               messages=self.conversation.request_messages(), max_tokens=self.max_tokens)
+                               messages=self.conversation.request_messages(), max_tokens=self.max_tokens,
+                               deadline=s.started + self.limits.max_wall_seconds)
         chars = self.conversation.size_chars()
         self.record.event("request", n=s.steps + 1, messages=len(request.messages), estimate_tokens=estimate,
                           projected_cost_usd=projected)
         self.reporter.waiting(s.steps + 1)
         try:
             reply = self.provider.complete(request)
+        except DeadlineReached as exc:
+            return self._limit(Status.TIME_LIMIT, f"stopped at the wall-time limit of "
+                                                  f"{self.limits.max_wall_seconds:g} s: {exc}")
         except ProviderError as exc:
             self.record.event("error", message=str(exc))
             return Stop(Status.ERROR, f"provider error: {exc}")
@@ -161,13 +174,17 @@ class Agent:
     # -- one reply ----------------------------------------------------------------------------
     def _handle(self, reply: ModelReply) -> Stop | None:
         s = self.state
-        self.conversation.add_assistant(reply.content)
+        self.conversation.add_assistant(reply.content or [{"type": "text", "text": EMPTY_REPLY}])
         tool_uses = reply.tool_uses
         if reply.stop_reason == "refusal":
             return Stop(Status.ERROR, f"the model refused to continue: {reply.text or '(no explanation)'}")
         if reply.stop_reason == "pause_turn":
             return None  # the assistant content goes back unchanged and the model continues
         if reply.stop_reason in ("max_tokens", "model_context_window_exceeded"):
+            if reply.stop_reason == "model_context_window_exceeded":
+                # Our estimate was too optimistic for this model: aim well below where it failed.
+                self.context_budget_tokens = max(1, int(min(self.context_budget_tokens,
+                                                            self.conversation.estimate_tokens()) * 0.7))
             results = [self._not_executed(t, NUDGE_MAX_TOKENS) for t in tool_uses]
             s.mistakes += 1
             self._add_user(results or [{"type": "text", "text": NUDGE_MAX_TOKENS}])
@@ -177,13 +194,22 @@ class Agent:
             self._add_user([{"type": "text", "text": NUDGE_NO_TOOL}])
             self.reporter.note(f"request {s.steps}: no tool call (mistake {s.mistakes})")
             return None
-        results, completed = [], None
+        results, completed, failed = [], None, False
         for tool_use in tool_uses:
             if completed is not None:
                 results.append(self._not_executed(tool_use, "not executed: the run already completed"))
                 continue
+            if failed and tool_use.get("name") == "attempt_completion":
+                results.append(self._not_executed(tool_use, NOT_AFTER_AN_ERROR))
+                continue
             block, completed = self._execute(tool_use)
             results.append(block)
+            # One reply counts at most one mistake; a success after a failure in it clears the slate.
+            failed = bool(block.get("is_error"))
+            if not failed:
+                s.mistakes = 0
+        if failed:
+            s.mistakes += 1
         if self.checkpointer is not None and not self.checkpointer.should_checkpoint_step():
             self._checkpoint_after_response()
         self._add_user(results)
@@ -202,7 +228,7 @@ class Agent:
     def _execute(self, tool_use: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
         s = self.state
         s.tool_calls += 1
-        step = s.tool_calls
+        step = s.tool_calls + s.step_offset
         name, args = tool_use.get("name", ""), tool_use.get("input")
         target = _target(args)
         self.record.event("tool_start", step=step, request=s.steps, tool=name, tool_use_id=tool_use["id"],
@@ -226,16 +252,16 @@ class Agent:
         except ToolError as exc:
             outcome, text = "error", str(exc)
         except KeyboardInterrupt:
-            self.record.event("tool_end", step=step, tool=name, target=target, tool_use_id=tool_use["id"],
-                              result="interrupted", is_error=True, outcome="interrupted",
+            # No tool_end: resume treats the call as cut off, puts the files back and says so.
+            self.record.event("tool_interrupted", step=step, tool=name, tool_use_id=tool_use["id"],
                               duration_seconds=round(time.monotonic() - started, 4))
             raise
         except Exception as exc:  # noqa: BLE001 — a tool bug must not kill the run: the model sees an error
             outcome, text = "error", f"{name} failed unexpectedly: {type(exc).__name__}: {exc}"
-            self.record.event("tool_crash", step=step, traceback=traceback.format_exc())
-        text = self.ctx.secrets.redact(text if text.strip() else "(no output)")
+            self.record.event("tool_crash", step=step,
+                              traceback=self.ctx.secrets.redact(encodable(traceback.format_exc())))
+        text = self.ctx.secrets.redact(encodable(text) if text.strip() else "(no output)")
         is_error = outcome != "ok"
-        s.mistakes = s.mistakes + 1 if is_error else 0
         if touched:
             s.touched.update(touched)
         checkpoint = self._checkpoint_after_tool(step, tool, touched)
@@ -267,9 +293,10 @@ class Agent:
         return {"checkpoint": self.last_checkpoint, "files_changed": []}  # per-response mode
 
     def _checkpoint_after_response(self) -> None:
-        taken = self.checkpointer.take(self.state.tool_calls, touched=None)
+        step = self.state.tool_calls + self.state.step_offset
+        taken = self.checkpointer.take(step, touched=None)
         self.last_checkpoint = taken.commit
-        self.record.event("checkpoint", step=self.state.tool_calls, commit=taken.commit,
+        self.record.event("checkpoint", step=step, commit=taken.commit,
                           seconds=round(taken.seconds, 4), files_changed=taken.to_event()["files_changed"],
                           reason="per-response mode")
 

@@ -37,6 +37,8 @@ from gitbot.secrets import Secrets
 INTERRUPTED = ("interrupted: this tool call started but the run was killed before it finished, and it was not "
                "run again. {restored}Check the state of the files before you continue.")
 NOT_REACHED = "not executed: the run was interrupted before this tool call started."
+RESUMED_NUDGE = ("The run was interrupted and has been resumed. Continue with the next step, or call "
+                 "attempt_completion if the task is done.")
 CHANGES_FILES = ("write_to_file", "replace_in_file", "execute_command")
 
 
@@ -68,7 +70,11 @@ def resume_run(repo: Path, run_id: str, *, policy: Policy, provider: Provider | 
                          removed=len(report.removed))
         checkpointer = Checkpointer(repo, run_id)  # after a restore: it recorded steps of its own
         results = [_result_for(call, restored) for call in cut_off]
-        state.tool_calls = max(state.tool_calls, checkpointer.last_step or 0)
+        if not cut_off and conversation.messages[-1]["role"] == "assistant":
+            # Killed after a reply without tool calls, before its nudge was recorded.
+            results = [{"type": "text", "text": RESUMED_NUDGE}]
+        # Restore checkpoints took step numbers of their own: later tool calls are numbered after them.
+        state.step_offset = max(state.step_offset, (checkpointer.last_step or 0) - state.tool_calls)
         record.event("resume", steps=state.steps, tool_calls=state.tool_calls,
                      interrupted=[c["id"] for c in cut_off if c["started"] and not c["finished"]],
                      cost_so_far=state.cost)
@@ -117,7 +123,8 @@ def _rebuild(events: list[dict[str, Any]], conversation: Conversation, tool_stat
             conversation.add_user(event["content"])
             state.mistakes = event.get("mistakes", 0)
         elif kind == "tool_start":
-            state.tool_calls = max(state.tool_calls, event["step"])
+            state.tool_calls += 1
+            state.step_offset = event["step"] - state.tool_calls
         elif kind == "tool_end":
             state.step_log.append(StepRecord(step=event["step"], tool=event["tool"], target=event.get("target", ""),
                                              outcome=event.get("outcome", "ok"),

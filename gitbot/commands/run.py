@@ -32,6 +32,7 @@ def add_run_options(p) -> None:
 
 def main(args) -> int:
     from gitbot.agent.run import ConfigError
+    from gitbot.checkpoints import CheckpointError
     from gitbot.task import Task
 
     try:
@@ -40,7 +41,7 @@ def main(args) -> int:
             raise ConfigError("the task is empty")
         title = text.strip().splitlines()[0][:80]
         return execute(Task(text=text, source="cli", title=title), args)
-    except ConfigError as exc:
+    except (ConfigError, CheckpointError) as exc:  # CheckpointError: e.g. another run holds the lock
         print(f"gitbot: {exc}", file=sys.stderr)
         return ExitCode.CONFIG
 

@@ -14,6 +14,8 @@ class ModelRequest:
     tools: list[dict[str, Any]]
     messages: list[dict[str, Any]]
     max_tokens: int
+    # time.monotonic() after which no new attempt starts (the run's wall-time limit); None: no limit.
+    deadline: float | None = None
 
 
 @dataclass
@@ -37,6 +39,10 @@ class ModelReply:
 
 class ProviderError(Exception):
     """The provider failed for good (fatal error, or transient errors that did not clear)."""
+
+
+class DeadlineReached(ProviderError):
+    """The run's wall-time limit passed while waiting for (or retrying) a request."""
 
 
 class Provider(Protocol):

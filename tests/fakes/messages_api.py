@@ -22,7 +22,8 @@ The script is a list of turns, served in order, one per valid request:
   `error.details.error_code = enforced_spend_limit_reached` and `x-should-retry: false`); "reset" (the TCP
   connection is closed with an RST, no answer); "garbage" (200 whose body is not JSON); "stream_error"
   (a streaming request gets 200 and then an SSE `error` event with overloaded_error; a non-streaming one
-  gets a plain 529).
+  gets a plain 529); "stream_cut" (a stream that starts and is cut off before message_stop; a reset when
+  not streaming).
 
 Validation (400 invalid_request_error; 401 for a wrong key; 404 for an unknown path) happens before any
 turn is consumed, and every request the server refuses on its own is appended to `errors` as
@@ -103,6 +104,9 @@ FAULTS: dict[str, tuple[int, str, str, bool]] = {
     "reset": (0, "", "", False),
     "garbage": (200, "", "", False),
     "stream_error": (529, "overloaded_error", "Overloaded", True),
+    # A stream that starts fine and is cut off part-way (the connection closes before message_stop);
+    # without streaming it is a reset.
+    "stream_cut": (0, "", "", True),
 }
 FAULT_OPTIONS = frozenset({"retry_after", "retry_after_ms", "message"})
 _ID_ALPHABET = string.ascii_letters + string.digits
@@ -704,8 +708,19 @@ class FakeMessagesAPI:
         kind = turn["fault"]
         status, error_type, default_message, transient = FAULTS[kind]
         message = turn.get("message") or default_message
-        if kind == "reset":
+        if kind == "reset" or (kind == "stream_cut" and not streaming):
             return ("reset", None)
+        if kind == "stream_cut":
+            start = {"id": _random_id("msg_"), "type": "message", "role": "assistant", "model": model,
+                     "content": [], "stop_reason": None, "stop_sequence": None,
+                     "usage": {"input_tokens": 0, "output_tokens": 1}}
+            return ("sse", 200, [
+                _sse("message_start", {"type": "message_start", "message": start}),
+                _sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                             "content_block": {"type": "text", "text": ""}}),
+                _sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                             "delta": {"type": "text_delta", "text": "Let me"}}),
+            ], {})
         if kind == "garbage":
             if streaming:
                 return ("sse", 200, [b"event: message_start\ndata: {this is not json\n\n"], {})
