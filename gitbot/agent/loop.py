@@ -288,9 +288,11 @@ class Agent:
             taken = cp.take(step, touched=paths)
             self.last_checkpoint = taken.commit
             return taken.to_event()
-        if tool is None or not tool.changes_files:
+        if cp.should_checkpoint_step():  # a read-only step: its ref points at the last checkpoint
             return {"checkpoint": cp.mark(step).commit, "files_changed": []}
-        return {"checkpoint": self.last_checkpoint, "files_changed": []}  # per-response mode
+        # Per-response mode: only the response's last step gets a checkpoint (marking this one with the
+        # last checkpoint would point it at a tree from before earlier writes in the same response).
+        return {"checkpoint": None, "files_changed": []}
 
     def _checkpoint_after_response(self) -> None:
         step = self.state.tool_calls + self.state.step_offset
