@@ -17,6 +17,7 @@ are checked the other way round: a word that *could* match makes the deny apply.
 from __future__ import annotations
 
 import contextlib
+import os
 import posixpath
 import re
 import shlex
@@ -146,10 +147,23 @@ def _lit(value: str) -> Word:
 
 UNKNOWN_INPUT = Word(None, True, "<input>")
 
+
+def _may_start_with_dash(word: Word) -> bool:
+    """Could the word (or one of the words it becomes) start with `-`, and so be read as an option?"""
+    if word.literal:
+        return word.value.startswith("-")
+    text = word.text.lstrip("\"'")
+    return not text or text[0] in "-$`\\{*?[~<"
+
+
 _BRACE_EXPANSION = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
 _FD_VARIABLE = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\+?=")
+_INTEGER = re.compile(r"-?[0-9]+")
+_NUMERIC_PARAMETERS = {"$!", "$$", "$#", "$?", "${!}", "${$}", "${#}", "${?}"}
+_ARRAY_KEY = re.compile(r"\[([^\]]*)\]\+?=")
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_.:/@%+,-]+")
 
 
 def _unquote_bare(text: str, *, word_start: bool) -> tuple[str, bool, bool]:
@@ -234,16 +248,41 @@ def _decode_ansi_c(body: str) -> str:
 # What the judge knows about particular programs
 
 # Variables that change what runs or how a program loads code. Compared case-insensitively.
+#
+# A deny list, not an allow list, and on purpose: the names an agent sets for ordinary work are
+# open-ended (`FOO=1 pytest`, `DEBUG=1`, `CI=true`, `TEST_DB=...`), so an allow list would either
+# refuse most of them or grow into "anything but these" anyway. What makes a name dangerous follows
+# a few conventions that patterns catch for programs nobody listed: search paths (`*PATH`, `*LIB`),
+# extra options or flags a tool reads from the environment (`*OPT`, `*OPTS`, `*_OPTIONS`, `*FLAGS`),
+# configuration files and directories (`*CONF`, `*CONFIG*`, `*RC`, `*RCFILE`, `*_HOME`), programs run
+# in place of or around another (`*_WRAPPER`, `*_RUNNER`, `*_COMMAND`, `*_CMD`, `*_PROGRAM`, `*PAGER`,
+# `*EDITOR`, `*ASKPASS`, `*_SHELL`, `*INIT`, `*PRELOAD*`), and whole families of build tools' settings
+# (`GIT_*`, `CARGO_*`, `NPM_*`, `PIP_*`, `MAKE*`...). The sandbox's environment allow-list is the
+# boundary for what a command inherits; this list is about what the agent's own assignments change.
 DANGEROUS_VARIABLES = (
-    "LD_*", "BASH_ENV", "ENV", "PATH", "PYTHON*", "NODE_OPTIONS", "NODE_PATH", "GIT_*", "IFS", "PS4",
-    "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "BASH_XTRACEFD", "BASH_LOADABLES_PATH",
-    "GLOBIGNORE", "EXECIGNORE", "CDPATH", "HOME", "XDG_CONFIG_HOME", "PERL5OPT", "PERL5LIB", "PERLLIB",
-    "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "NPM_CONFIG_*",
-    "RUSTC_WRAPPER", "RUSTC", "MAKEFLAGS", "MFLAGS", "PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PAGER",
-    "MANPAGER", "EDITOR", "VISUAL", "LESSOPEN", "LESSCLOSE", "BROWSER", "SSH_ASKPASS", "SUDO_ASKPASS",
+    # the shell itself
+    "PATH", "IFS", "ENV", "BASH_*", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "GLOBIGNORE",
+    "EXECIGNORE", "HOME", "TMPDIR", "TMP", "TEMP", "POSIXLY_CORRECT", "SHELL", "*_SHELL",
+    # the dynamic loader and libc
+    "LD_*", "DYLD_*", "*PRELOAD*", "GLIBC_TUNABLES", "MALLOC_*", "GCONV_PATH", "LOCPATH", "NLSPATH",
+    "HOSTALIASES",
+    # languages and build tools
+    "PYTHON*", "PYTEST_PLUGINS", "COVERAGE_*", "PIP_*", "UV_*", "NODE_*", "NPM_*", "YARN_*", "COREPACK_*",
+    "PERL*", "RUBY*", "GEM_*", "BUNDLE_*", "JAVA_*", "_JAVA_*", "JDK_*", "CLASSPATH", "RUST*", "CARGO_*",
+    "GOROOT", "GOENV", "GOTOOLCHAIN", "GOPROXY", "GOEXPERIMENT", "LUA_*", "R_PROFILE*", "R_ENVIRON*",
+    "PHP_INI_*", "CC", "CXX", "CPP", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "FC", "F77",
+    "MAKE*", "MFLAGS", "CMAKE_*", "CCACHE_*", "DISTCC_*",
+    # tools that read options or configuration from the environment
+    "GIT_*", "TAR_OPTIONS", "GZIP", "BZIP", "BZIP2", "XZ_DEFAULTS", "LESS*", "CURL_*", "WGETRC", "SSH_*",
+    "OPENSSL_*", "SSL_*", "EMACS*", "SUDO_*",
+    # conventions that cover many programs (last, so a family above names the reason)
+    "*PATH", "*LIB", "*LIBS", "*OPT", "*OPTS", "*_OPTIONS", "*FLAGS", "*_WRAPPER", "*_RUNNER", "*RC",
+    "*RCFILE", "*_RC", "*_HOME", "*CONF", "*_CONF_*", "*CONFIG*", "*_COMMAND", "*_CMD", "*_PROGRAM",
+    "*PAGER", "*EDITOR", "VISUAL", "BROWSER", "*ASKPASS", "*INIT", "XDG_*",
 )
 
 
+@cache
 def dangerous_variable(name: str) -> str | None:
     upper = name.upper()
     for pattern in DANGEROUS_VARIABLES:
@@ -268,33 +307,91 @@ FORBIDDEN_BUILTINS = {
     "bind": "it can bind keys to commands",
 }
 
-# Builtins with no effect at all: no rule is needed for them.
+# Builtins with no effect at all: no rule is needed for them while their arguments hold no expansion.
 NO_OP_BUILTINS = {"true", "false", ":"}
 
 WRAPPERS = {"env", "timeout", "nice", "nohup", "stdbuf", "time", "command", "builtin", "xargs", "sh", "bash",
             "dash"}
 SHELLS = {"sh", "bash", "dash"}
 
-# Builtins that set variables named by their arguments.
-VARIABLE_SETTING_BUILTINS = {"read", "mapfile", "readarray", "getopts", "printf"}
+# Builtins that set (or unset) variables named by their arguments: see NAME_BUILTINS.
+VARIABLE_SETTING_BUILTINS = {"read", "mapfile", "readarray", "getopts", "printf", "wait", "unset", "declare",
+                             "typeset", "local", "export", "readonly"}
 
 # Programs whose non-option arguments are files they change: each is checked against the edit rules.
 WRITERS_ALL_ARGS = {"tee", "rm", "rmdir", "touch", "mkdir", "truncate", "shred", "unlink", "mv", "chmod",
                     "chown", "chgrp"}
 WRITERS_LAST_ARG = {"cp", "ln", "install"}
-WRITER_VALUE_OPTIONS = {
-    "touch": {"-d", "-r", "-t", "--date", "--reference"},
-    "mkdir": {"-m", "--mode"},
-    "truncate": {"-s", "--size", "-r", "--reference"},
-    "shred": {"-n", "-s", "--iterations", "--size", "--random-source"},
-    "cp": {"-t", "--target-directory", "-S", "--suffix"},
-    "mv": {"-t", "--target-directory", "-S", "--suffix"},
-    "ln": {"-t", "--target-directory", "-S", "--suffix"},
-    "install": {"-t", "--target-directory", "-S", "--suffix", "-m", "--mode", "-o", "--owner", "-g",
-                "--group"},
-}
-# chmod/chown/chgrp take a mode or owner first.
+# chmod/chown/chgrp take a mode or owner first (not with --reference, nor chmod with a mode like -w).
 WRITERS_LEADING_OPERAND = {"chmod", "chown", "chgrp"}
+
+# The options of each writer (GNU coreutils), parsed as getopt_long does: short options bundle
+# (`-vt.gitbot` is -v and -t .gitbot), a value may be attached, a long option may be abbreviated to
+# any unique prefix (`--t=x`, `--targ x`) and options may follow operands. An option not listed is
+# refused: the judge must know which words are files. Entries: `s|long`, `s` or `long`; a trailing
+# `=` takes a value, `=?` an optional one (attached with `=` only).
+_WRITER_OPTION_TABLE = {
+    "tee": "a|append i|ignore-interrupts p output-error=? help version",
+    "rm": "f|force i I interactive=? one-file-system no-preserve-root preserve-root=? r|recursive R d|dir "
+          "v|verbose help version",
+    "rmdir": "ignore-fail-on-non-empty p|parents v|verbose help version",
+    "touch": "a c|no-create d|date= f h|no-dereference m r|reference= t= time= help version",
+    "mkdir": "m|mode= p|parents v|verbose Z context=? help version",
+    "truncate": "c|no-create o|io-blocks r|reference= s|size= help version",
+    "shred": "f|force n|iterations= random-source= s|size= u remove=? v|verbose x|exact z|zero help version",
+    "unlink": "help version",
+    "mv": "backup=? b debug exchange f|force i|interactive n|no-clobber no-copy strip-trailing-slashes "
+          "S|suffix= t|target-directory= T|no-target-directory u update=? v|verbose Z|context help version",
+    "cp": "a|archive attributes-only backup=? b copy-contents d debug f|force i|interactive H l|link "
+          "L|dereference n|no-clobber P|no-dereference p preserve=? no-preserve= parents R|recursive r "
+          "reflink=? remove-destination sparse= strip-trailing-slashes s|symbolic-link S|suffix= "
+          "t|target-directory= T|no-target-directory u update=? v|verbose keep-directory-symlink "
+          "x|one-file-system Z context=? help version",
+    "ln": "backup=? b d|directory F f|force i|interactive L|logical n|no-dereference P|physical r|relative "
+          "s|symbolic S|suffix= t|target-directory= T|no-target-directory v|verbose help version",
+    "install": "backup=? b c C|compare debug d|directory D g|group= m|mode= o|owner= p|preserve-timestamps "
+               "s|strip strip-program= S|suffix= t|target-directory= T|no-target-directory v|verbose "
+               "preserve-context Z context=? help version",
+    "chmod": "c|changes f|silent quiet v|verbose no-preserve-root preserve-root reference= R|recursive "
+             "dereference h|no-dereference H L P help version",
+    "chown": "c|changes dereference h|no-dereference from= no-preserve-root preserve-root f|silent quiet "
+             "reference= R|recursive v|verbose H L P help version",
+    "chgrp": "c|changes dereference h|no-dereference no-preserve-root preserve-root f|silent quiet "
+             "reference= R|recursive v|verbose H L P help version",
+}
+# Options that make a writer run another program.
+WRITER_REFUSED_OPTIONS = {("install", "strip-program"): "runs the program it names"}
+# `chmod -w file`, `chmod -rwx file`: GNU chmod reads an option made of these letters as the mode.
+CHMOD_MODE_LETTERS = set("rwxXstugoa01234567,+-=")
+
+
+@dataclass(frozen=True)
+class _WriterOptions:
+    short: dict[str, tuple[str, str]]  # letter -> (canonical name, "" | "=")
+    long: dict[str, tuple[str, str]]  # name -> (canonical name, "" | "=" | "=?")
+
+
+def _writer_options(table: str) -> _WriterOptions:
+    short: dict[str, tuple[str, str]] = {}
+    long: dict[str, tuple[str, str]] = {}
+    for entry in table.split():
+        argument = ""
+        for suffix in ("=?", "="):
+            if entry.endswith(suffix):
+                entry, argument = entry[: -len(suffix)], suffix
+                break
+        letter, _, name = entry.partition("|") if "|" in entry else (
+            (entry, "", "") if len(entry) == 1 else ("", "", entry))
+        canonical = name or letter
+        if letter:
+            short[letter] = (canonical, argument)
+        if name:
+            long[name] = (canonical, argument)
+    return _WriterOptions(short, long)
+
+
+WRITER_OPTIONS = {program: _writer_options(table) for program, table in _WRITER_OPTION_TABLE.items()}
+
 
 GIT_SAFE_GLOBAL_OPTIONS = {
     "-p", "--paginate", "-P", "--no-pager", "--bare", "--no-replace-objects", "--literal-pathspecs",
@@ -384,6 +481,213 @@ def _check_raw_text(text: str) -> None:
             _deny("a backslash-newline splits a word in two; write the word on one line")
 
 
+_METACHARACTERS = " \t\n;&|()<>"
+
+
+def _scan_substitutions(text: str) -> list[tuple[int, str]]:
+    """Where bash would substitute a command (or evaluate arithmetic) in `text`, found without the
+    grammar: (character offset, what) for every backtick, `$(`, `$[`, `<(` and `>(` that is not inside
+    single quotes, `$'...'`, a comment or the body of a here-document with a quoted delimiter.
+
+    A second opinion on the parse tree (tree-sitter reads `${x:-`cmd`}` as a plain word), so it
+    errs towards finding too much: where bash's quoting is ambiguous (a single quote inside a
+    `${...}` within double quotes, whose meaning depends on the operator) it refuses outright."""
+    hits: list[tuple[int, str]] = []
+    n = len(text)
+    # Contexts: "top" (unquoted), "brace" (inside an unquoted ${...}), "dq" (double quotes),
+    # "qbrace" (a ${...} inside double quotes), "arithmetic" (`((...))`). Single quotes and $'...'
+    # are skipped whole.
+    stack = ["top"]
+    heredocs: list[tuple[str, bool, bool]] = []  # (delimiter, quoted, strip leading tabs)
+    i = 0
+    while i < n:
+        c = text[i]
+        context = stack[-1]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "`":
+            hits.append((i, "command substitution"))
+            i = _backticks_end(text, i + 1)
+            continue
+        if c == "$" and i + 1 < n:
+            following = text[i + 1]
+            if following == "(":
+                arithmetic = text.startswith("((", i + 1)
+                hits.append((i, "arithmetic expansion" if arithmetic else "command substitution"))
+                i += 2
+                continue
+            if following == "[":
+                hits.append((i, "arithmetic expansion"))
+                i += 2
+                continue
+            if following == "{":
+                stack.append("qbrace" if context in ("dq", "qbrace") else "brace")
+                i += 2
+                continue
+            if following in "'\"" and context == "qbrace":
+                _deny("a quote inside a ${...} within double quotes is not allowed (bash's quoting there "
+                      "depends on the operator, so what it runs cannot be known); use a variable")
+            if following == "'" and context in ("top", "brace"):
+                i = _ansi_c_end(text, i + 2)
+                continue
+        if c in "<>" and i + 1 < n and text[i + 1] == "(":
+            hits.append((i, "process substitution"))
+            i += 2
+            continue
+        if context in ("top", "brace"):
+            if c == "'":
+                end = text.find("'", i + 1)
+                i = n if end < 0 else end + 1
+                continue
+            if c == '"':
+                stack.append("dq")
+            elif context == "brace":
+                if c == "{":
+                    stack.append("brace")
+                elif c == "}":
+                    stack.pop()
+            elif c == "#" and (i == 0 or text[i - 1] in _METACHARACTERS):
+                end = text.find("\n", i)
+                i = n if end < 0 else end
+                continue
+            elif c == "<" and text.startswith("<<", i) and not text.startswith("<<<", i):
+                i = _heredoc_operator(text, i, heredocs)
+                continue
+            elif c == "(" and text.startswith("((", i):
+                stack.append("arithmetic")  # `((...))`: no quotes, comments or here-documents inside
+                i += 2
+                continue
+            elif c == "\n" and heredocs:
+                i = _heredoc_bodies(text, i + 1, heredocs, hits)
+                heredocs.clear()
+                continue
+        elif context == "dq":
+            if c == '"':
+                stack.pop()
+        elif context == "arithmetic":
+            if text.startswith("))", i):
+                stack.pop()
+                i += 2
+                continue
+        else:  # qbrace
+            if c == "'":
+                _deny("a quote inside a ${...} within double quotes is not allowed (bash's quoting there "
+                      "depends on the operator, so what it runs cannot be known); use a variable")
+            if c == '"':
+                stack.append("dq")
+            elif c == "{":
+                stack.append("qbrace")
+            elif c == "}":
+                stack.pop()
+        i += 1
+    if heredocs:
+        _heredoc_bodies(text, n, heredocs, hits)
+    return hits
+
+
+def _backticks_end(text: str, i: int) -> int:
+    """The index after the backtick that closes a `...` substitution whose body starts at i (one
+    hit is enough; the judge refuses the whole substitution)."""
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+            continue
+        if text[i] == "`":
+            return i + 1
+        i += 1
+    return len(text)
+
+
+def _ansi_c_end(text: str, i: int) -> int:
+    """The index after the `'` that closes a $'...' string whose body starts at i."""
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+            continue
+        if text[i] == "'":
+            return i + 1
+        i += 1
+    return len(text)
+
+
+def _heredoc_operator(text: str, i: int, heredocs: list[tuple[str, bool, bool]]) -> int:
+    """Read `<<WORD` or `<<-WORD` at i; remember the here-document; return the index after WORD."""
+    i += 2
+    strip_tabs = i < len(text) and text[i] == "-"
+    if strip_tabs:
+        i += 1
+    while i < len(text) and text[i] in " \t":
+        i += 1
+    delimiter: list[str] = []
+    quoted = False
+    while i < len(text) and text[i] not in _METACHARACTERS:
+        c = text[i]
+        if c in "'\"":
+            end = text.find(c, i + 1)
+            if end < 0:
+                _deny("a here-document delimiter with an unterminated quote")
+            delimiter.append(text[i + 1:end])
+            quoted = True
+            i = end + 1
+        elif c == "\\":
+            delimiter.append(text[i + 1:i + 2])
+            quoted = True
+            i += 2
+        elif c == "$" and i + 1 < len(text) and text[i + 1] in "'\"":
+            _deny("a here-document delimiter written with $'...' or $\"...\" is not supported")
+        else:
+            delimiter.append(c)
+            i += 1
+    if not delimiter:
+        _deny("a here-document without a delimiter")
+    heredocs.append(("".join(delimiter), quoted, strip_tabs))
+    return i
+
+
+def _heredoc_bodies(text: str, i: int, heredocs: list[tuple[str, bool, bool]],
+                    hits: list[tuple[int, str]]) -> int:
+    """Skip the bodies of the pending here-documents, which start at i, as bash reads them; scan the
+    unquoted ones (bash expands them). Returns the index after the last delimiter line."""
+    for delimiter, quoted, strip_tabs in heredocs:
+        while i < len(text):
+            end = text.find("\n", i)
+            end = len(text) if end < 0 else end
+            line = text[i:end]
+            start = i
+            if not quoted:
+                # bash joins a line ending in an unescaped backslash with the next before it compares
+                # the line with the delimiter
+                while end < len(text) and (len(line) - len(line.rstrip("\\"))) % 2 == 1:
+                    following = text.find("\n", end + 1)
+                    following = len(text) if following < 0 else following
+                    line = line[:-1] + text[end + 1:following]
+                    end = following
+            i = end + 1
+            if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+                break
+            if not quoted:
+                body = text[start:end]
+                k = 0
+                while k < len(body):
+                    if body[k] == "\\":
+                        k += 2
+                        continue
+                    if body[k] == "`":
+                        hits.append((start + k, "command substitution"))
+                        k = _backticks_end(body, k + 1)
+                        continue
+                    if body.startswith("$(", k):
+                        kind = "arithmetic expansion" if body.startswith("$((", k) else "command substitution"
+                        hits.append((start + k, kind))
+                    elif body.startswith("$[", k):
+                        hits.append((start + k, "arithmetic expansion"))
+                    elif body.startswith(("<(", ">("), k):
+                        hits.append((start + k, "process substitution"))
+                    k += 1
+    return min(i, len(text))
+
+
 def _first_error(root: Node) -> Node | None:
     stack = [root]
     while stack:
@@ -411,17 +715,25 @@ class _Verdicts:
     commands: list[tuple[str | None, ...]] = field(default_factory=list)
     outputs: list[tuple[Word, str]] = field(default_factory=list)  # redirect targets, checked at the end
     edits: list[tuple[Word, str]] = field(default_factory=list)  # files a writer changes
+    # (what a link points to, the directories a relative symlink target is resolved from, the command)
+    links: list[tuple[Word, list[Word], str]] = field(default_factory=list)
     relative_programs: list[str] = field(default_factory=list)
     changes_directory: bool = False
 
 
 class CommandJudge:
     def __init__(self, allow: Sequence[CommandRule], deny: Sequence[CommandRule], *,
-                 check_edit: Callable[[str], Decision], repo: str | None = None, collect_only: bool = False):
+                 check_edit: Callable[[str], Decision], repo: str | None = None, collect_only: bool = False,
+                 check_read: Callable[[str], Decision] | None = None,
+                 shelters: Callable[[str], str | None] | None = None):
         self.allow = list(allow)
         self.deny = list(deny)
         self.allow_all = any(rule.matches_everything for rule in self.allow)
         self.check_edit = check_edit
+        # Reading rules (what a link may point to) and "which protected path lies below this
+        # directory" (moving, removing or linking a parent of a protected path).
+        self.check_read = check_read or (lambda _path: Decision(True, ""))
+        self.shelters = shelters or (lambda _path: None)
         self.repo = repo
         # Walk and collect the simple commands without refusing anything (interactive checks).
         self.collect_only = collect_only
@@ -472,6 +784,8 @@ class CommandJudge:
                       f"{what})")
             _deny("the command could not be parsed as shell")
         substitutions: list[Node] = []
+        seen: set[int] = set()  # where the tree has substitutions, as byte offsets
+        expansions: list[Node] = []
         stack = [root]
         while stack:
             node = stack.pop()
@@ -480,12 +794,22 @@ class CommandJudge:
                              f"its output becomes part of the command, so what runs cannot be judged "
                              f"beforehand; run the inner command on its own first")
                 substitutions.append(node)
+                seen.add(node.start_byte)
             elif node.type == "arithmetic_expansion":
                 self._refuse(f"arithmetic expansion `{_snippet(_text(node))}` is not allowed "
                              f"(bash arithmetic can run commands through array subscripts)")
+                seen.add(node.start_byte)
             elif node.type == "heredoc_redirect":
                 self._check_heredoc(node)
+            elif node.type in ("expansion", "subscript"):
+                expansions.append(node)
             stack.extend(node.children)
+        self._check_substitutions_in_text(text, seen)
+        for node in expansions:  # after the substitutions, whose refusal says more
+            if node.type == "expansion":
+                self._check_expansion(node)
+            else:
+                self._check_subscript(node)
         self._functions.append(set())
         try:
             self._statement(root, depth, verdicts)
@@ -494,6 +818,27 @@ class CommandJudge:
         for node in substitutions:  # only reached when the policy allows `*`: deny rules still apply
             for child in node.named_children:
                 self._statement(child, depth, verdicts)
+
+    def _check_substitutions_in_text(self, text: str, seen: set[int]) -> None:
+        """The lexer's second opinion: a substitution the tree did not show (`${x:-`cmd`}` parses
+        as a plain word) is refused even when the policy allows `*`, since deny rules cannot be
+        applied to a command the judge never saw."""
+        hits = _scan_substitutions(text)
+        if not hits:
+            return
+        encoded_up_to = 0
+        byte_offset = 0
+        for offset, kind in hits:
+            byte_offset += len(text[encoded_up_to:offset].encode("utf-8", errors="surrogateescape"))
+            encoded_up_to = offset
+            if byte_offset in seen:
+                continue  # the tree walk has dealt with it
+            shown = _snippet(text[offset:], 40)
+            reason = (f"{kind} is not allowed (found at {shown!r}): bash would run it, and the shell grammar does "
+                      f"not show it as a substitution, so what runs cannot be judged")
+            if self.allow_all:
+                _deny(reason)
+            self._refuse(reason)
 
     def _check_heredoc(self, node: Node) -> None:
         """Refuse a here-document whose end the grammar places later than bash would: the lines in
@@ -587,11 +932,7 @@ class CommandJudge:
         elif kind == "declaration_command":
             self._declaration(node)
         elif kind == "unset_command":
-            # Removing a variable cannot make anything run; removing a function means a later call
-            # of that name runs the program instead.
-            if self._functions:
-                for child in node.named_children:
-                    self._functions[-1].discard(_text(child))
+            self._unset(node)
         elif kind == "test_command":
             self._test(node)
         else:
@@ -623,9 +964,14 @@ class CommandJudge:
             _deny(f"setting {name} ({where}) is not allowed: variables matching {rule} change what runs "
                   f"or how programs load code")
 
-    def _assignment(self, node: Node) -> None:
+    def _assignment(self, node: Node, *, associative: bool = False) -> None:
         for index, child in enumerate(node.children):
-            if node.field_name_for_child(index) != "name":
+            field_name = node.field_name_for_child(index)
+            if field_name == "value":
+                if child.type == "array":
+                    self._array_literal(node, child, associative=associative)
+                continue
+            if field_name != "name":
                 continue
             if child.type == "variable_name":
                 self._check_variable(_text(child), f"in `{_snippet(_text(node))}`")
@@ -640,11 +986,31 @@ class CommandJudge:
             else:
                 _deny(f"unsupported assignment `{_snippet(_text(node))}`")
 
+    def _array_literal(self, assignment: Node, array: Node, *, associative: bool) -> None:
+        """`a=([k]=v)`: for an indexed array bash evaluates k as arithmetic, and a bare name there
+        expands that variable's value as arithmetic too (`x='a[$(cmd)]'; a=([x]=1)` runs cmd). Keys
+        must be literal integers; plain literal words only where the array is surely associative
+        (`declare -A m=([key]=v)`)."""
+        for element in array.named_children:
+            if element.type == "comment":
+                continue
+            text = _text(element)
+            if not text.startswith("["):
+                continue
+            match = _ARRAY_KEY.match(text)
+            key = match.group(1) if match else None
+            if key is not None and (_INTEGER.fullmatch(key) or (associative and _PLAIN_KEY.fullmatch(key))):
+                continue
+            self._refuse(f"the array element `{_snippet(text, 40)}` in `{_snippet(_text(assignment))}` has a key "
+                         f"bash evaluates as arithmetic; use literal integers (or `declare -A` for words)")
+
     def _declaration(self, node: Node) -> None:
         keyword = node.children[0].type if node.children else ""
+        associative = any(child.type == "word" and _text(child).startswith("-") and "A" in _text(child)
+                          for child in node.named_children)
         for child in node.named_children:
             if child.type == "variable_assignment":
-                self._assignment(child)
+                self._assignment(child, associative=associative)
             elif child.type == "variable_name":
                 continue
             elif child.type == "word":
@@ -655,25 +1021,41 @@ class CommandJudge:
             else:
                 _deny(f"unsupported declaration `{_snippet(_text(node))}`")
 
+    def _unset(self, node: Node) -> None:
+        """`unset 'a[$i]'` evaluates the subscript as arithmetic: only plain names and flags.
+        Removing a variable cannot make anything run; removing a function means a later call of
+        that name runs the program instead."""
+        for child in node.named_children:
+            text = _text(child)
+            if child.type == "variable_name" or (child.type == "word" and _NAME.fullmatch(text)):
+                if self._functions:
+                    self._functions[-1].discard(text)
+            elif child.type == "word" and re.fullmatch(r"-[fvn]+", text):
+                continue
+            else:
+                self._refuse(f"`unset {_snippet(text, 30)}` is not allowed: unset takes plain variable or "
+                             f"function names (bash evaluates a subscript in a name as arithmetic)")
+
     def _test(self, node: Node) -> None:
-        """`[[ ... ]]` evaluates the operands of -eq/-lt/... as arithmetic, and -v/-R look up array
-        subscripts: both can run commands hidden in a variable's value. `[ ... ]` (the test builtin) does not."""
-        if not node.children or node.children[0].type != "[[":
-            return
+        """`[[ ... ]]` evaluates the operands of -eq/-lt/... as arithmetic; -v and -R (in `[[ ]]` and in
+        `[ ]`, the test builtin) look up array subscripts, evaluated as arithmetic: each can run
+        commands hidden in a variable's value. `[ ... ]` compares integers without arithmetic."""
+        double = bool(node.children) and node.children[0].type == "[["
         stack = list(node.children)
         while stack:
             child = stack.pop()
             if child.type == "test_operator":
                 operator = _text(child)
                 parent = child.parent
-                if operator in ARITHMETIC_OPERATORS and parent is not None:
+                if double and operator in ARITHMETIC_OPERATORS and parent is not None:
                     for operand in parent.named_children:
                         if operand.type not in ("number", "test_operator"):
                             self._refuse(f"`{_snippet(_text(parent))}` compares with {operator}, which "
                                          f"evaluates its operands as bash arithmetic; compare literal numbers "
                                          f"or use [ ... ]")
                 elif operator in ("-v", "-R"):
-                    self._refuse(f"`{operator}` in [[ ... ]] evaluates array subscripts; use [ ... ]")
+                    self._refuse(f"`{operator}` in a test evaluates array subscripts as arithmetic; test the "
+                                 f"value instead (`[ -n \"${{x+set}}\" ]`)")
             stack.extend(child.children)
 
     # -- redirections --------------------------------------------------------------------------
@@ -724,14 +1106,79 @@ class CommandJudge:
             if not word.literal:
                 _deny(f"`{_snippet(written)}` changes files named by `{word.text}`, which is only known at run "
                       f"time (an expansion or glob); name the files literally")
-            self._check_changed_path(word.value, f"`{_snippet(written)}`", verdicts)
+            relative = self._check_changed_path(word.value, f"`{_snippet(written)}`", verdicts)
+            if relative is not None:
+                sheltered = self.shelters(relative)
+                if sheltered:
+                    _deny(f"`{_snippet(written)}` changes {relative} as a whole: {sheltered}")
+        for source, directories, written in verdicts.links:
+            self._check_link(source, directories, _snippet(written), verdicts)
         if verdicts.changes_directory and verdicts.relative_programs:
             _deny(f"`{verdicts.relative_programs[0]}` is a relative path and the command changes directory, "
                   f"so which file runs cannot be known")
 
-    def _check_changed_path(self, path: str, what: str, verdicts: _Verdicts) -> None:
+    def _check_link(self, source: Word, directories: list[Word], written: str, verdicts: _Verdicts) -> None:
+        """A link (symbolic or hard) must not point at anything the agent may not edit or read, nor
+        at a directory above a protected path: writes through the link would reach it under a
+        name the rules do not see. A relative symlink target is resolved from the link's directory
+        (both the destination and its parent, since the destination may be a directory); a hard
+        link's source, or `ln -r`'s, from the current one."""
+        if not source.literal:
+            _deny(f"`{written}` links to `{source.text}`, which is only known at run time; name it literally")
+        target = source.value
+        candidates = [target] if (target.startswith("/") or not directories) else []
+        if not target.startswith("/"):
+            for directory in directories:
+                if not directory.literal:
+                    _deny(f"`{written}` puts a link in `{directory.text}`, which is only known at run time")
+                candidates.append(posixpath.join(directory.value, target))
+                real_directory = self._real_relative(directory.value)
+                if real_directory is not None:
+                    candidates.append(posixpath.join(real_directory, target))
+        for candidate in dict.fromkeys(candidates):
+            what = f"`{written}` makes a link to {target!r}"
+            relative = self._repository_relative(candidate, what, verdicts)
+            for decision in (self.check_read(relative), self.check_edit(relative)):
+                if not decision.allowed:
+                    _deny(f"{what}, which leads to {relative or '.'}: {decision.reason}")
+            sheltered = self.shelters(relative)
+            if sheltered:
+                _deny(f"{what}, which leads to {relative or '.'}: {sheltered}")
+
+    def _real_relative(self, path: str) -> str | None:
+        """Where a repository-relative directory really is (through symlinks), relative to the root."""
+        if self.repo is None or path.startswith("/"):
+            return None
+        root = self.repo.rstrip("/") or "/"
+        real = os.path.realpath(posixpath.join(root, path))
+        if real != root and not real.startswith(root.rstrip("/") + "/"):
+            return None
+        return posixpath.relpath(real, root)
+
+    def _repository_relative(self, path: str, what: str, verdicts: _Verdicts) -> str:
+        if not path.startswith("/"):
+            if verdicts.changes_directory:
+                _deny(f"{what} with the relative path {path!r} after a change of directory, so where it leads "
+                      f"cannot be known")
+            normal = posixpath.normpath(path)
+        elif self.repo is None:
+            _deny(f"{what}: {path} is outside the repository")
+            raise AssertionError  # unreachable
+        else:
+            root = self.repo.rstrip("/")
+            normal = posixpath.normpath(path)
+            if normal != root and not normal.startswith(root + "/"):
+                _deny(f"{what}: {path} is outside the repository")
+            normal = posixpath.relpath(normal, root)
+        if normal == ".." or normal.startswith("../"):
+            _deny(f"{what}: {path} leads outside the repository")
+        return "" if normal == "." else normal
+
+    def _check_changed_path(self, path: str, what: str, verdicts: _Verdicts) -> str | None:
+        """Refuse a write the edit rules do not allow; the repository-relative path otherwise (None
+        for /dev/null and the like)."""
         if path in SPECIAL_OUTPUTS:
-            return
+            return None
         if not path.startswith("/"):
             if verdicts.changes_directory:
                 _deny(f"{what} uses the relative path {path!r} after a change of directory, so where it writes "
@@ -749,6 +1196,7 @@ class CommandJudge:
         decision = self.check_edit(relative)
         if not decision.allowed:
             _deny(f"{what} would change {relative}: {decision.reason}")
+        return relative
 
     # -- words ---------------------------------------------------------------------------------
 
@@ -776,7 +1224,6 @@ class CommandJudge:
         if kind == "concatenation":
             return self._concatenation(node)
         if kind in ("simple_expansion", "expansion"):
-            self._check_expansion(node)
             return Word(None, True, text)
         if kind in SUBSTITUTIONS or kind == "arithmetic_expansion":
             return Word(None, True, text)
@@ -784,17 +1231,60 @@ class CommandJudge:
         raise AssertionError  # unreachable
 
     def _check_expansion(self, node: Node) -> None:
-        """`${a[$i]}` evaluates the subscript as arithmetic, which can run commands hidden in $i."""
-        stack = [node]
-        while stack:
-            child = stack.pop()
-            if child.type == "subscript":
-                index_node = child.child_by_field_name("index")
-                index_text = _text(index_node) if index_node is not None else ""
-                if not (index_text in ("@", "*") or index_text.isdigit()):
-                    self._refuse(f"the subscript in `{_snippet(_text(node))}` is evaluated as arithmetic; "
-                                 f"use a literal number")
-            stack.extend(child.children)
+        """Refuse the forms of `${...}` that evaluate a variable's value as code or arithmetic:
+        indirection (`${!x}` expands the variable x names, and `x='a[$(cmd)]'` runs cmd), the `@`
+        transformations (`${x@P}` expands prompt escapes, command substitutions included), and
+        substring offsets or lengths other than literal integers (they are arithmetic). Assigning a
+        default (`${X:=...}`) is held to the same variable names as an assignment."""
+        children = node.children
+        kinds = [child.type for child in children]
+        shown = _snippet(_text(node))
+        if len(kinds) > 1 and kinds[1] == "!":
+            inner = children[2:-1]
+            inner_kinds = kinds[2:-1]
+            allowed = (
+                not inner  # ${!}: the last background process
+                or inner_kinds in (["variable_name", "*"], ["variable_name", "@"])  # ${!prefix*}, ${!prefix@}
+                or (inner_kinds == ["subscript"] and self._subscript_index(inner[0]) in ("@", "*"))  # ${!a[@]}
+            )
+            if not allowed:
+                self._refuse(f"the indirect expansion `{shown}` is not allowed: it expands the variable "
+                             f"whose name is in another variable, and bash evaluates a subscript in that "
+                             f"name as arithmetic, which can run commands")
+            return
+        for index, kind in enumerate(kinds):
+            if kind == "@" and not children[index].is_named:
+                self._refuse(f"the transformation `{shown}` is not allowed: `${{var@OP}}` can expand prompt "
+                             f"escapes and command substitutions hidden in the value")
+            elif kind in ("=", ":=") and not children[index].is_named:
+                target = children[1] if len(children) > 1 else None
+                if target is not None and target.type == "subscript":
+                    target = target.child_by_field_name("name")
+                if target is not None and target.type == "variable_name":
+                    self._check_variable(_text(target), f"in `{shown}`")
+            elif kind == ":" and not children[index].is_named:
+                for operand in children[index + 1:]:
+                    if operand.type in (":", "}") and not operand.is_named:
+                        continue
+                    if operand.type != "number" or not _INTEGER.fullmatch(_text(operand).strip()):
+                        self._refuse(f"the substring expansion `{shown}` has an offset or length that is not "
+                                     f"a literal integer; bash evaluates it as arithmetic, which can run "
+                                     f"commands hidden in a variable's value")
+                break
+
+    @staticmethod
+    def _subscript_index(node: Node) -> str:
+        index_node = node.child_by_field_name("index")
+        return _text(index_node) if index_node is not None else ""
+
+    def _check_subscript(self, node: Node) -> None:
+        """`${a[$i]}` and `a[$i]=1` evaluate the subscript as arithmetic, which can run commands
+        hidden in $i."""
+        index_text = self._subscript_index(node)
+        if not (index_text in ("@", "*") or index_text.isdigit()):
+            parent = node.parent if node.parent is not None else node
+            self._refuse(f"the subscript in `{_snippet(_text(parent))}` is evaluated as arithmetic; "
+                         f"use a literal number")
 
     def _double_quoted(self, node: Node) -> Word:
         source = node.text
@@ -811,7 +1301,6 @@ class CommandJudge:
             if child.type == "string_content":
                 parts.append(_unescape_double_quoted(_text(child)))
             elif child.type in ("simple_expansion", "expansion"):
-                self._check_expansion(child)
                 known = False
                 inner = _text(child)
                 if inner in ("$@", "${@}") or "[@]" in inner:
@@ -907,12 +1396,10 @@ class CommandJudge:
         if location == "name" and self._functions and name in self._functions[-1]:
             verdicts.allowed.append(f"`{shown}` (a function defined above; its body was judged)")
             return
-        if location == "name" and name in NO_OP_BUILTINS:
+        if location == "name" and name in NO_OP_BUILTINS and all(word.value is not None for word in words[1:]):
+            # With an expansion among its arguments `:` is not harmless: `: ${x:=...}` assigns,
+            # and expanding is where bash runs what is hidden in a value. Then a rule must allow it.
             verdicts.allowed.append(f"`{shown}` (a builtin that does nothing)")
-            return
-        if location == "name" and name == "read":
-            self._variable_setting(name, words, shown)
-            verdicts.allowed.append(f"`{shown}` (the read builtin only sets variables)")
             return
         if base in ("cd", "pushd", "popd") and location == "name":
             verdicts.changes_directory = True
@@ -1456,53 +1943,227 @@ class CommandJudge:
         return sensitive
 
     def _writer(self, base: str, words: list[Word], verdicts: _Verdicts, shown: str) -> None:
-        value_options = WRITER_VALUE_OPTIONS.get(base, set())
+        options, operands, mode_given = self._writer_arguments(base, words, shown)
+        target_directory = options.get("target-directory")
+        sources: list[Word] = []
+        if base in WRITERS_LEADING_OPERAND:
+            targets = operands if ("reference" in options or mode_given) else operands[1:]
+        elif base == "install" and "directory" in options:
+            targets = operands
+        elif base in WRITERS_LAST_ARG:
+            if target_directory is not None:
+                targets, sources = [target_directory], operands
+            elif len(operands) > 1:
+                targets, sources = operands[-1:], operands[:-1]
+            elif base == "ln" and operands and operands[0].literal:
+                # `ln -s a/b`: the link is ./b
+                targets, sources = [_lit(posixpath.basename(operands[0].value.rstrip("/")) or ".")], operands
+            else:
+                targets = operands
+        elif base == "mv":
+            targets = operands + ([target_directory] if target_directory is not None else [])
+        else:
+            targets = operands
+        for target in targets:
+            verdicts.edits.append((target, shown))
+        symbolic = (base == "ln" and "symbolic" in options) or (base == "cp" and "symbolic-link" in options)
+        if base == "ln" or (base == "cp" and ("symbolic-link" in options or "link" in options)):
+            # A link makes a protected file writable under another name, even one created earlier on
+            # the same command line, which the path rules cannot see yet: judge what it points to.
+            link_directories: list[Word] = []
+            if symbolic and "relative" not in options:
+                # a relative symlink target is resolved from the link's own directory
+                if target_directory is not None:
+                    link_directories = [target_directory]
+                elif targets and targets[0].literal:
+                    link_directories = [targets[0], _lit(posixpath.dirname(targets[0].value) or ".")]
+                else:
+                    link_directories = targets[:1]
+            for source in sources:
+                verdicts.links.append((source, link_directories, shown))
+
+    def _writer_arguments(self, base: str, words: list[Word], shown: str
+                          ) -> tuple[dict[str, Word], list[Word], bool]:
+        """(options by canonical name with their values, operands, whether chmod got its mode as an
+        option), parsed as GNU getopt_long would."""
+        spec = WRITER_OPTIONS[base]
+        options: dict[str, Word] = {}
         operands: list[Word] = []
-        target_directory: Word | None = None
+        mode_given = False
         i = 1
         options_done = False
         while i < len(words):
             word = words[i]
+            i += 1
+            if options_done:
+                operands.append(word)
+                continue
+            if not word.literal:
+                if _may_start_with_dash(word):
+                    _deny(f"`{shown}`: `{word.text}` is only known at run time and could become an option of "
+                          f"{base} (such as -t DIR); put `--` before the file operands")
+                operands.append(word)
+                continue
             value = word.value
-            if not options_done and word.literal and value.startswith("-") and value != "-":
-                if value == "--":
-                    options_done = True
-                    i += 1
-                    continue
-                option, has_equals, attached = value.partition("=")
-                if option in ("-t", "--target-directory"):
-                    if has_equals:
-                        target_directory = _lit(attached)
-                    elif i + 1 < len(words):
-                        target_directory = words[i + 1]
+            if value == "--":
+                options_done = True
+                continue
+            if not value.startswith("-") or value == "-":
+                operands.append(word)
+                continue
+            if value.startswith("--"):
+                written, has_value, attached = value[2:].partition("=")
+                name = self._long_option(base, spec, written, shown)
+                canonical, argument = spec.long[name]
+                if (base, canonical) in WRITER_REFUSED_OPTIONS:
+                    _deny(f"`{shown}`: {base} --{canonical} {WRITER_REFUSED_OPTIONS[(base, canonical)]}")
+                if argument == "=":
+                    if has_value:
+                        options[canonical] = _lit(attached)
+                    elif i < len(words):
+                        options[canonical] = words[i]
                         i += 1
-                elif value in value_options and not has_equals:
-                    i += 1
+                    else:
+                        _deny(f"`{shown}`: {base} --{name} needs a value")
+                elif has_value and argument != "=?":
+                    _deny(f"`{shown}`: {base} --{name} takes no value")
+                else:
+                    options[canonical] = _lit(attached)
+                continue
+            for position, letter in enumerate(value[1:], start=1):
+                if base == "chmod" and letter in CHMOD_MODE_LETTERS and letter not in spec.short:
+                    mode_given = True  # the rest of the word is the mode
+                    break
+                if letter not in spec.short:
+                    _deny(f"`{shown}`: {base} option `-{letter}` is not known, so which words are files "
+                          f"cannot be told")
+                canonical, argument = spec.short[letter]
+                if argument == "=":
+                    attached = value[position + 1:]
+                    if attached:
+                        options[canonical] = _lit(attached)
+                    elif i < len(words):
+                        options[canonical] = words[i]
+                        i += 1
+                    else:
+                        _deny(f"`{shown}`: {base} -{letter} needs a value")
+                    break
+                options[canonical] = _lit("")
+        return options, operands, mode_given
+
+    @staticmethod
+    def _long_option(base: str, spec: _WriterOptions, written: str, shown: str) -> str:
+        if written in spec.long:
+            return written
+        matches = sorted(name for name in spec.long if name.startswith(written))
+        if len({spec.long[name] for name in matches}) == 1:
+            return matches[0]
+        if matches:
+            _deny(f"`{shown}`: {base} option `--{written}` is ambiguous ({', '.join('--' + m for m in matches)})")
+        _deny(f"`{shown}`: {base} option `--{written}` is not known, so which words are files cannot be told")
+        raise AssertionError  # unreachable
+
+    def _variable_setting(self, base: str, words: list[Word], shown: str) -> None:
+        """The variables a builtin sets (or unsets) by name must be plain literal names: bash evaluates
+        a subscript in a name (`read 'a[$(cmd)]'`) as arithmetic, which runs cmd."""
+        spec = NAME_BUILTINS[base]
+        names: list[Word] = []
+        operands: list[Word] = []
+        i = 1
+        while i < len(words):
+            word = words[i]
+            value = word.value
+            if not word.literal and word.text.strip('"') in _NUMERIC_PARAMETERS:
+                operands.append(word)  # `wait $!`: a number is neither an option nor a name
+                i += 1
+                continue
+            if not word.literal:
+                if spec.options_end_at_operand and operands and not spec.names_from_operands:
+                    break  # printf's arguments, getopts' arguments
+                self._refuse(f"`{shown}`: `{word.text}` is only known at run time and {base} could take it as "
+                             f"an option or a variable name")
+                i += 1
+                continue
+            if operands and spec.options_end_at_operand:
+                operands.append(word)
+                i += 1
+                continue
+            if value == "--" and not operands:
+                operands.extend(words[i + 1:])
+                break
+            if len(value) > 1 and value[0] in spec.option_signs and not operands:
+                for position, letter in enumerate(value[1:], start=1):
+                    if letter in spec.refused:
+                        self._refuse(f"`{shown}`: `{base} -{letter}` {spec.refused[letter]}")
+                    if letter in spec.with_value:
+                        attached = value[position + 1:]
+                        argument = _lit(attached) if attached else (words[i + 1] if i + 1 < len(words) else None)
+                        if not attached:
+                            i += 1
+                        if letter in spec.name_options and argument is not None:
+                            names.append(argument)
+                        break
+                    if letter not in spec.flags:
+                        self._refuse(f"`{shown}`: {base} option `-{letter}` is not known")
                 i += 1
                 continue
             operands.append(word)
             i += 1
-        if base in WRITERS_LEADING_OPERAND and operands:
-            operands = operands[1:]
-        if base in WRITERS_LAST_ARG:
-            if target_directory is not None:
-                operands = [target_directory]
-            else:
-                operands = operands[-1:] if len(operands) > 1 else operands
-        for operand in operands:
-            verdicts.edits.append((operand, shown))
+        if spec.names_from_operands:
+            names.extend(operands)
+        elif spec.name_operand is not None and len(operands) > spec.name_operand:
+            names.append(operands[spec.name_operand])
+        for word in names:
+            if not word.literal:
+                self._refuse(f"`{shown}`: the variable name `{word.text}` is only known at run time")
+                continue
+            name, has_value, assigned = word.value.partition("=")
+            name = name[:-1] if has_value and name.endswith("+") else name
+            if not _NAME.fullmatch(name):
+                self._refuse(f"`{shown}`: `{_snippet(word.value, 30)}` is not a plain variable name (bash "
+                             f"evaluates a subscript in a name as arithmetic, which can run commands)")
+                continue
+            if has_value and assigned.startswith("("):
+                self._refuse(f"`{shown}`: an array assignment given as an argument is not judged; write it "
+                             f"as `{base} {name}=(...)` directly")
+            if has_value or base not in ("unset", "export"):
+                self._check_variable(name, f"in `{shown}`")
 
-    def _variable_setting(self, base: str, words: list[Word], shown: str) -> None:
-        values = [word.value or "" for word in words[1:]]
-        if base in ("mapfile", "readarray") and any(v.startswith("-C") for v in values):
-            self._refuse(f"`{shown}`: {base} -C runs a command for each line")
-        if base == "printf":
-            targets = [values[k + 1] for k, v in enumerate(values[:-1]) if v == "-v"]
-            targets += [v[2:] for v in values if v.startswith("-v") and len(v) > 2]
-        else:
-            targets = [v for v in values if _NAME.fullmatch(v)]
-        for target in targets:
-            self._check_variable(target, f"in `{shown}`")
+
+@dataclass(frozen=True)
+class _NameBuiltin:
+    """How a builtin that takes variable names parses its words (bash's own getopt: options bundle,
+    an option's value may be attached, and options end at the first operand)."""
+
+    flags: str = ""
+    with_value: str = ""
+    name_options: str = ""  # options whose value is a variable name
+    refused: dict[str, str] = field(default_factory=dict)
+    names_from_operands: bool = False  # every operand is a name (or name=value)
+    name_operand: int | None = None  # else: which operand is the name
+    options_end_at_operand: bool = True
+    option_signs: str = "-"
+
+
+_DECLARE = _NameBuiltin(flags="xrgaAlufpIF", names_from_operands=True, option_signs="-+",
+                        refused={"n": "makes a name refer to another variable", "i": "evaluates arithmetic",
+                                 "c": "is not known", "t": "is not known"})
+NAME_BUILTINS: dict[str, _NameBuiltin] = {
+    "read": _NameBuiltin(flags="ers", with_value="adinNptu", name_options="a", names_from_operands=True),
+    "mapfile": _NameBuiltin(flags="t", with_value="dnOsuc", name_operand=0,
+                            refused={"C": "runs a command for each line"}),
+    "readarray": _NameBuiltin(flags="t", with_value="dnOsuc", name_operand=0,
+                              refused={"C": "runs a command for each line"}),
+    "getopts": _NameBuiltin(name_operand=1),
+    "printf": _NameBuiltin(with_value="v", name_options="v"),
+    "wait": _NameBuiltin(flags="fn", with_value="p", name_options="p"),
+    "unset": _NameBuiltin(flags="fvn", names_from_operands=True),
+    "declare": _DECLARE,
+    "typeset": _DECLARE,
+    "local": _DECLARE,
+    "export": _NameBuiltin(flags="fnp", names_from_operands=True),
+    "readonly": _NameBuiltin(flags="aAfp", names_from_operands=True),
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1728,13 +2389,15 @@ def _literal_simple_commands(command: str) -> list[list[str]]:
 
 def judge_command(command: str, allow: Sequence[CommandRule], deny: Sequence[CommandRule], *,
                   check_edit: Callable[[str], Decision], repo: str | None,
-                  extra_allowed: Sequence[str] = ()) -> Decision:
+                  extra_allowed: Sequence[str] = (), check_read: Callable[[str], Decision] | None = None,
+                  shelters: Callable[[str], str | None] | None = None) -> Decision:
     """The decision for one command line; `extra_allowed` are the run's check commands, allowed as
     written and with more arguments."""
     extra_rules: list[CommandRule] = []
     for check in extra_allowed:
         extra_rules.extend(literal_prefix_rules(check, "the run's check command"))
-    judge = CommandJudge([*extra_rules, *allow], deny, check_edit=check_edit, repo=repo)
+    judge = CommandJudge([*extra_rules, *allow], deny, check_edit=check_edit, repo=repo, check_read=check_read,
+                         shelters=shelters)
     decision = judge.judge(command)
     is_check_command = any(command.strip() == check.strip() for check in extra_allowed if check.strip())
     if not decision.allowed and is_check_command and not _possibly_denied(command, deny):

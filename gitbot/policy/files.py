@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import stat
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, cached_property, lru_cache
 from pathlib import Path
 
 from gitbot.policy.base import Decision
@@ -48,10 +50,9 @@ def _char_class(pattern: str, start: int, *, path_mode: bool) -> tuple[str, int]
     return regex, i + 1
 
 
-@lru_cache(maxsize=4096)
-def compile_glob(pattern: str, *, path_mode: bool = True, ignore_case: bool = False) -> re.Pattern[str]:
-    """A compiled regex for a glob. path_mode: `*` stops at `/` and `**` crosses directories;
-    otherwise (command words) `*` matches anything."""
+def glob_regex(pattern: str, *, path_mode: bool = True) -> str:
+    """The regex source (unanchored at the end) for a glob. path_mode: `*` stops at `/` and `**`
+    crosses directories; otherwise (command words) `*` matches anything."""
     if pattern == "":
         raise GlobError("empty pattern")
     out: list[str] = []
@@ -98,9 +99,16 @@ def compile_glob(pattern: str, *, path_mode: bool = True, ignore_case: bool = Fa
         else:
             out.append(re.escape(c))
             i += 1
+    return "".join(out)
+
+
+@lru_cache(maxsize=4096)
+def compile_glob(pattern: str, *, path_mode: bool = True, ignore_case: bool = False) -> re.Pattern[str]:
+    """A compiled regex for a glob (see glob_regex)."""
+    source = glob_regex(pattern, path_mode=path_mode)
     flags = re.IGNORECASE if ignore_case else 0
     try:
-        return re.compile("".join(out) + r"\Z", flags | re.DOTALL)
+        return re.compile(source + r"\Z", flags | re.DOTALL)
     except re.error as exc:  # e.g. a reversed range [z-a]
         raise GlobError(str(exc)) from None
 
@@ -130,17 +138,16 @@ class NormalizedPath:
     real: str | None  # None when it could not be resolved (no repository given)
 
 
-def normalize(path: str, repo: Path | None) -> NormalizedPath | str:
-    """The normalized path, or a string saying why the path is not inside the repository."""
+def _lexical(path: str, repo: Path | None, root: str | None) -> str:
+    """The normalized repository-relative path, or raises _Outside with the reason."""
     if "\0" in path:
-        return "the path contains a NUL character"
+        raise _Outside("the path contains a NUL character")
     written = path.strip()
     if written in ("", "."):
-        written = "."
-    root = os.path.realpath(repo) if repo is not None else None
-    if os.path.isabs(written):
-        if repo is None:
-            return f"{written!r} is an absolute path; rules apply to paths relative to the repository root"
+        return ""
+    if written.startswith("/"):
+        if repo is None or root is None:
+            raise _Outside(f"{written!r} is an absolute path; rules apply to paths relative to the repository root")
         normal = posixpath.normpath(written)
         # Accept the repository as given or as its real path (a checkout reached through a symlink).
         for base in {os.path.abspath(repo), root}:
@@ -148,27 +155,135 @@ def normalize(path: str, repo: Path | None) -> NormalizedPath | str:
                 written = os.path.relpath(normal, base)
                 break
         else:
-            return f"{written!r} is outside the repository"
-    lexical = posixpath.normpath(written)
-    if lexical == "..":
-        return f"{path!r} leads outside the repository"
-    if lexical.startswith("../"):
-        return f"{path!r} leads outside the repository"
-    if lexical == ".":
-        lexical = ""
+            raise _Outside(f"{written!r} is outside the repository")
+    lexical = posixpath.normpath(written) if _NOT_NORMAL.search(written) else written
+    if lexical == ".." or lexical.startswith("../"):
+        raise _Outside(f"{path!r} leads outside the repository")
+    return "" if lexical == "." else lexical
+
+
+# A path that posixpath.normpath would change: `.` or `..` components, doubled or trailing slashes.
+_NOT_NORMAL = re.compile(r"(?:^|/)\.\.?(?:/|\Z)|//|/\Z")
+
+
+class _Outside(Exception):
+    pass
+
+
+def _has_symlink(root: str, lexical: str) -> bool:
+    """Is any existing component of root/lexical a symlink? One lstat per component below the
+    (already real) root. Nothing is cached: the agent's commands can replace a directory with a
+    symlink at any time, and a stale answer would let a path dodge the rules of its real location.
+    A component that cannot be examined (missing, not a directory) ends the walk, as it ends
+    os.path.realpath's resolution."""
+    lstat, is_link = os.lstat, stat.S_ISLNK
+    current = root.rstrip("/")
+    try:
+        for part in lexical.split("/"):
+            current += "/" + part
+            if is_link(lstat(current).st_mode):
+                return True
+    except OSError:
+        return False
+    return False
+
+
+def normalize(path: str, repo: Path | None, root: str | None = None) -> NormalizedPath | str:
+    """The normalized path, or a string saying why the path is not inside the repository.
+    `root` is the repository's real path when the caller already knows it."""
+    if repo is not None and root is None:
+        root = os.path.realpath(repo)
+    try:
+        lexical = _lexical(path, repo, root)
+    except _Outside as outside:
+        return str(outside)
     real: str | None = None
     if root is not None:
-        resolved = os.path.realpath(os.path.join(root, lexical))
-        if resolved != root and not resolved.startswith(root.rstrip("/") + "/"):
-            return f"{path!r} resolves (through a symlink) to {resolved}, outside the repository"
-        real = os.path.relpath(resolved, root)
-        real = "" if real == "." else real
+        if not lexical or not _has_symlink(root, lexical):
+            real = lexical
+        else:
+            resolved = os.path.realpath(os.path.join(root, lexical))
+            if resolved != root and not resolved.startswith(root.rstrip("/") + "/"):
+                return f"{path!r} resolves (through a symlink) to {resolved}, outside the repository"
+            real = os.path.relpath(resolved, root)
+            real = "" if real == "." else real
     return NormalizedPath(lexical, real)
 
 
 def in_git_dir(relpath: str) -> bool:
-    first = relpath.split("/", 1)[0]
-    return first.lower() == GIT_DIR
+    """Is any component of the path `.git` (in any letter case)? A nested repository's `.git`, or a
+    submodule's `.git` file, steers git as much as the top one."""
+    return f"/{relpath.lower()}/".find(f"/{GIT_DIR}/") >= 0
+
+
+class _RuleSet:
+    """Globs compiled into one regex (a named group per rule, so the first rule that matches is
+    known): matching a path costs one or two regex matches whatever the number of rules. Rules of
+    the form `**/NAME` (the common "anywhere in the tree" kind) are matched against the last path
+    component alone, which spares the regex engine a backtracking walk over the directories."""
+
+    def __init__(self, patterns: tuple[str, ...], *, ignore_case: bool):
+        self.patterns = patterns
+        flags = (re.IGNORECASE if ignore_case else 0) | re.DOTALL
+        anywhere: list[str] = []
+        anchored: list[str] = []
+        for index, pattern in enumerate(patterns):
+            compile_glob(pattern, path_mode=True, ignore_case=ignore_case)  # GlobError as for one rule
+            name = pattern[3:] if pattern.startswith("**/") else ""
+            if name and "/" not in name and "**" not in name:
+                anywhere.append(f"(?P<r{index}>{glob_regex(name)})")
+            else:
+                anchored.append(f"(?P<r{index}>{glob_regex(pattern)})")
+        self.anywhere = re.compile(f"(?:{'|'.join(anywhere)})\\Z", flags) if anywhere else None
+        self.anchored = re.compile(f"(?:{'|'.join(anchored)})\\Z", flags) if anchored else None
+        # The parts of each rule, for "is this directory above something the rule protects?"
+        self.parts = tuple(tuple(pattern.split("/")) for pattern in patterns)
+        self.ignore_case = ignore_case
+
+    def first_match(self, path: str) -> str | None:
+        found = len(self.patterns)
+        if self.anchored is not None:
+            match = self.anchored.match(path)
+            if match is not None:
+                found = int(match.lastgroup[1:])
+        if self.anywhere is not None:
+            match = self.anywhere.match(path[path.rfind("/") + 1:])
+            if match is not None:
+                found = min(found, int(match.lastgroup[1:]))
+        return self.patterns[found] if found < len(self.patterns) else None
+
+    def shelters(self, path: str) -> str | None:
+        """The first rule that matches something strictly below the directory `path` *because of*
+        the directory's own name (a leading `**` that would match anywhere does not count): moving,
+        removing or linking to that directory reaches what the rule protects under another name."""
+        components = tuple(path.split("/")) if path else ()
+        for pattern, parts in zip(self.patterns, self.parts, strict=True):
+            if _above_match(parts, components, self.ignore_case):
+                return pattern
+        return None
+
+
+def _above_match(parts: tuple[str, ...], components: tuple[str, ...], ignore_case: bool) -> bool:
+    @cache
+    def walk(i: int, j: int, named: bool) -> bool:
+        if j == len(components):
+            return named and i < len(parts)
+        if i == len(parts):
+            return False
+        part = parts[i]
+        if part == "**":
+            return walk(i + 1, j, named) or walk(i, j + 1, named)
+        if compile_glob(part, path_mode=True, ignore_case=ignore_case).match(components[j]):
+            return walk(i + 1, j + 1, True)
+        return False
+
+    if not components:
+        return bool(parts)  # the repository root is above everything
+    return walk(0, 0, False)
+
+
+# How many decisions each FileRules remembers (per path: the decision only depends on the strings).
+DECISION_CACHE_SIZE = 65_536
 
 
 @dataclass(frozen=True)
@@ -178,50 +293,95 @@ class FileRules:
     edit_deny: tuple[str, ...]
     repo: Path | None = None
 
-    def _first_match(self, patterns: tuple[str, ...], path: str, *, ignore_case: bool) -> str | None:
-        for pattern in patterns:
-            if compile_glob(pattern, path_mode=True, ignore_case=ignore_case).match(path):
-                return pattern
-        return None
+    # Compiled once per FileRules (frozen: the rules cannot change under the caches).
 
-    def _candidates(self, normalized: NormalizedPath) -> list[str]:
+    @cached_property
+    def _root(self) -> str | None:
+        return os.path.realpath(self.repo) if self.repo is not None else None
+
+    @cached_property
+    def _read_deny(self) -> _RuleSet:
+        return _RuleSet(self.read_deny, ignore_case=True)
+
+    @cached_property
+    def _edit_deny(self) -> _RuleSet:
+        return _RuleSet(self.edit_deny, ignore_case=True)
+
+    @cached_property
+    def _edit_allow(self) -> _RuleSet:
+        return _RuleSet(self.edit_allow, ignore_case=False)
+
+    @cached_property
+    def _read_decision(self) -> Callable[[str, str | None], Decision]:
+        return lru_cache(maxsize=DECISION_CACHE_SIZE)(self._judge_read)
+
+    @cached_property
+    def _edit_decision(self) -> Callable[[str, str | None], Decision]:
+        return lru_cache(maxsize=DECISION_CACHE_SIZE)(self._judge_edit)
+
+    def normalize(self, relpath: str) -> NormalizedPath | str:
+        return normalize(relpath, self.repo, self._root)
+
+    @staticmethod
+    def _candidates(normalized: NormalizedPath) -> list[str]:
         paths = [normalized.lexical]
         if normalized.real is not None and normalized.real != normalized.lexical:
             paths.append(normalized.real)
         return paths
 
     def check_read(self, relpath: str) -> Decision:
-        normalized = normalize(relpath, self.repo)
+        normalized = self.normalize(relpath)
         if isinstance(normalized, str):
             return Decision(False, normalized)
-        for path in self._candidates(normalized):
+        return self._read_decision(normalized.lexical, normalized.real)
+
+    def check_edit(self, relpath: str) -> Decision:
+        normalized = self.normalize(relpath)
+        if isinstance(normalized, str):
+            return Decision(False, normalized)
+        return self._edit_decision(normalized.lexical, normalized.real)
+
+    def _judge_read(self, lexical: str, real: str | None) -> Decision:
+        for path in self._candidates(NormalizedPath(lexical, real)):
             if in_git_dir(path):
                 return Decision(False, f"{path} is inside .git/, which is never read (it can hold credentials)")
-            rule = self._first_match(self.read_deny, path, ignore_case=True)
+            rule = self._read_deny.first_match(path)
             if rule is not None:
-                via = "" if path == normalized.lexical else f" (the real path of {normalized.lexical})"
+                via = "" if path == lexical else f" (the real path of {lexical})"
                 return Decision(False, f"{path}{via} matches files.read_deny rule `{rule}`")
         return Decision(True, "reading inside the repository is allowed (no files.read_deny rule matches)")
 
-    def check_edit(self, relpath: str) -> Decision:
-        normalized = normalize(relpath, self.repo)
-        if isinstance(normalized, str):
-            return Decision(False, normalized)
-        if normalized.lexical == "":
+    def _judge_edit(self, lexical: str, real: str | None) -> Decision:
+        if lexical == "":
             return Decision(False, "the repository root itself cannot be edited")
         allowed_by = ""
-        for path in self._candidates(normalized):
-            via = "" if path == normalized.lexical else f" (the real path of {normalized.lexical})"
+        for path in self._candidates(NormalizedPath(lexical, real)):
+            via = "" if path == lexical else f" (the real path of {lexical})"
             if in_git_dir(path):
                 return Decision(False, f"{path}{via} is inside .git/, which is never edited")
-            rule = self._first_match(self.edit_deny, path, ignore_case=True)
+            rule = self._edit_deny.first_match(path)
             if rule is not None:
                 return Decision(False, f"{path}{via} matches files.edit_deny rule `{rule}`")
-            rule = self._first_match(self.edit_allow, path, ignore_case=False)
+            rule = self._edit_allow.first_match(path)
             if rule is None:
                 return Decision(False, f"{path}{via} matches no files.edit_allow rule")
             allowed_by = rule
-        return Decision(True, f"editing {normalized.lexical} is allowed by files.edit_allow rule `{allowed_by}`")
+        return Decision(True, f"editing {lexical} is allowed by files.edit_allow rule `{allowed_by}`")
+
+    def shelters(self, relpath: str) -> str | None:
+        """Why changing the directory `relpath` as a whole (moving, removing, linking to it) would reach
+        a path the edit rules protect, or None. The repository root shelters everything."""
+        normalized = self.normalize(relpath)
+        if isinstance(normalized, str):
+            return normalized
+        for path in self._candidates(normalized):
+            if not path:
+                return "the repository root holds every protected path"
+            rule = self._edit_deny.shelters(path)
+            if rule is not None:
+                via = "" if path == normalized.lexical else f" (the real path of {normalized.lexical})"
+                return f"{path}{via} is a directory above what files.edit_deny rule `{rule}` protects"
+        return None
 
     def protected_directories(self) -> list[str]:
         """Repository-relative directories that every edit_deny rule of the form `dir/**` protects

@@ -15,9 +15,23 @@ ALLOW = (
     "python -m pytest *", "pytest *", "ruff check *", "git diff *", "git status *", "git log *", "git show *",
     "git config *", "git config user.name gitbot", "git -c core.pager=cat log *", "ls *", "cat *", "grep *",
     "echo *", "find *", "find build -name *.pyc -delete", "head *", "tail *", "wc *", "sort *", "rm *", "tee *",
-    "sed *", "mv *", "cd *", "./scripts/test.sh *",
+    "sed *", "mv *", "cd *", "./scripts/test.sh *", "read *",
 )
 DENY = ("git push *", "curl *", "wget *", "sudo *")
+
+
+# Further policies some cases are judged under (the one a bypass was found with); the default is
+# ALLOW/DENY above. Every policy keeps the default file rules (edit_deny has .git/**,
+# .github/workflows/** and .gitbot/**; read_deny has .env and keys).
+POLICIES = {
+    "corpus": {"command_allow": ALLOW, "command_deny": DENY},
+    "ruff-only": {"command_allow": ("ruff check *",)},
+    "defaults": {},
+    "writers": {"command_allow": ("cp *", "mv *", "ln *", "install *", "chmod *", "chown *", "touch *", "rm *",
+                                  "mkdir *", "tee *", "echo *", "cat *", "truncate *")},
+    "tools": {"command_allow": ("rg *", "go *", "make *", "cargo *", "npm *", "pip *", "pytest *", "python *",
+                                "perl *", "ruby *", "java *", "tar *", "git status *", "env *", "ls *")},
+}
 
 
 @dataclass(frozen=True)
@@ -26,6 +40,7 @@ class Case:
     allowed: bool
     reason: str = ""  # a fragment the decision's reason must contain
     extra: tuple[str, ...] = ()  # the run's check command(s)
+    policy: str = "corpus"  # a key of POLICIES
 
 
 A, D = True, False
@@ -360,13 +375,198 @@ CORPUS: dict[str, Case] = {
     "positional-program": Case("$0", D, "not a plain word"),
     "question-glob-program": Case("l? -la", D, "not a plain word"),
     "bracket-glob-program": Case("[l]s", D),
+
+    # --- controls the fixes below must not break ------------------------------------------------------
+    "control-pytest-q": Case("pytest -q", A),
+    "control-ruff": Case("ruff check .", A),
+    "control-grep": Case("grep -rn foo src", A),
+    "control-assignment": Case("FOO=1 pytest", A),
+    "control-env-assignments": Case("env FOO=1 DEBUG=1 CI=true pytest", A),
+    "control-default-value": Case('echo "${HOME:-x}"', A),
+    "control-default-value-defaults": Case('echo "${HOME:-x}"', A, policy="defaults"),
+    "control-grep-defaults": Case("grep -rn foo src", A, policy="defaults"),
+    "control-for-glob": Case('for f in *.py; do ruff check "$f"; done', A),
+    "control-expansion-forms": Case("echo ${!pre*} ${!pre@} ${!a[@]} ${!a[*]} ${#x} ${#a[@]} ${x:1:2} ${x: -1} "
+                                    "${x::2} ${x%%.py} ${x/a/b} ${x^^} ${a[0]} ${@:2} $!", A),
+    "control-array-literal": Case("a=([0]=x [1]=y z)", A),
+    "control-assoc-literal": Case("declare -A m=([key]=v [k.2]=w)", A),
+    "control-read": Case("read -r line < f", A),
+    "control-read-delimiter": Case("while read -r -d '' f; do echo \"$f\"; done < f", A),
+    "control-true-colon": Case("true; : noop", A, "does nothing"),
+    "control-unset": Case("unset x; unset -f g", A),
+    "control-comment-backtick": Case("git status # `touch y`", A),
+    "control-quoted-backticks": Case("echo '`x`' $'\\`y' \"\\$(z)\" \"a'b\"", A),
+    "control-quoted-heredoc-backticks": Case("cat <<'EOF'\n`x` $(y)\nEOF", A),
+    "control-heredoc-quote-in-body": Case("cat <<EOF\ndon't $USER\nEOF\necho ok", A),
+    "control-cp": Case("cp app.py backup/app.py", A, policy="writers"),
+    "control-cp-r": Case("cp -r src build", A, policy="writers"),
+    "control-cp-dashdash-variable": Case('cp -- "$f" backup/', A, policy="writers"),
+    "control-cp-long-prefix": Case("cp --verb --target-dir=build a b", A, policy="writers"),
+    "control-mv": Case("mv -v src/a.py src/b.py", A, policy="writers"),
+    "control-ln": Case("ln -s app.py alias.py", A, policy="writers"),
+    "control-ln-up": Case("ln -s ../app.py sub/app.py", A, policy="writers"),
+    "control-chmod": Case("chmod +x run.sh; chmod -R u+w src; chmod 644 a b", A, policy="writers"),
+    "control-touch-date": Case("touch -d yesterday app.py", A, policy="writers"),
+    "control-install": Case("install -d build/out && install -m 644 a.txt build/a.txt", A, policy="writers"),
+    "control-rm-build": Case("rm -rf build", A, policy="writers"),
+    "control-mkdir-github": Case("mkdir -p .github/ISSUE_TEMPLATE", A, policy="writers"),
+    "control-nested-gitignore": Case("echo x > sub/.gitignore", A, policy="writers"),
+
+    # --- review: arithmetic and indirection that run commands (allow = ruff check *) -------------------
+    "review-read-subscript": Case("read 'a[$(touch x)]' <<< x", D, "not a plain variable name", policy="ruff-only"),
+    "review-indirection": Case("x='a[$(touch x)]'; : ${!x}", D, "indirect expansion", policy="ruff-only"),
+    "review-transform-P": Case("x='$(touch x)'; : \"${x@P}\"", D, "transformation", policy="ruff-only"),
+    "review-substring-offset": Case("x='a[$(touch x)]'; true ${x:x}", D, "substring", policy="ruff-only"),
+    "review-array-literal-key": Case("x='a[$(touch x)]'; a=([x]=1)", D, "array element", policy="ruff-only"),
+    "review-declare-array-key": Case("declare -a b=([x]=1)", D, "array element", policy="ruff-only"),
+    "read-needs-a-rule": Case("read -r x < f", D, "no rule", policy="ruff-only"),
+    "read-array-name": Case("read -a 'a[$(touch x)]' <<< x", D, "not a plain variable name"),
+    "read-bundled-array-name": Case("read -ra'a[$(touch x)]' <<< x", D, "not a plain variable name"),
+    "read-variable-option": Case("read $opts x", D, "only known at run time"),
+    "printf-v-subscript": Case("printf -v 'a[$(touch x)]' %s x", D, "not a plain variable name"),
+    "printf-v-attached": Case("printf -v'a[$(touch x)]' %s x", D, "not a plain variable name"),
+    "mapfile-subscript": Case("mapfile 'a[$(touch x)]' < f", D, "not a plain variable name"),
+    "readarray-callback": Case("readarray -tC x arr < f", D, "runs a command"),
+    "getopts-subscript": Case("getopts ab 'a[$(touch x)]'", D, "not a plain variable name"),
+    "wait-p-subscript": Case("wait -p 'a[$(touch x)]'", D, "not a plain variable name"),
+    "unset-subscript": Case("unset 'a[$(touch x)]'", D, "unset"),
+    "local-subscript": Case("f() { local 'a[$(touch x)]'; }", D, "declaration"),
+    "export-subscript": Case("export 'a[$(touch x)]=1'", D, "declaration"),
+    "builtin-declare-subscript": Case("builtin declare 'a[$(touch x)]'", D, "not a plain variable name"),
+    "builtin-declare-array": Case("builtin declare -a 'b=([x]=1)'", D, "array assignment"),
+    "transform-Q": Case(': "${x@Q}"', D, "transformation"),
+    "substring-length": Case("true ${x:1:x}", D, "substring"),
+    "substring-parenthesized": Case("true ${x:(x)}", D, "substring"),
+    "substring-of-array": Case("echo ${a[@]:x}", D, "substring"),
+    "indirect-element": Case("echo ${!x[0]}", D, "indirect expansion"),
+    "indirect-in-heredoc": Case("cat <<EOF\n${!x}\nEOF", D, "indirect expansion"),
+    "subscript-in-heredoc": Case("cat <<EOF\n${a[$i]}\nEOF", D, "arithmetic"),
+    "test-v-subscript": Case("[ -v 'a[$(touch x)]' ]", D, "-v"),
+    "dollar-bracket-arithmetic": Case("x='a[$(touch x)]'; echo $[x]", D, "arithmetic"),
+    "colon-with-expansion-needs-rule": Case(": $x", D, "no rule", policy="ruff-only"),
+    "true-with-expansion-needs-rule": Case("true ${x}", D, "no rule", policy="ruff-only"),
+    "default-assigns-path": Case("echo ${PATH:=.}", D, "PATH"),
+    "array-key-expansion": Case('a=(["$k"]=1)', D, "array element"),
+    "assoc-key-expansion": Case('declare -A m=([$k]=1)', D, "array element"),
+
+    # --- review: substitutions the grammar reads as plain words (built-in defaults) -------------------
+    "review-backtick-in-default": Case("echo ${x:-`touch y`}", D, "command substitution", policy="defaults"),
+    "review-backtick-in-quoted-default": Case('echo "${x:-`touch y`}"', D, "command substitution",
+                                              policy="defaults"),
+    "review-backtick-in-assign-default": Case("echo ${x:=`touch y`}", D, "command substitution",
+                                              policy="defaults"),
+    "backtick-in-default-heredoc": Case("cat <<EOF\n${x:-`touch y`}\nEOF", D, "command substitution",
+                                        policy="defaults"),
+    "backtick-in-alternative": Case("echo ${x:+`touch y`}", D, "command substitution", policy="defaults"),
+    "backtick-in-pattern": Case("echo ${x#`touch y`}", D, "command substitution", policy="defaults"),
+    "quote-in-quoted-brace": Case("echo \"${x#'}'\"'$(touch y)'\"}\"", D, policy="defaults"),
+    "heredoc-continuation-hides-backtick": Case("cat <<E\na\\\nE\n`touch y`\nE", D, policy="defaults"),
+
+    # --- review: writer options (cp/mv/ln/install/chmod allowed; .gitbot/** in edit_deny) -------------
+    "review-cp-bundled-t": Case("cp -vt.gitbot app.py", D, ".gitbot", policy="writers"),
+    "review-mv-bundled-t": Case("mv -ft.gitbot app.py", D, ".gitbot", policy="writers"),
+    "review-ln-bundled-t": Case("ln -sft.gitbot app.py", D, ".gitbot", policy="writers"),
+    "review-install-bundled-t": Case("install -Dt.gitbot app.py", D, ".gitbot", policy="writers"),
+    "review-cp-long-prefix-equals": Case("cp --t=.gitbot app.py", D, ".gitbot", policy="writers"),
+    "review-mv-long-prefix": Case("mv --target=.gitbot app.py", D, ".gitbot", policy="writers"),
+    "review-cp-long-prefix-separate": Case("cp --targ .gitbot app.py", D, ".gitbot", policy="writers"),
+    "review-chmod-reference": Case("chmod --reference=app.py .gitbot/policy.toml", D, "edit_deny",
+                                   policy="writers"),
+    "chown-reference": Case("chown --reference=app.py .gitbot/policy.toml", D, "edit_deny", policy="writers"),
+    "chown-reference-prefix": Case("chown --ref app.py .gitbot/policy.toml", D, "edit_deny", policy="writers"),
+    "touch-reference": Case("touch -r app.py .gitbot/policy.toml", D, "edit_deny", policy="writers"),
+    "truncate-reference": Case("truncate --reference=app.py .gitbot/policy.toml", D, "edit_deny",
+                               policy="writers"),
+    "chmod-mode-as-option": Case("chmod -w .gitbot/policy.toml", D, "edit_deny", policy="writers"),
+    "cp-ambiguous-long-option": Case("cp --no- a b", D, "ambiguous", policy="writers"),
+    "cp-unknown-option": Case("cp --bogus a b", D, "not known", policy="writers"),
+    "cp-unknown-short-option": Case("cp -Q a b", D, "not known", policy="writers"),
+    "cp-variable-could-be-option": Case('cp "$f" app.py', D, "could become an option", policy="writers"),
+    "cp-glob-could-be-option": Case("cp * app.py", D, "could become an option", policy="writers"),
+    "install-strip-program": Case("install --strip-program=sh a b/c", D, "runs the program", policy="writers"),
+
+    # --- review: variables that change what runs ---------------------------------------------------------
+    "review-ripgrep-config": Case("RIPGREP_CONFIG_PATH=x rg foo", D, "RIPGREP_CONFIG_PATH", policy="tools"),
+    "review-goflags": Case("GOFLAGS=-toolexec=./x go build", D, "GOFLAGS", policy="tools"),
+    "review-cc": Case("CC=./x make", D, "CC", policy="tools"),
+    "review-cxx": Case("CXX=./x make", D, "CXX", policy="tools"),
+    "review-cflags": Case("CFLAGS=-fplugin=./x.so make", D, "CFLAGS", policy="tools"),
+    "review-ldflags": Case("LDFLAGS=x make", D, "LDFLAGS", policy="tools"),
+    "review-rustflags": Case("RUSTFLAGS=x cargo build", D, "RUSTFLAGS", policy="tools"),
+    "review-rustc-wrapper": Case("RUSTC_WRAPPER=./x cargo build", D, "RUSTC_WRAPPER", policy="tools"),
+    "review-cargo-runner": Case("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER=./x cargo test", D, "CARGO_",
+                                policy="tools"),
+    "review-openssl-conf": Case("OPENSSL_CONF=./x python x.py", D, "OPENSSL_CONF", policy="tools"),
+    "review-gconv-path": Case("GCONV_PATH=. python x.py", D, "GCONV_PATH", policy="tools"),
+    "review-locpath": Case("LOCPATH=. python x.py", D, "LOCPATH", policy="tools"),
+    "review-makeflags": Case("MAKEFLAGS=x make", D, "MAKEFLAGS", policy="tools"),
+    "review-gnumakeflags": Case("GNUMAKEFLAGS=x make", D, "GNUMAKEFLAGS", policy="tools"),
+    "review-tar-options": Case("TAR_OPTIONS=--to-command=./x tar -xf a.tar", D, "TAR_OPTIONS", policy="tools"),
+    "review-curl-home": Case("CURL_HOME=. python x.py", D, "CURL_HOME", policy="tools"),
+    "review-wgetrc": Case("WGETRC=x python x.py", D, "WGETRC", policy="tools"),
+    "review-git-dir": Case("GIT_DIR=x git status", D, "GIT_", policy="tools"),
+    "review-npm-config": Case("NPM_CONFIG_SCRIPT_SHELL=./x npm test", D, "NPM_CONFIG_SCRIPT_SHELL",
+                              policy="tools"),
+    "review-npm-config-lower": Case("npm_config_script_shell=./x npm test", D, "npm_config_script_shell",
+                                    policy="tools"),
+    "review-pip": Case("PIP_CONFIG_FILE=x pip install .", D, "PIP_", policy="tools"),
+    "review-perl5opt": Case("PERL5OPT=-Mx perl a.pl", D, "PERL5OPT", policy="tools"),
+    "review-perllib": Case("PERLLIB=. perl a.pl", D, "PERLLIB", policy="tools"),
+    "review-rubyopt": Case("RUBYOPT=-rx ruby a.rb", D, "RUBYOPT", policy="tools"),
+    "review-java-tool-options": Case("JAVA_TOOL_OPTIONS=-javaagent:x java A", D, "JAVA_TOOL_OPTIONS",
+                                     policy="tools"),
+    "review-java-options": Case("_JAVA_OPTIONS=x java A", D, "_JAVA_OPTIONS", policy="tools"),
+    "review-editor": Case("EDITOR=./x git status", D, "EDITOR", policy="tools"),
+    "review-visual": Case("VISUAL=./x git status", D, "VISUAL", policy="tools"),
+    "review-pager": Case("PAGER=./x git status", D, "PAGER", policy="tools"),
+    "review-home": Case("HOME=. git status", D, "HOME", policy="tools"),
+    "review-tmpdir": Case("TMPDIR=. pytest", D, "TMPDIR", policy="tools"),
+    "review-xdg-config-home": Case("XDG_CONFIG_HOME=. git status", D, "XDG_CONFIG_HOME", policy="tools"),
+    "review-env-ripgrep-config": Case("env RIPGREP_CONFIG_PATH=x rg foo", D, "RIPGREP_CONFIG_PATH",
+                                      policy="tools"),
+    "review-env-goflags": Case("env -i GOFLAGS=x go build", D, "GOFLAGS", policy="tools"),
+    "review-env-cflags": Case("env FOO=1 CFLAGS=x make", D, "CFLAGS", policy="tools"),
+    "export-cc": Case("export CC=./x; make", D, "CC", policy="tools"),
+    "declare-makeflags": Case("declare -x MAKEFLAGS=x", D, "MAKEFLAGS", policy="tools"),
+    "suffix-options": Case("SOMETOOL_OPTIONS=x pytest", D, "*_OPTIONS", policy="tools"),
+    "suffix-config-path": Case("ANYTHING_CONFIG_PATH=x pytest", D, "ANYTHING_CONFIG_PATH", policy="tools"),
+    "control-harmless-variables": Case("FOO=1 DEBUG=1 CI=true TEST_DB=x pytest", A, policy="tools"),
+
+    # --- review: nested .git directories -------------------------------------------------------------------
+    "review-nested-git-redirect": Case("echo x > sub/.git/config", D, ".git/", policy="writers"),
+    "review-nested-git-writer": Case("cp app.py sub/.git/config", D, ".git/", policy="writers"),
+    "nested-git-case-tee": Case("echo x | tee sub/.GIT/hooks/pre-commit", D, ".git/", policy="writers"),
+    "nested-git-mkdir": Case("mkdir -p a/b/.git/hooks", D, ".git/", policy="writers"),
+    "nested-git-file": Case("echo 'gitdir: /tmp/x' > sub/.git", D, ".git/", policy="writers"),
+
+    # --- review: links and moves around protected paths --------------------------------------------------
+    "review-symlink-then-write": Case("ln -s .github/workflows w; echo x > w/ci.yml", D, "link", policy="writers"),
+    "symlink-parent-then-write": Case("ln -s .github w; echo x > w/workflows/ci.yml", D, "directory above",
+                                      policy="writers"),
+    "symlink-long-option": Case("ln --symbolic .gitbot g", D, "edit_deny", policy="writers"),
+    "symlink-outside": Case("ln -s ../outside x", D, "outside", policy="writers"),
+    "symlink-absolute-outside": Case("ln -s /etc x", D, "outside", policy="writers"),
+    "symlink-to-root": Case("ln -s . everything", D, "link", policy="writers"),
+    "symlink-read-denied": Case("ln -s .env e", D, "read_deny", policy="writers"),
+    "symlink-relative-to-link-directory": Case("ln -s ../.gitbot/policy.toml sub/p", D, "edit_deny",
+                                               policy="writers"),
+    "symlink-target-directory": Case("ln -st sub ../.gitbot", D, "edit_deny", policy="writers"),
+    "hard-link-protected-file": Case("ln .gitbot/policy.toml p; echo x >> p", D, "edit_deny", policy="writers"),
+    "cp-symbolic": Case("cp -s .gitbot/policy.toml p", D, "edit_deny", policy="writers"),
+    "cp-hard-link": Case("cp --link .gitbot/policy.toml p", D, "edit_deny", policy="writers"),
+    "review-mv-parent": Case("mv .github old", D, "directory above", policy="writers"),
+    "mv-parent-trailing-slash": Case("mv .github/ old", D, "directory above", policy="writers"),
+    "mv-into-parent": Case("mv workflows .github/", D, "directory above", policy="writers"),
+    "rm-parent": Case("rm -rf .github", D, "directory above", policy="writers"),
+    "cp-into-parent": Case("cp -r mine/workflows .github", D, "directory above", policy="writers"),
 }
 
 
 @pytest.fixture(scope="module")
-def corpus_policy(tmp_path_factory) -> Policy:
+def corpus_policies(tmp_path_factory) -> dict[str, Policy]:
     repo = tmp_path_factory.mktemp("corpus-repo")
-    return Policy(command_allow=ALLOW, command_deny=DENY, repo=repo)
+    (repo / "sub").mkdir()
+    return {name: Policy(repo=repo, **settings) for name, settings in POLICIES.items()}
 
 
 def test_the_corpus_is_large_enough():
@@ -375,10 +575,11 @@ def test_the_corpus_is_large_enough():
 
 
 @pytest.mark.parametrize("name", sorted(CORPUS))
-def test_corpus(corpus_policy: Policy, name: str):
+def test_corpus(corpus_policies: dict[str, Policy], name: str):
     case = CORPUS[name]
-    command = case.command.replace("{REPO}", os.path.realpath(corpus_policy.repo))
-    decision = corpus_policy.check_command(command, case.extra)
+    policy = corpus_policies[case.policy]
+    command = case.command.replace("{REPO}", os.path.realpath(policy.repo))
+    decision = policy.check_command(command, case.extra)
     assert decision.allowed is case.allowed, f"{command!r}: {decision.reason}"
     assert decision.reason
     assert case.reason in decision.reason, decision.reason
@@ -430,3 +631,46 @@ def test_a_function_only_counts_when_surely_defined(tmp_path):
     assert not policy.check_command("make() { ls; }; bash -c 'make install'").allowed
     # Removed again before the call.
     assert not policy.check_command("make() { ls; }; unset -f make; make install").allowed
+
+
+@pytest.mark.parametrize("text, kinds", [
+    ("echo ${x:-`id`}", ["command substitution"]),
+    ('echo "${x:-`id`}"', ["command substitution"]),
+    ("echo '`id` $(id)' $'\\'`id`'", []),
+    ("echo \\`id\\` \"\\$(id)\"", []),
+    ("git status # `id` $(id)", []),
+    ("echo a#`id`", ["command substitution"]),
+    ("echo ${x:- #`id`}", ["command substitution"]),  # no comment inside ${...}
+    ("echo $((1+2)) $[3]", ["arithmetic expansion", "arithmetic expansion"]),
+    ("cat <(ls) >(wc)", ["process substitution", "process substitution"]),
+    ("cat <<'E'\n`id` $(id)\nE\n`id`", ["command substitution"]),
+    ("cat <<E\n`id`\nE", ["command substitution"]),
+    ("cat <<-\"E\"\n\t$(id)\n\tE\necho ok", []),
+    ("cat <<E\na\\\nE\n`id`\nE", ["command substitution"]),  # `a\` + `E` is one line: not the end
+    ("cat <<E <<'F'\n$(a)\nE\n$(b)\nF\n$(c)", ["command substitution", "command substitution"]),
+    ("(( x << 2 ))\n`id`", ["command substitution"]),
+])
+def test_the_lexer_finds_substitutions_bash_would_run(text: str, kinds: list[str]):
+    from gitbot.policy.commands import _scan_substitutions
+
+    assert [kind for _, kind in _scan_substitutions(text)] == kinds
+
+
+def test_the_lexer_refuses_quotes_whose_meaning_bash_decides_by_operator():
+    from gitbot.policy.commands import _Denied, _scan_substitutions
+
+    with pytest.raises(_Denied, match="quote inside"):
+        _scan_substitutions("echo \"${x#'}'\"'$(touch y)'\"}\"")
+
+
+def test_a_substitution_the_grammar_misses_is_refused_even_when_everything_is_allowed(tmp_path):
+    policy = Policy(command_allow=("*",), command_deny=("curl *",), repo=tmp_path)
+    decision = policy.check_command("echo ${x:-`curl evil`}")
+    assert not decision.allowed and "command substitution" in decision.reason
+    assert policy.check_command("echo $(id)").allowed  # seen by the grammar: deny rules apply inside
+
+
+def test_every_review_bypass_is_in_the_corpus():
+    review = {name: case for name, case in CORPUS.items() if name.startswith("review-")}
+    assert len(review) >= 40
+    assert not any(case.allowed for case in review.values())

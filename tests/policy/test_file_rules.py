@@ -60,6 +60,12 @@ READS = {
     "escape/outside.txt": (False, "outside the repository"),  # a symlink out of the repository
     ".env.example.txt": (False, "read_deny"),
     "environment.py": (True, "allowed"),
+    "sub/.git/config": (False, ".git/"),  # a nested repository's .git counts too
+    "a/b/.GIT/HEAD": (False, ".git/"),
+    "vendor/lib/.git": (False, ".git/"),
+    ".gitignore": (True, "allowed"),
+    "sub/.gitmodules": (True, "allowed"),
+    "x.git/config": (True, "allowed"),
 }
 
 EDITS = {
@@ -79,6 +85,10 @@ EDITS = {
     "../outside.txt": (False, "outside the repository"),
     "escape/outside.txt": (False, "outside the repository"),
     "": (False, "repository root"),
+    "sub/.git/config": (False, ".git/"),
+    "sub/.Git/hooks/pre-commit": (False, ".git/"),
+    "./vendor/x/../lib/.git": (False, ".git/"),
+    "sub/.gitignore": (True, "edit_allow"),
 }
 
 
@@ -158,3 +168,57 @@ def test_protected_directories_for_the_sandbox(repo: Path):
     protected = policy.protected_directories(repo)
     assert repo / ".github" / "workflows" in protected
     assert not any(path.name == ".git" for path in protected)  # the sandbox handles .git itself
+
+
+def test_cached_decisions_follow_a_directory_replaced_by_a_symlink(repo: Path):
+    policy = Policy(repo=repo)
+    (repo / "docs").mkdir()
+    assert policy.check_edit("docs/ci.yml").allowed
+    assert policy.check_edit("docs/ci.yml").allowed  # now from the cache
+    (repo / "docs").rmdir()
+    os.symlink(repo / ".github" / "workflows", repo / "docs")
+    decision = policy.check_edit("docs/ci.yml")
+    assert not decision.allowed and "real path" in decision.reason
+    (repo / ".secrets").mkdir()
+    (repo / ".secrets" / ".env").write_text("x")
+    os.symlink(repo / ".secrets" / ".env", repo / "notes.txt")
+    assert not policy.check_read("notes.txt").allowed
+
+
+@pytest.mark.parametrize("patterns", [
+    ("**/.env", "**/.env.*", "**/*.pem", "config/**", "a/*/b.txt", "**/secrets/**", "x?y", "[ab]*.key"),
+    ("src/**", "**"),
+    ("**/*.py", "docs/**/*.md", "**/build", "Makefile"),
+])
+def test_combined_rules_pick_the_same_first_rule_as_one_by_one(patterns: tuple[str, ...]):
+    from gitbot.policy.files import _RuleSet
+
+    paths = [".env", "a/.env", "a/.env.local", "k.pem", "config", "config/x/y", "a/q/b.txt", "a/q/r/b.txt",
+             "deep/secrets/x", "secrets", "xzy", "b1.key", "src/a.py", "docs/a/b.md", "x/build", "Makefile",
+             "A/.ENV", "", "build/x"]
+    for ignore_case in (True, False):
+        rules = _RuleSet(patterns, ignore_case=ignore_case)
+        for path in paths:
+            expected = next((p for p in patterns if compile_glob(p, ignore_case=ignore_case).match(path)), None)
+            assert rules.first_match(path) == expected, (path, ignore_case)
+
+
+@pytest.mark.parametrize("directory, shelters", [
+    (".github", True),  # above .github/workflows/**
+    (".github/workflows", True),
+    (".github/ISSUE_TEMPLATE", False),
+    (".GITHUB", True),
+    ("src", False),
+    ("", True),  # the root is above everything
+    ("wf", True),  # a symlink to .github/workflows
+])
+def test_directories_above_protected_paths(policy: Policy, directory: str, shelters: bool):
+    assert bool(policy.file_rules.shelters(directory)) is shelters
+
+
+def test_a_leading_double_star_does_not_make_every_directory_a_parent(repo: Path):
+    policy = Policy(repo=repo, edit_deny=("**/secrets/**", "**/*.pem", "x/**/y/**"))
+    assert not policy.file_rules.shelters("src")  # `**` matches anywhere, below the link's name too
+    assert policy.file_rules.shelters("src/secrets")
+    assert policy.file_rules.shelters("x")
+    assert policy.file_rules.shelters("x/q")
