@@ -4,9 +4,11 @@
     env = build_env()                # PATH, LANG, TERM=dumb, PAGER=cat ... and never a secret
     argv = wrap(["bash", "-c", command], repo, network=False)
 
-Inside the sandbox the root file system is read-only, the repository is writable, its `.git` is
-read-only and `.git/gitbot` (the checkpoint store) is hidden, /tmp is fresh, the real $HOME is an
-empty tmpfs, there is no network unless the policy allows it, and the process sees its own PID
+Inside the sandbox the root file system is read-only, the repository is writable, its git
+directories (also those of a linked worktree or submodule) are read-only and their `gitbot/`
+(the checkpoint store and run records) is hidden, /tmp is fresh, the real $HOME and /run are empty
+tmpfs (no host sockets such as /run/docker.sock), files the policy's read_deny matches are replaced
+by /dev/null, there is no network unless the policy allows it, and the process sees its own PID
 namespace, so `/proc/1/environ` is the sandbox's own allow-listed environment.
 
 Secrets live only in gitbot's process. Tools never inherit the environment: `build_env` starts
@@ -19,9 +21,11 @@ import contextlib
 import ctypes
 import hashlib
 import os
+import re
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import threading
@@ -113,22 +117,57 @@ def _secret_like(name: str) -> bool:
     return upper in SECRET_ENV_NAMES or any(hint in upper for hint in SECRET_NAME_HINTS)
 
 
-def _clean_path(value: str) -> str:
+def _under(path: str, directory: str) -> bool:
+    directory = directory.rstrip("/")
+    return bool(directory) and (path == directory or path.startswith(directory + "/"))
+
+
+def _writable_roots(repo: Path | str | None) -> list[str]:
+    """Directories the agent (or anything else on the runner) can write programs into: a PATH entry
+    there would let a program the agent wrote shadow a real one (`grep` in `.venv/bin`)."""
+    roots = ["/tmp", "/var/tmp", "/dev/shm"]
+    for candidate in (repo, os.environ.get("GITHUB_WORKSPACE"), os.path.expanduser("~")):
+        if candidate:
+            roots.append(str(candidate))
+    found = set()
+    for root in roots:
+        if os.path.isabs(root):
+            found.add(os.path.normpath(root))
+            found.add(os.path.realpath(root))
+    found.discard("/")
+    return sorted(found)
+
+
+def _clean_path(value: str, repo: Path | str | None = None) -> str:
     # Relative and empty entries mean "the current directory": the repository, which the agent writes.
-    entries = [entry for entry in value.split(":") if entry.startswith("/")]
+    # Entries inside the repository, /tmp, /var/tmp or $HOME (`$GITHUB_WORKSPACE/.venv/bin`,
+    # `node_modules/.bin`, `~/.local/bin`) hold programs the agent can write, so they go too.
+    roots = _writable_roots(repo)
+    entries = []
+    for entry in value.split(":"):
+        if not entry.startswith("/"):
+            continue
+        forms = {os.path.normpath(entry), os.path.realpath(entry)}
+        if any(_under(form, root) for form in forms for root in roots):
+            continue
+        entries.append(entry)
     return ":".join(dict.fromkeys(entries)) or "/usr/local/bin:/usr/bin:/bin"
 
 
-def build_env(extra: dict[str, str] | None = None, *, home: str = SANDBOX_HOME) -> dict[str, str]:
+def build_env(extra: dict[str, str] | None = None, *, home: str = SANDBOX_HOME,
+              repo: Path | str | None = None) -> dict[str, str]:
     """The complete environment for a tool's process, built from an allow-list.
 
-    `extra` adds variables set by gitbot's own code; names that look like secrets are refused."""
+    `extra` adds variables set by gitbot's own code; names that look like secrets are refused.
+    `repo`: the repository the command runs in (PATH entries inside it are dropped)."""
+    # Every command is prepared through here: make gitbot's own /proc/<pid>/environ unreadable first.
+    protect_process_environ()
     env: dict[str, str] = {}
     for name in PASSTHROUGH_VARIABLES:
         value = os.environ.get(name)
         if value:
             env[name] = value
-    env["PATH"] = _clean_path(env.get("PATH", ""))
+    env["PATH"] = _clean_path(env.get("PATH", ""), repo)
     env.setdefault("LANG", DEFAULT_LANG)
     env.update(FIXED_ENVIRONMENT)
     env["HOME"] = home
@@ -185,16 +224,32 @@ def _sandbox_uid() -> int:
     return uid if uid != 0 else 1000
 
 
+# Host directories that hold unix sockets (docker.sock, containerd, systemd, D-Bus): replaced by an
+# empty tmpfs. `/var/run` only when it is a real directory (usually it is a symlink to /run).
+SOCKET_DIRECTORIES = ("/run", "/var/run")
+# More files the read_deny rules match than this: refuse the command instead of running it unmasked.
+MAX_MASKED_FILES = 2000
+GIT_PROBE_TIMEOUT_SECONDS = 10
+
+
+class SandboxRefusal(Exception):
+    """The sandbox cannot be built safely for this command; the message says why."""
+
+
 def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[Path | str, ...] | list = (),
-         env: dict[str, str] | None = None, status: SandboxStatus | None = None) -> list[str]:
+         env: dict[str, str] | None = None, status: SandboxStatus | None = None,
+         hidden_files: tuple[str, ...] | list[str] = ()) -> list[str]:
     """The bwrap command line that runs `argv` in the sandbox, with the repository as the working
     directory. `read_only`: directories inside the repository to mount read-only (edit_deny dirs);
-    `env`: the sandbox's whole environment (default: build_env())."""
+    `hidden_files`: files inside the repository replaced by /dev/null (read_deny matches, see
+    `read_denied_files`); `env`: the sandbox's whole environment (default: build_env())."""
+    protect_process_environ()
     status = status or probe()
     bwrap = status.bwrap or _bwrap_path() or "bwrap"
     features = status.features
     repo = os.path.realpath(repo)
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    hidden_dirs = ["/tmp"]  # replaced by a tmpfs below: nothing of the host's is left there
 
     def tmpfs(path: str, size: int) -> list[str]:
         return (["--size", str(size)] if "size" in features else []) + ["--tmpfs", path]
@@ -206,25 +261,42 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     real_home = os.path.realpath(os.path.expanduser("~"))
     if real_home != "/" and not (real_home + "/").startswith("/tmp/") and os.path.isdir(real_home):
         args += tmpfs(real_home, HOME_SIZE_BYTES)
+        hidden_dirs.append(real_home)
     runner_temp = os.environ.get("RUNNER_TEMP")  # GitHub Actions' per-job files, including credentials
     if runner_temp and os.path.isdir(runner_temp) and not (repo + "/").startswith(os.path.realpath(runner_temp) + "/"):
         args += tmpfs(os.path.realpath(runner_temp), 1 << 20)
+        hidden_dirs.append(os.path.realpath(runner_temp))
+    # Host unix sockets: /run/docker.sock (on GitHub's runners the runner user may use it, a full host
+    # escape), containerd, D-Bus, systemd. A network namespace does not stop a unix socket.
+    for directory in SOCKET_DIRECTORIES:
+        if os.path.isdir(directory) and not os.path.islink(directory):
+            args += tmpfs(directory, 1 << 20)
+            hidden_dirs.append(directory)
+    if network:
+        # With the network on, name resolution may need /etc/resolv.conf, which often points into /run
+        # (systemd-resolved's stub-resolv.conf): put back that one file, not its directory (which
+        # holds a socket).
+        resolv = os.path.realpath("/etc/resolv.conf")
+        if resolv.startswith("/run/") and os.path.isfile(resolv):
+            args += ["--ro-bind", resolv, resolv]
     args += ["--dir", SANDBOX_HOME]
     args += ["--bind", repo, repo]
-    git_dir = os.path.join(repo, ".git")
-    if os.path.isdir(git_dir) and not os.path.islink(git_dir):
-        args += ["--ro-bind", git_dir, git_dir]
-        shadow = os.path.join(git_dir, "gitbot")
-        if os.path.isdir(shadow) and not os.path.islink(shadow):
-            # Hide the checkpoint store entirely: an empty, read-only directory in its place.
-            args += ["--tmpfs", shadow, "--remount-ro", shadow]
-        sanitized = _sanitized_git_config(os.path.join(git_dir, "config"))
-        if sanitized is not None:
-            args += ["--ro-bind", sanitized, os.path.join(git_dir, "config")]
+    git_dirs = _git_directories(repo)
+    args += _git_arguments(repo, *git_dirs)
     for path in read_only:
         real = os.path.realpath(path)
         if real.startswith(repo + "/") and os.path.isdir(real):
             args += ["--ro-bind", real, real]
+    # Files last: a directory bound above would otherwise cover them again.
+    masked = set()
+    for path in hidden_files:
+        real = os.path.realpath(path if os.path.isabs(path) else os.path.join(repo, path))
+        if _under(real, repo) and real != repo and os.path.isfile(real):
+            masked.add(real)
+    for path in _host_sockets(hidden_dirs, visible=[repo, *(d for d in git_dirs if d)]):
+        masked.add(path)
+    for path in sorted(masked):
+        args += ["--ro-bind", "/dev/null", path]
     uid = str(_sandbox_uid())
     args += ["--unshare-user", "--uid", uid, "--gid", uid, "--cap-drop", "ALL"]
     if "disable-userns" in features:
@@ -233,30 +305,177 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     if not network:
         args += ["--unshare-net"]
     args += ["--die-with-parent", "--new-session", "--clearenv"]
-    for name, value in (env if env is not None else build_env()).items():
+    for name, value in (env if env is not None else build_env(repo=repo)).items():
         args += ["--setenv", name, value]
     args += ["--chdir", repo, "--", *argv]
     return args
 
 
+def _host_sockets(hidden_dirs: list[str], visible: list[str]) -> list[str]:
+    """Unix sockets bound to a path in this network namespace that the tmpfs mounts do not already
+    hide (e.g. /var/snap/lxd/common/lxd/unix.socket, git's fsmonitor--daemon.ipc in a git directory
+    bound back from under /tmp): each gets /dev/null bound over it. `visible`: directories bound into
+    the sandbox again after `hidden_dirs` were hidden."""
+    try:
+        with open("/proc/net/unix", encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()[1:]
+    except OSError:
+        return []
+    found = set()
+    for line in lines:
+        fields = line.split(None, 7)
+        if len(fields) < 8 or not fields[7].startswith("/"):
+            continue  # unnamed or abstract (abstract sockets belong to the network namespace)
+        path = fields[7]
+        hidden = any(_under(path, directory) for directory in hidden_dirs) and \
+            not any(_under(path, directory) for directory in visible)
+        if hidden or _under(path, "/proc") or _under(path, "/dev"):
+            continue
+        try:
+            if stat.S_ISSOCK(os.lstat(path).st_mode):
+                found.add(path)
+        except OSError:
+            continue
+    return sorted(found)
+
+
+# ---------------------------------------------------------------------------------------------
+# Git metadata
+
+
+def _git_arguments(repo: str, git_dir: str | None, common_dir: str | None) -> list[str]:
+    """Read-only git directories (the repository's own and, for a linked worktree or a submodule,
+    the ones its gitfile points to), their `gitbot/` hidden and their config without credentials.
+
+    A `.git` that is a symlink cannot be protected this way (a bind follows it): the agent could
+    replace the link itself."""
+    args: list[str] = []
+    dot_git = os.path.join(repo, ".git")
+    if os.path.lexists(dot_git) and not os.path.islink(dot_git):
+        # A gitfile too: rewritten, it would point git (gitbot's own, later) at a directory the agent
+        # controls.
+        args += ["--ro-bind", dot_git, dot_git]
+    directories = [d for d in dict.fromkeys((common_dir, git_dir)) if d]
+    for directory in directories:
+        if directory != dot_git:
+            args += ["--ro-bind", directory, directory]
+    for directory in directories:
+        shadow = os.path.join(directory, "gitbot")
+        if os.path.isdir(shadow) and not os.path.islink(shadow):
+            # Hide the checkpoint store and run records entirely: an empty, read-only directory.
+            args += ["--tmpfs", shadow, "--remount-ro", shadow]
+    configs = [os.path.join(common_dir, "config")] if common_dir else []
+    if git_dir:
+        configs.append(os.path.join(git_dir, "config.worktree"))
+    for config in dict.fromkeys(configs):
+        if os.path.isfile(config) and not os.path.islink(config):
+            sanitized = _sanitized_git_config(config)
+            if sanitized is not None:
+                args += ["--ro-bind", sanitized, config]
+    return args
+
+
+def _git_directories(repo: str) -> tuple[str | None, str | None]:
+    """(git dir, common dir) of the work tree at `repo`, real absolute paths, or (None, None)."""
+    dot_git = os.path.join(repo, ".git")
+    if os.path.isdir(dot_git) and not os.path.islink(dot_git) and \
+            not os.path.exists(os.path.join(dot_git, "commondir")):
+        return dot_git, dot_git  # the common case, without running git
+    git = shutil.which("git", path=_clean_path(os.environ.get("PATH", ""), repo))
+    if git:
+        # A minimal environment and no fsmonitor: the repository's config is not trusted to run
+        # anything. safe.directory only so that a checkout owned by another user still resolves.
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1",
+               "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": "/nonexistent"}
+        try:
+            completed = subprocess.run(
+                [git, "-c", "core.fsmonitor=false", "-c", "safe.directory=*", "-C", repo, "rev-parse",
+                 "--path-format=absolute", "--absolute-git-dir", "--git-common-dir"],
+                capture_output=True, text=True, timeout=GIT_PROBE_TIMEOUT_SECONDS, env=env,
+                stdin=subprocess.DEVNULL, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            completed = None
+        lines = completed.stdout.splitlines() if completed and completed.returncode == 0 else []
+        if len(lines) >= 2 and all(os.path.isabs(line) for line in lines[:2]):
+            return os.path.realpath(lines[0]), os.path.realpath(lines[1])
+    return _read_gitfile(dot_git)
+
+
+def _read_gitfile(dot_git: str) -> tuple[str | None, str | None]:
+    """What git would find without running it: `.git` as a directory, or a `gitdir:` file."""
+    if os.path.isdir(dot_git):
+        git_dir = os.path.realpath(dot_git)
+    else:
+        try:
+            text = Path(dot_git).read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return None, None
+        if not text.startswith("gitdir:"):
+            return None, None
+        git_dir = os.path.realpath(os.path.join(os.path.dirname(dot_git), text[len("gitdir:"):].strip()))
+        if not os.path.isdir(git_dir):
+            return None, None
+    common_dir = git_dir
+    with contextlib.suppress(OSError):
+        pointer = Path(git_dir, "commondir").read_text(encoding="utf-8", errors="replace").strip()
+        if pointer and os.path.isdir(os.path.join(git_dir, pointer)):
+            common_dir = os.path.realpath(os.path.join(git_dir, pointer))
+    return git_dir, common_dir
+
+
 _SANITIZED_DIR: str | None = None
 _SANITIZED_LOCK = threading.Lock()
+# Lines of a git config that carry credentials or pull in other files.
+_CREDENTIAL_MARKERS = ("extraheader", "helper", "password", "token", "askpass", "cookiefile")
+_INCLUDE_SECTION = re.compile(r"\s*\[\s*include(if)?\b", re.IGNORECASE)
+_SECTION = re.compile(r"\s*\[")
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*)://([^/@\s\"'\]]*)@")
+
+
+def _strip_userinfo(match: re.Match[str]) -> str:
+    # scheme://user:password@host and http(s)://token@host lose the userinfo; ssh://git@host keeps its
+    # user name (not a secret).
+    scheme, userinfo = match.group(1), match.group(2)
+    if ":" in userinfo or scheme.lower() in ("http", "https", "ftp", "ftps"):
+        return f"{scheme}://"
+    return match.group(0)
+
+
+def sanitize_git_config(text: str) -> str:
+    """A git config without credentials: no extraheader/helper/cookiefile/password/token lines, no
+    userinfo in URLs (`url`, `pushurl`, `insteadOf`, section names), no include/includeIf sections
+    (they could pull in a file the sandbox does not sanitize)."""
+    kept: list[str] = []
+    in_include = False
+    dropping_continuation = False
+    for line in text.splitlines(keepends=True):
+        continued = line.rstrip("\r\n").endswith("\\")
+        if dropping_continuation:
+            dropping_continuation = continued
+            continue
+        line = _URL_USERINFO.sub(_strip_userinfo, line)
+        header = bool(_SECTION.match(line))
+        if header:
+            in_include = bool(_INCLUDE_SECTION.match(line))
+        lower = line.lower()
+        if in_include or (not header and any(marker in lower for marker in _CREDENTIAL_MARKERS)):
+            dropping_continuation = continued
+            continue
+        kept.append(line)
+    return "".join(kept)
 
 
 def _sanitized_git_config(path: str) -> str | None:
-    """A copy of .git/config without credential lines (actions/checkout stores the job token as an
-    `extraheader`), or None when there is nothing to remove."""
+    """A copy of a git config file without credential lines (actions/checkout stores the job token
+    as an `extraheader`), or None when there is nothing to remove."""
     global _SANITIZED_DIR
     try:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-    markers = ("extraheader", "helper", "password", "token", "askpass")
-    lines = text.splitlines(keepends=True)
-    kept = [line for line in lines if not any(marker in line.lower() for marker in markers)]
-    if len(kept) == len(lines):
+    content = sanitize_git_config(text)
+    if content == text:
         return None
-    content = "".join(kept)
     with _SANITIZED_LOCK:
         if _SANITIZED_DIR is None:
             _SANITIZED_DIR = tempfile.mkdtemp(prefix="gitbot-gitconfig-")
@@ -265,6 +484,95 @@ def _sanitized_git_config(path: str) -> str | None:
             with open(target, "w", encoding="utf-8") as handle:
                 handle.write(content)
     return target
+
+
+# ---------------------------------------------------------------------------------------------
+# Files the policy does not let the agent read
+
+
+def read_denied_files(repo: Path | str, policy: Policy) -> list[str]:
+    """Repository files (hidden and gitignored ones too, `.git` aside) that `policy.check_read`
+    denies: the sandbox replaces each with /dev/null, so `cat .env` or `grep -r SECRET .` cannot read
+    them. Raises SandboxRefusal when there are more than MAX_MASKED_FILES.
+
+    Not covered: content in git's object store (`git show HEAD:.env`, `git log -p`) cannot be masked
+    this way; the command judge and output redaction have to cover that."""
+    root = os.path.realpath(repo)
+    prefilter = _read_deny_prefilter(policy)
+    denied = []
+    for relpath in _repository_files(root):
+        if prefilter is not None and not prefilter.match(relpath):
+            continue
+        if not policy.check_read(relpath):
+            denied.append(relpath)
+            if len(denied) > MAX_MASKED_FILES:
+                raise SandboxRefusal(
+                    f"more than {MAX_MASKED_FILES} files in the repository match files.read_deny; the sandbox "
+                    f"hides each one and will not run a command with that many (narrow the read_deny rules or "
+                    f"remove the files)")
+    return denied
+
+
+def _read_deny_prefilter(policy: Policy) -> re.Pattern[str] | None:
+    """The read_deny globs as one regex, when it decides exactly what the policy's own check_read
+    decides for a file reached without symlinks (then check_read runs only on the matches); None
+    when every file must go through check_read."""
+    from gitbot.policy import Policy as StandardPolicy
+    from gitbot.policy.files import GlobError, compile_glob
+
+    if type(policy).check_read is not StandardPolicy.check_read:
+        return None
+    try:
+        compiled = [compile_glob(pattern, path_mode=True, ignore_case=True) for pattern in policy.read_deny]
+    except (GlobError, TypeError, AttributeError):
+        return None
+    if not compiled:
+        return re.compile(r"(?!)")
+    return re.compile("|".join(f"(?:{c.pattern})" for c in compiled), re.IGNORECASE | re.DOTALL)
+
+
+def _repository_files(root: str) -> list[str]:
+    """Every regular file under `root` (relative paths), hidden and ignored ones included, without
+    following symlinks or entering `.git` directories. ripgrep lists them in parallel."""
+    from gitbot.tools.base import ToolError
+
+    try:
+        from gitbot.tools.search import rg_binary
+
+        rg = rg_binary()
+    except (ImportError, ToolError):
+        rg = None
+    if rg:
+        try:
+            completed = subprocess.run(
+                [rg, "--files", "--hidden", "--no-ignore", "--no-config", "--no-follow", "--no-messages",
+                 "--glob", "!.git", "--null", "."],
+                cwd=root, capture_output=True, timeout=60, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},
+                stdin=subprocess.DEVNULL, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            completed = None
+        # rg exits 1 when there are no files, 2 when some could not be read (still listing the rest).
+        if completed is not None and completed.returncode in (0, 1, 2):
+            names = completed.stdout.decode("utf-8", "surrogateescape").split("\0")
+            return [name.removeprefix("./") for name in names if name]
+    found = []
+    stack = [""]
+    while stack:
+        relative = stack.pop()
+        try:
+            entries = list(os.scandir(os.path.join(root, relative) if relative else root))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name == ".git":
+                continue
+            path = f"{relative}/{entry.name}" if relative else entry.name
+            with contextlib.suppress(OSError):
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(path)
+                elif entry.is_file(follow_symlinks=False):
+                    found.append(path)
+    return found
 
 
 _PROBE_LOCK = threading.Lock()
@@ -311,8 +619,8 @@ def describe(policy: Policy) -> str:
     status = probe()
     network = "with network" if policy.network else "no network"
     if status.available:
-        return (f"bubblewrap sandbox: read-only system, writable repository, read-only .git, empty $HOME, "
-                f"{network}, allow-listed environment")
+        return (f"bubblewrap sandbox: read-only system, writable repository, read-only .git, empty $HOME and "
+                f"/run (no host sockets), files matching read_deny hidden, {network}, allow-listed environment")
     if mode == "required":
         return f"commands refused: [sandbox] mode = \"required\" but {status.description}. {FIX_HINT}"
     return (f"WARNING: commands run WITHOUT a sandbox because {status.description} ([sandbox] mode = \"auto\"): "
@@ -324,13 +632,23 @@ def describe(policy: Policy) -> str:
 # Keeping gitbot's own secrets away from unsandboxed commands
 
 
+_PR_SET_DUMPABLE = 4
+_PR_GET_DUMPABLE = 3
+_LIBC: ctypes.CDLL | None = None
+
+
 def protect_process_environ() -> bool:
     """Make gitbot's process non-dumpable, so processes of the same (non-root) user cannot read
-    /proc/<gitbot>/environ, where the API key and tokens are. Used before unsandboxed commands."""
+    /proc/<gitbot>/environ, where the API key and tokens are. Called whenever a command is prepared
+    (sandboxed or not); cheap and idempotent: one prctl to check, a second only when needed (the
+    kernel resets the flag when the process changes credentials)."""
+    global _LIBC
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_dumpable = 4
-        return libc.prctl(pr_set_dumpable, 0, 0, 0, 0) == 0
+        if _LIBC is None:
+            _LIBC = ctypes.CDLL(None, use_errno=True)
+        if _LIBC.prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0) == 0:
+            return True
+        return _LIBC.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
 

@@ -2,12 +2,19 @@
 
 Secrets live only in gitbot's process: tools get an allow-listed environment, and any
 text that goes to the model, the record, logs or a PR passes through `redact` first.
+
+`redact` replaces each known value and the forms it takes on its way into text (base64 at any
+byte alignment, alone or as a `user:VALUE` pair, URL-encoded, hex), and well-known token shapes
+(`ghp_…`, `github_pat_…`, `sk-ant-…`) even when the value itself is unknown. One regex, built when
+values are added, does it in a single pass.
 """
 
 from __future__ import annotations
 
 import base64
 import os
+import re
+import urllib.parse
 from dataclasses import dataclass, field
 
 # Environment variables whose values are secrets whatever their content.
@@ -19,24 +26,80 @@ SECRET_NAME_HINTS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY
 MIN_SECRET_LENGTH = 8  # shorter values would redact ordinary words
 REDACTED = "[REDACTED]"
 # Forms a secret takes on its way into text: actions/checkout stores the job token in .git/config as
-# `AUTHORIZATION: basic base64("x-access-token:" + token)`.
-ENCODED_PREFIXES = ("", "x-access-token:")
+# `AUTHORIZATION: basic base64("x-access-token:" + token)`; git credential URLs use `user:token`.
+ENCODED_PREFIXES = ("", "x-access-token:", "x:")
+# Token shapes redacted even when the value is not known to this process (a token from another job,
+# one the agent found in a file): GitHub's personal, OAuth, app, user-to-server and refresh tokens,
+# fine-grained PATs and Anthropic API keys.
+TOKEN_SHAPES = r"(?:gh[pousr]_|github_pat_|sk-ant-)[A-Za-z0-9_-]{20,}"
+
+
+def _base64_cores(data: bytes) -> set[str]:
+    """The base64 forms of `data` at each of the three byte alignments it can have inside a longer
+    encoded text (the characters shared with the bytes before it are dropped)."""
+    cores = set()
+    for offset in range(3):
+        total = offset + len(data)
+        encoded = base64.b64encode(b"\0" * offset + data).decode("ascii")
+        start = (0, 2, 3)[offset]
+        end = 4 * (total // 3) + total % 3
+        # The characters that encode only `data`, and (longer, preferred) the rest of the encoding
+        # with and without padding, for when `data` ends the encoded text.
+        for form in (encoded[start:end], encoded[start:], encoded[start:].rstrip("=")):
+            cores.add(form)
+            cores.add(form.replace("+", "-").replace("/", "_"))  # the URL-safe alphabet
+    return cores
 
 
 def encoded_forms(value: str) -> set[str]:
-    """The base64 forms of a secret worth redacting too (padding stripped, so a form embedded in a
-    longer base64 text still matches)."""
-    forms = set()
+    """The forms of a secret worth redacting besides the value itself: base64 (all alignments, alone
+    and in `x-access-token:`/`x:` pairs), URL-encoded and hex."""
+    raw = value.encode("utf-8")
+    forms: set[str] = set()
     for prefix in ENCODED_PREFIXES:
-        encoded = base64.b64encode((prefix + value).encode("utf-8")).decode("ascii").rstrip("=")
-        if len(encoded) >= MIN_SECRET_LENGTH:
-            forms.add(encoded)
-    return forms
+        forms |= _base64_cores(prefix.encode("utf-8") + raw)
+    for quoted in (urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value, safe="")):
+        forms.add(quoted)
+        forms.add(re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), quoted))
+    forms.add(raw.hex())
+    forms.add(raw.hex().upper())
+    forms.discard(value)
+    return {form for form in forms if len(form) >= MIN_SECRET_LENGTH}
+
+
+def _trie_regex(words: set[str]) -> str:
+    """One regex matching any of `words`, longest first at each position, without trying every word
+    at every position (a plain alternation of hundreds of literals is slow in Python's `re`)."""
+    trie: dict = {}
+    for word in words:
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def build(node: dict) -> str:
+        # Runs of single-child nodes become plain text, so the nesting only grows at branch points.
+        text = []
+        while len(node) == 1 and "" not in node:
+            (char, node), = node.items()
+            text.append(re.escape(char))
+        branches = [re.escape(char) + build(child) for char, child in sorted(node.items()) if char]
+        if not branches:
+            return "".join(text)
+        group = "(?:" + "|".join(branches) + ")"
+        # A word ends here too: the longer continuations are tried first (greedy), then nothing.
+        return "".join(text) + (group + "?" if "" in node else group)
+
+    return build(trie)
 
 
 @dataclass
 class Secrets:
     values: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self._pattern: re.Pattern[str] | None = None
+        self._built_from: frozenset[str] | None = None
 
     @classmethod
     def from_environment(cls, environ: dict[str, str] | None = None) -> Secrets:
@@ -47,17 +110,25 @@ class Secrets:
             secret_name = upper in SECRET_ENV_NAMES or any(hint in upper for hint in SECRET_NAME_HINTS)
             if secret_name and len(value) >= MIN_SECRET_LENGTH:
                 found.add(value)
-                found |= encoded_forms(value)
         return cls(found)
 
     def add(self, value: str | None) -> None:
-        if value and len(value) >= MIN_SECRET_LENGTH:
+        if value and len(value) >= MIN_SECRET_LENGTH and value not in self.values:
             self.values.add(value)
-            self.values |= encoded_forms(value)
+            self._pattern = None
+
+    def pattern(self) -> re.Pattern[str]:
+        """The combined regex: every known value and its encoded forms, then the token shapes."""
+        if self._pattern is None or self._built_from != self.values:
+            words: set[str] = set()
+            for value in self.values:
+                if len(value) >= MIN_SECRET_LENGTH:
+                    words.add(value)
+                    words |= encoded_forms(value)
+            known = _trie_regex(words)
+            self._pattern = re.compile(f"{known}|{TOKEN_SHAPES}" if known else TOKEN_SHAPES)
+            self._built_from = frozenset(self.values)
+        return self._pattern
 
     def redact(self, text: str) -> str:
-        # Longest first, so a secret that contains another is replaced whole.
-        for value in sorted(self.values, key=len, reverse=True):
-            if value in text:
-                text = text.replace(value, REDACTED)
-        return text
+        return self.pattern().sub(REDACTED, text)

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from gitbot.record import load_result, runs_dir
 from tests.conftest import FIX_DIFF, gitbot_env, make_repo, run_gitbot
 from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
@@ -69,10 +71,11 @@ def test_unknown_model_warns_and_reports_unknown_cost(buggy_repo: Path):
     assert "not in the price table" in proc.stderr
 
 
-def test_sigterm_flushes_the_record_and_reports_interrupted(tmp_path: Path):
-    repo = make_repo(tmp_path / "repo", {"slow.py": "import time\ntime.sleep(30)\n"})
+@pytest.mark.parametrize("sandbox_mode", ["auto", "off"])
+def test_sigterm_flushes_the_record_and_reports_interrupted(tmp_path: Path, sandbox_mode: str):
+    repo = make_repo(tmp_path / "repo", {"slow.py": "import time\ntime.sleep(2)\nopen('late.txt', 'w').write('x')\n"})
     policy = tmp_path / "policy.toml"
-    policy.write_text('[commands]\nallow = ["python3 slow.py"]\n')
+    policy.write_text(f'[commands]\nallow = ["python3 slow.py"]\n[sandbox]\nmode = "{sandbox_mode}"\n')
     script = [tool_turn(("execute_command", {"command": "python3 slow.py"}))] * 2
     with FakeMessagesAPI(script) as api:
         proc = subprocess.Popen([sys.executable, "-m", "gitbot", "run", "--task", "x", "--repo", str(repo),
@@ -88,6 +91,8 @@ def test_sigterm_flushes_the_record_and_reports_interrupted(tmp_path: Path):
     result = json.loads(out)
     assert result["status"] == "error" and "interrupted" in result["summary"]
     assert load_result(runs_dir(repo) / result["run_id"])["status"] == "error"
+    time.sleep(2.5)  # the command would have finished by now, had it outlived the run
+    assert not (repo / "late.txt").exists()
 
 
 def _events(repo: Path) -> list[dict]:

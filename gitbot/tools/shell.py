@@ -138,21 +138,24 @@ def _signal_group(pgid: int, signum: int) -> None:
 
 
 def run_command(command: str, repo: Path, *, sandboxed: bool, network: bool, timeout: float,
-                read_only: tuple[Path, ...] | list[Path] = (), max_processes: int | None = None) -> CommandOutcome:
+                read_only: tuple[Path, ...] | list[Path] = (), max_processes: int | None = None,
+                hidden_files: tuple[str, ...] | list[str] = ()) -> CommandOutcome:
     """Run `bash -c command` in `repo` (in bubblewrap when `sandboxed`) and capture its output.
+    `hidden_files`: repository files the sandbox replaces by /dev/null (read_deny matches).
     A non-zero exit is a normal outcome; only failing to start raises (OSError)."""
     from gitbot import sandbox
 
     bash = shutil.which("bash", path="/usr/bin:/bin") or "/bin/bash"
     notes: list[str] = []
     home_dir: str | None = None
+    # build_env also makes gitbot's own /proc/<pid>/environ unreadable (in every mode).
     if sandboxed:
-        env = sandbox.build_env()
-        argv = sandbox.wrap([bash, "-c", command], repo, network=network, read_only=tuple(read_only), env=env)
+        env = sandbox.build_env(repo=repo)
+        argv = sandbox.wrap([bash, "-c", command], repo, network=network, read_only=tuple(read_only), env=env,
+                            hidden_files=tuple(hidden_files))
     else:
-        sandbox.protect_process_environ()
         home_dir = tempfile.mkdtemp(prefix="gitbot-home-")
-        env = sandbox.build_env(home=home_dir)
+        env = sandbox.build_env(home=home_dir, repo=repo)
         argv = [bash, "-c", command]
     output = CappedOutput()
     started = time.monotonic()
@@ -163,7 +166,13 @@ def run_command(command: str, repo: Path, *, sandboxed: bool, network: bool, tim
                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
                                        close_fds=True)
             pgid = process.pid  # start_new_session: the process leads its own group
-            timed_out = _pump(process, output, started + timeout)
+            try:
+                timed_out = _pump(process, output, started + timeout)
+            except BaseException:
+                # Ctrl-C or SIGTERM reached gitbot mid-command: the command must not outlive the run
+                # (it is in its own session, so the terminal's signal never reached it).
+                _stop(process, pgid, limit)
+                raise
             if timed_out:
                 _stop(process, pgid, limit)
                 notes.append(f"The command timed out after {timeout:g} s and was stopped: its whole process group "
@@ -372,9 +381,19 @@ def execute_command(ctx: ToolContext, args: dict[str, Any]) -> str:
             raise ToolDenied(f"commands must run in the sandbox ([sandbox] mode = \"required\"), but "
                              f"{status.description}. {sandbox.FIX_HINT}")
     read_only = policy.protected_directories(ctx.repo) if hasattr(policy, "protected_directories") else []
+    hidden: list[str] = []
+    if sandboxed:
+        from gitbot import sandbox
+
+        # Files the policy does not let the agent read are replaced by /dev/null in the sandbox.
+        # (Unsandboxed, they stay readable: only the command judge stands in the way.)
+        try:
+            hidden = sandbox.read_denied_files(ctx.repo, policy)
+        except sandbox.SandboxRefusal as exc:
+            raise ToolDenied(f"command refused: {exc}") from exc
     try:
         outcome = run_command(command, ctx.repo, sandboxed=sandboxed, network=bool(getattr(policy, "network", False)),
-                              timeout=timeout, read_only=read_only)
+                              timeout=timeout, read_only=read_only, hidden_files=hidden)
     except OSError as exc:
         raise ToolError(f"the command could not be started: {exc}") from exc
     return ctx.secrets.redact(format_outcome(outcome, timeout_note))

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -108,3 +111,139 @@ def test_process_limit_has_a_working_mechanism():
                                    env=build_env(), check=False)
         assert completed.stdout == "ok\n", completed.stderr
     assert limit.cgroup is None  # removed on exit
+
+
+# --- host sockets, PATH, gitbot's own environ, git config and read_deny (security review) -------------------
+
+
+def test_wrap_hides_host_socket_directories(tmp_path: Path):
+    status = SandboxStatus(True, "test", "/usr/bin/bwrap", features=frozenset())
+    argv = wrap(["true"], tmp_path, network=False, status=status)
+    assert "--tmpfs" in argv and argv[argv.index("/run") - 1] == "--tmpfs"
+    if os.path.isdir("/var/run") and not os.path.islink("/var/run"):
+        assert argv[argv.index("/var/run") - 1] == "--tmpfs"
+    else:
+        assert "/var/run" not in argv  # a symlink to /run: already covered
+
+
+def test_build_env_drops_path_entries_the_agent_can_write(monkeypatch, tmp_path: Path):
+    repo = tmp_path / "repo"
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
+    entries = [f"{repo}/.venv/bin", "/usr/local/bin", f"{repo}/node_modules/.bin", "/tmp/tools/bin",
+               "/var/tmp/bin", f"{home}/.local/bin", "/usr/bin", "/tmp", "/bin"]
+    monkeypatch.setenv("PATH", ":".join(entries))
+    assert build_env(repo=repo)["PATH"] == "/usr/local/bin:/usr/bin:/bin"
+    # GITHUB_WORKSPACE is the repository in a workflow, even when `repo` is not given.
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(repo))
+    assert build_env()["PATH"] == "/usr/local/bin:/usr/bin:/bin"
+
+
+def test_build_env_drops_a_path_entry_that_leads_into_the_repository_through_a_symlink(monkeypatch, tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "bin").mkdir(parents=True)
+    outside = Path(tempfile.mkdtemp(prefix="gitbot-path-test-", dir="/var/tmp"))
+    try:
+        # A PATH entry that looks harmless but resolves into the repository.
+        link = outside / "tools"
+        link.symlink_to(repo / "bin")
+        monkeypatch.setenv("PATH", f"/usr/bin:{link}:/bin")
+        assert build_env(repo=repo)["PATH"] == "/usr/bin:/bin"
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+
+
+_DUMPABLE_PROBE = """
+import ctypes, sys
+from gitbot import sandbox
+libc = ctypes.CDLL(None)
+assert libc.prctl(3, 0, 0, 0, 0) == 1, "a fresh process is dumpable"
+if sys.argv[1] == "wrap":
+    sandbox.wrap(["true"], sys.argv[2], network=False,
+                 status=sandbox.SandboxStatus(True, "test", "/usr/bin/bwrap"), env={"PATH": "/usr/bin"})
+else:
+    sandbox.build_env()
+print("dumpable", libc.prctl(3, 0, 0, 0, 0))
+sandbox.protect_process_environ()
+sandbox.protect_process_environ()
+print("again", libc.prctl(3, 0, 0, 0, 0))
+"""
+
+
+@pytest.mark.parametrize("how", ["wrap", "build_env"])
+def test_preparing_any_command_makes_gitbot_non_dumpable(tmp_path, how):
+    # In a fresh process: this test process may already have been protected by an earlier test.
+    completed = subprocess.run([sys.executable, "-c", _DUMPABLE_PROBE, how, str(tmp_path)], capture_output=True,
+                               text=True, cwd=Path(__file__).resolve().parents[2], check=False)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split() == ["dumpable", "0", "again", "0"]
+
+
+def test_git_config_credentials_are_sanitized():
+    config = (
+        "[core]\n\trepositoryformatversion = 0\n"
+        '[remote "origin"]\n\turl = https://x-access-token:ghs_PLANTED1@github.com/o/r.git\n'
+        "\tpushurl = https://bot:PLANTED2@example.com/o/r.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
+        '[remote "mirror"]\n\turl = https://PLANTED3@gitlab.example/o/r.git\n'
+        '[remote "ssh"]\n\turl = ssh://git@github.com/o/r.git\n'
+        '[url "https://user:PLANTED4@github.com/"]\n\tinsteadOf = https://github.com/\n'
+        "[http]\n\tcookiefile = /home/runner/.cookies-PLANTED5\n\tsslVerify = true\n"
+        '[http "https://github.com/"]\n\textraheader = AUTHORIZATION: basic PLANTED6 \\\n\tPLANTED7\n'
+        "[include]\n\tpath = /home/runner/creds-PLANTED8\n"
+        '[includeIf "gitdir:/"]\n\tpath = /home/runner/more-PLANTED9\n'
+        '[branch "main"]\n\tremote = origin\n'
+    )
+    clean = sandbox.sanitize_git_config(config)
+    assert "PLANTED" not in clean
+    assert "url = https://github.com/o/r.git" in clean and "pushurl = https://example.com/o/r.git" in clean
+    assert "url = https://gitlab.example/o/r.git" in clean
+    assert "url = ssh://git@github.com/o/r.git" in clean  # a user name without a password is kept
+    assert '[url "https://github.com/"]' in clean and "cookiefile" not in clean and "include" not in clean
+    assert "sslVerify = true" in clean and '[branch "main"]\n\tremote = origin' in clean
+    assert "fetch = +refs/heads/*:refs/remotes/origin/*" in clean
+
+
+class _DenyByName(Policy):
+    def check_read(self, relpath):  # a policy with its own read rules: every file goes through it
+        from gitbot.policy.base import Decision
+
+        return Decision("private" not in relpath, "test rule")
+
+
+def test_read_denied_files_finds_hidden_ignored_and_nested_matches(tmp_path: Path, monkeypatch):
+    repo = tmp_path / "repo"
+    for relpath in (".env", "app/.env.local", "deep/er/cert.PEM", "node_modules/pkg/id_rsa", "src/main.py",
+                    "README.md", ".git/secret.key", "private-notes.txt"):
+        (repo / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (repo / relpath).write_text("x\n")
+    (repo / ".gitignore").write_text(".env\nnode_modules/\n")
+    (repo / "link.key").symlink_to(repo / "README.md")  # a symlink: its target decides, and it is allowed
+    policy = Policy(repo=repo)
+    found = sorted(sandbox.read_denied_files(repo, policy))
+    assert found == [".env", "app/.env.local", "deep/er/cert.PEM", "node_modules/pkg/id_rsa"]
+    # The same without ripgrep (the os.walk fallback).
+    monkeypatch.setattr("gitbot.tools.search.rg_binary", lambda: (_ for _ in ()).throw(ImportError("no rg")))
+    assert sorted(sandbox.read_denied_files(repo, policy)) == found
+    assert sandbox.read_denied_files(repo, _DenyByName(repo=repo)) == ["private-notes.txt"]
+
+
+def test_read_denied_files_fails_closed_when_there_are_too_many(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(sandbox, "MAX_MASKED_FILES", 3)
+    for n in range(4):
+        (tmp_path / f"k{n}.pem").write_text("x")
+    with pytest.raises(sandbox.SandboxRefusal, match="more than 3 files .* read_deny"):
+        sandbox.read_denied_files(tmp_path, Policy(repo=tmp_path))
+
+
+def test_wrap_masks_hidden_files_after_every_directory_bind(tmp_path: Path):
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    (tmp_path / ".github" / "workflows" / ".env").write_text("x")
+    status = SandboxStatus(True, "test", "/usr/bin/bwrap", features=frozenset())
+    argv = wrap(["true"], tmp_path, network=False, status=status, read_only=[tmp_path / ".github" / "workflows"],
+                hidden_files=[".github/workflows/.env", "../outside.env", "missing.env"])
+    repo = os.path.realpath(tmp_path)
+    target = f"{repo}/.github/workflows/.env"
+    assert argv[argv.index(target) - 2:argv.index(target) + 1] == ["--ro-bind", "/dev/null", target]
+    assert argv.index(target) > argv.index(f"{repo}/.github/workflows")
+    assert not any("outside.env" in arg or "missing.env" in arg for arg in argv)

@@ -10,11 +10,14 @@ import os
 import re
 import resource
 import shutil
+import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -306,3 +309,218 @@ def test_required_mode_refuses_without_bwrap_and_says_how_to_fix(shell_repo, sec
     outside = shell_repo.parent / f"auto-{uuid.uuid4().hex}.txt"
     run(make_ctx(shell_repo, secrets, mode="auto"), f"echo x > {outside}")
     assert outside.exists()
+
+
+# --- security review: host sockets, read_deny files, gitbot's environ, PATH, worktrees, git config -------
+
+_SOCKET_CLIENT = """
+import socket, sys
+client = socket.socket(socket.AF_UNIX)
+client.settimeout(3)
+try:
+    client.connect(sys.argv[1])
+    print("connected:", client.recv(100).decode())
+except OSError as exc:
+    print("not connected:", exc)
+"""
+
+
+class _SocketServer:
+    """A unix socket server in a directory of its own that answers every connection with a token."""
+
+    def __init__(self, directory: str):
+        self.directory = directory
+        self.path = os.path.join(directory, "server.sock")
+        self.token = "socket-token-" + uuid.uuid4().hex
+        self.server = socket.socket(socket.AF_UNIX)
+        self.server.bind(self.path)
+        os.chmod(self.path, 0o777)
+        self.server.listen()
+        self.server.settimeout(0.2)
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stopped.is_set():
+            try:
+                connection, _ = self.server.accept()
+            except OSError:
+                continue
+            with connection:
+                connection.sendall(self.token.encode())
+
+    def close(self):
+        self.stopped.set()
+        self.thread.join(5)
+        self.server.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _run_directory() -> str | None:
+    """A fresh directory under /run (as root) or the user's runtime directory under /run/user."""
+    candidates = ["/run", os.environ.get("XDG_RUNTIME_DIR", ""), f"/run/user/{os.getuid()}"]
+    for parent in candidates:
+        if parent.startswith("/run") and os.path.isdir(parent) and os.access(parent, os.W_OK | os.X_OK):
+            return tempfile.mkdtemp(prefix="gitbot-socket-test-", dir=parent)
+    return None
+
+
+@pytest.mark.parametrize("where", ["run", "var_run", "var_tmp"])
+def test_host_unix_sockets_are_unreachable(shell_repo, secrets, where):
+    require_bwrap()
+    if where == "var_tmp":
+        # Not under a directory the sandbox replaces: found in /proc/net/unix and masked one by one.
+        directory = tempfile.mkdtemp(prefix="gitbot-socket-test-", dir="/var/tmp")
+    else:
+        directory = _run_directory()
+        if directory is None:
+            pytest.skip("no writable directory under /run for this user")
+    server = _SocketServer(directory)
+    path = server.path
+    if where == "var_run":
+        path = "/var/run" + path.removeprefix("/run")  # /var/run/docker.sock on most systems
+    (shell_repo / "client.py").write_text(_SOCKET_CLIENT)
+    try:
+        # Unsandboxed, the same client reaches the server: the test can tell the difference.
+        assert server.token in run(make_ctx(shell_repo, secrets, mode="off"), f"python3 client.py {path}")
+        for network in (False, True):
+            result = run(make_ctx(shell_repo, secrets, network=network), f"python3 client.py {path}; ls {directory}")
+            assert server.token not in result and "not connected" in result, result
+    finally:
+        server.close()
+
+
+def test_read_denied_files_cannot_be_read_by_commands(sandboxed):
+    repo = sandboxed.repo
+    value = "planted-file-secret-" + uuid.uuid4().hex
+    files = [".env", "config/.env.production", "certs/server.pem", "vendor/ignored/id_rsa", ".hidden/.netrc"]
+    for relpath in files:
+        (repo / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (repo / relpath).write_text(f"SECRET={value}\n")
+    (repo / ".gitignore").write_text(".env\nvendor/\n")
+    (repo / "alias.txt").symlink_to(".env")
+    (repo / "notes.txt").write_text("SECRET=not-really\n")
+    ctx = make_ctx(repo, sandboxed.secrets)
+    ctx = ToolContext(repo, replace(ctx.policy, read_deny=Policy().read_deny), sandboxed.secrets)
+    result = run(ctx, "cat .env; cat alias.txt; grep -r SECRET . ; cat config/.env.production certs/server.pem "
+                      "vendor/ignored/id_rsa .hidden/.netrc; cp .env copied.txt; echo x > .env; rm -f .env; echo done")
+    assert value not in result, result
+    assert "SECRET=not-really" in result and result.endswith("done")  # the rest of the repository is readable
+    assert not (repo / "copied.txt").exists() or value not in (repo / "copied.txt").read_text()
+    for relpath in files:
+        assert (repo / relpath).read_text() == f"SECRET={value}\n"  # neither changed nor removed
+    # Known gap, by design: `git show HEAD:.env` reads git's object store, which cannot be masked
+    # file by file; the command judge and redaction have to cover it.
+
+
+def test_too_many_read_denied_files_refuse_the_command(sandboxed, monkeypatch):
+    monkeypatch.setattr(sandbox, "MAX_MASKED_FILES", 2)
+    for n in range(3):
+        (sandboxed.repo / f"key{n}.pem").write_text("x")
+    with pytest.raises(ToolDenied, match="more than 2 files in the repository match files.read_deny"):
+        EXECUTE_COMMAND.function(sandboxed, {"command": "true"})
+
+
+_ENVIRON_PROBE = """
+import ctypes, os, sys
+from gitbot import sandbox, secrets  # imported before dropping privileges (the interpreter may be root-only)
+from gitbot.tools import base, shell
+repo = sys.argv[1]
+if os.geteuid() == 0:
+    # As root the child could read any process's environ (CAP_SYS_PTRACE): run as an ordinary user,
+    # dumpable like any freshly started process.
+    os.setgroups([])
+    os.setresgid(65534, 65534, 65534)
+    os.setresuid(65534, 65534, 65534)
+    ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)
+outcome = shell.run_command("tr '\\\\0' '\\\\n' < /proc/$PPID/environ; echo exit=$?", shell.Path(repo),
+                            sandboxed=False, network=False, timeout=20)
+print(outcome.output)
+"""
+
+
+def test_an_unsandboxed_command_cannot_read_gitbots_environ(secrets):
+    planted = "planted-environ-secret-" + uuid.uuid4().hex
+    repo = tempfile.mkdtemp(prefix="gitbot-environ-test-")
+    try:
+        os.chmod(repo, 0o755)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GITBOT_TEST_TOKEN": planted,
+               "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+        completed = subprocess.run([sys.executable, "-c", _ENVIRON_PROBE, repo], capture_output=True, text=True,
+                                   env=env, cwd="/", timeout=60, check=False)
+        assert completed.returncode == 0, completed.stderr
+        assert planted not in completed.stdout
+        assert "exit=0" not in completed.stdout and "Permission denied" in completed.stdout, completed.stdout
+    finally:
+        shutil.rmtree(repo, ignore_errors=True)
+
+
+def test_a_program_in_the_repository_cannot_shadow_a_real_one_through_path(shell_repo, secrets, monkeypatch):
+    venv_bin = shell_repo / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "grep").write_text("#!/bin/sh\necho shadowed-by-the-repository\n")
+    (venv_bin / "grep").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{venv_bin}:{os.environ['PATH']}")
+    modes = ["off"] + (["required"] if sandbox.probe().available else [])
+    for mode in modes:
+        result = run(make_ctx(shell_repo, secrets, mode=mode), "grep sample README.md; echo $PATH")
+        assert "shadowed-by-the-repository" not in result and "# sample" in result
+        assert str(venv_bin) not in result
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update({"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "T",
+                "GIT_COMMITTER_EMAIL": "t@example.invalid"})
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True, env=env).stdout
+
+
+@pytest.mark.parametrize("parent", ["tmp", "var_tmp"])
+def test_a_linked_worktree_keeps_its_git_metadata_read_only_and_hidden(tmp_path, secrets, parent):
+    require_bwrap()
+    # Under /tmp the main repository is invisible unless bound back; under /var/tmp it was visible.
+    base = tmp_path if parent == "tmp" else Path(tempfile.mkdtemp(prefix="gitbot-worktree-test-", dir="/var/tmp"))
+    try:
+        main = base / "main"
+        main.mkdir()
+        _git(main, "init", "-q", "-b", "main")
+        (main / "README.md").write_text("# sample\n")
+        _git(main, "add", "README.md")
+        _git(main, "commit", "-q", "-m", "init")
+        _git(main, "remote", "add", "origin", "https://x-access-token:ghs_plantedWorktreeTok@github.com/o/r.git")
+        worktree = base / "wt"
+        _git(main, "worktree", "add", "-q", str(worktree), "-b", "feature")
+        git_dir = Path(_git(worktree, "rev-parse", "--absolute-git-dir").strip())
+        common = main / ".git"
+        for store in (common / "gitbot", git_dir / "gitbot"):
+            (store / "runs").mkdir(parents=True)
+            (store / "runs" / "record.txt").write_text("checkpoint-content-xyz\n")
+        ctx = make_ctx(worktree, secrets)
+        result = run(ctx, f"git status --short --branch; git log --oneline; git remote -v; "
+                          f"cat {common}/gitbot/runs/record.txt {git_dir}/gitbot/runs/record.txt; "
+                          f"touch {common}/new {git_dir}/new {common}/gitbot/new; "
+                          f"echo 'gitdir: /tmp' > .git; cat {common}/config; echo done")
+        assert "## feature" in result and "init" in result  # git works on the read-only metadata
+        assert "checkpoint-content-xyz" not in result
+        assert "ghs_plantedWorktreeTok" not in result and "https://github.com/o/r.git" in result
+        assert not (common / "new").exists() and not (git_dir / "new").exists()
+        assert not (common / "gitbot" / "new").exists()
+        assert (worktree / ".git").read_text().startswith("gitdir: ") and "/tmp\n" != (worktree / ".git").read_text()
+        assert result.endswith("done")
+    finally:
+        if parent != "tmp":
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def test_credentials_and_includes_in_git_config_are_not_visible(sandboxed, tmp_path):
+    creds = tmp_path / "included.cfg"
+    creds.write_text("[user]\n\tname = included-PLANTED-name\n")
+    with open(sandboxed.repo / ".git" / "config", "a") as handle:
+        handle.write('[remote "origin"]\n\turl = https://x-access-token:ghs_plantedUrlToken0@github.com/o/r.git\n'
+                     "\tpushurl = https://bot:plantedPushPassword@github.com/o/r.git\n"
+                     f"[http]\n\tcookiefile = {tmp_path}/cookies-PLANTED\n"
+                     f"[include]\n\tpath = {creds}\n")
+    result = run(sandboxed, "cat .git/config; git config --list; git remote get-url origin; echo end")
+    assert "PLANTED" not in result and "plantedUrlToken0" not in result and "plantedPushPassword" not in result
+    assert "cookiefile" not in result and "https://github.com/o/r.git" in result and result.endswith("end")
