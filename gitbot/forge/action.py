@@ -1,18 +1,24 @@
 """`gitbot action`: one GitHub Actions job, from the event to a pull request with its proof and receipt.
 
-    mask secrets → read inputs and the event → decide → check who triggered → build the task →
-    status comment → [checkout credential removed: prepare the bot branch → check before, agent,
-    check after (no secret in the environment) → commit → push] → PR created or updated →
+    protect /proc/self/environ → mask secrets → secrets out of os.environ → read inputs and the
+    event → decide → check who triggered → build the task → status comment → [checkout credential
+    removed: prepare the bot branch → policy, sandbox required → check before, agent, check after →
+    commit what the policy allows → scan the diff for secrets → push] → PR created or updated →
     status comment edited → outputs, summary
 
 Nothing reaches the model before the permission check has passed. The agent never holds a
-credential: the checkout's token is out of `.git/config` and every secret is out of the process
-environment while it works, and its tools' output is redacted. Exit codes follow the README:
-0 done (or nothing to do, or a refused trigger), 1 gave up, 2 configuration, 3 infrastructure.
+credential: the checkout's token is out of `.git/config`, every secret is out of the process
+environment (the API key goes to the SDK client directly), gitbot's process is not dumpable (so no
+child can read its original environment in /proc), its commands run in the bubblewrap sandbox unless
+the repository's policy says `mode = "off"`, and its tools' output is redacted. What it wrote is
+published only after the policy's edit rules and a secret scan; its words are rendered so that
+nothing in them can render (see mdsafe.py). Exit codes follow the README: 0 done (or nothing to do,
+or a refused trigger), 1 gave up (also: a secret in the change), 2 configuration, 3 infrastructure.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 from collections.abc import Iterator
@@ -37,15 +43,33 @@ from gitbot.forge.event import (
 from gitbot.forge.github import ForgeError, GitHubRepo, PullData, connect
 from gitbot.forge.inputs import ActionInputs, InputError, read_inputs
 from gitbot.forge.issue_task import STATUS_MARKER, IssueText, build_issue_task, clean_title, select_comments
+from gitbot.forge.leaks import Leak, PublishSecrets, scan_diff
+from gitbot.forge.mdsafe import code_span, fenced, md_cell
 from gitbot.forge.permissions import check_actors
-from gitbot.forge.pr_body import BodyParts, StepCost, Verification, md_cell, parse_changes, render
+from gitbot.forge.pr_body import (
+    BodyParts,
+    StepCost,
+    Verification,
+    left_out_notes,
+    parse_changes,
+    receipt_markdown,
+    render,
+)
 from gitbot.receipt import money
 from gitbot.secrets import SECRET_ENV_NAMES, SECRET_NAME_HINTS, Secrets
 from gitbot.task import Task
 
 CHECK_TIMEOUT_SECONDS = 900.0
-COMMIT_SUMMARY_CHARS = 1_500
 COMMENT_SUMMARY_CHARS = 3_000
+SANDBOX_OFF_WARNING = (
+    "**The agent's commands ran WITHOUT a sandbox**: this repository's policy sets `[sandbox] mode = "
+    '"off"`, so they could read and write anything the runner user can and reach the network. Review '
+    "this change, and the job's log, with that in mind."
+)
+
+
+class SandboxUnavailable(Exception):
+    """The sandbox the action requires does not work on this runner."""
 
 
 class Refused(Exception):
@@ -71,15 +95,53 @@ class Verdict:
 
 
 def run_action(environ: dict[str, str] | None = None, *, stdout: TextIO | None = None) -> int:
+    from gitbot.sandbox import protect_process_environ
+
+    # The runner started this process with the key and the token in its environment, and
+    # /proc/<pid>/environ keeps showing that original block whatever os.environ becomes: a
+    # non-dumpable process's /proc files are readable by root only, not by its children.
+    protect_process_environ()
     environ = dict(os.environ if environ is None else environ)
-    secrets = Secrets.from_environment(environ)
-    # Inputs are secrets whatever their names; Secrets also covers the base64 form the token takes in an
-    # extraheader.
-    secrets.add(environ.get("INPUT_GITHUB-TOKEN", "").strip())
-    secrets.add(environ.get("INPUT_ANTHROPIC-API-KEY", "").strip())
+    secrets = known_secrets(environ)
     io = ActionsIO(secrets, stdout=stdout, environ=environ)
     io.mask_secrets()  # before anything else is printed
+    # Nothing gitbot starts (git, the check command, the agent's tools) inherits a secret: they are out
+    # of this process's environment for the whole run.
+    with secrets_out_of_environment(secrets):
+        return _run_action(environ, io, secrets)
 
+
+def known_secrets(environ: dict[str, str]) -> PublishSecrets:
+    """Every secret gitbot can know: secret-named variables, the token and key inputs and any other
+    secret-named input (Secrets also covers the base64 form the token takes in an extraheader)."""
+    secrets = PublishSecrets.from_environment(environ)
+    secrets.add(environ.get("INPUT_GITHUB-TOKEN", "").strip())
+    secrets.add(environ.get("INPUT_ANTHROPIC-API-KEY", "").strip())
+    for name, value in environ.items():
+        if name.upper().startswith("INPUT_") and _secret_name(name.replace("-", "_")):
+            secrets.add(value.strip())
+    return secrets
+
+
+def _secret_name(name: str) -> bool:
+    upper = name.upper()
+    return upper in SECRET_ENV_NAMES or any(hint in upper for hint in SECRET_NAME_HINTS)
+
+
+@contextmanager
+def secrets_out_of_environment(secrets: Secrets) -> Iterator[None]:
+    """No secret stays in this process's environment while inside, whatever a child process inherits."""
+    removed = {}
+    for name, value in list(os.environ.items()):
+        if _secret_name(name) or value in secrets.values or name.upper().startswith("INPUT_"):
+            removed[name] = os.environ.pop(name)
+    try:
+        yield
+    finally:
+        os.environ.update(removed)
+
+
+def _run_action(environ: dict[str, str], io: ActionsIO, secrets: PublishSecrets) -> int:
     try:
         inputs = read_inputs(environ)
         ctx = read_context(environ)
@@ -143,6 +205,7 @@ class ActionRun:
         self.auth = prmod.auth_env(inputs.github_token, ctx.server_url)
         self.issue_comments: list[Any] | None = None
         self.plan: Plan | None = None
+        self.sandbox_off = False  # the repository's policy turned the sandbox off: said loudly everywhere
 
     # ---------------------------------------------------------------- the whole job
 
@@ -167,6 +230,8 @@ class ActionRun:
             return self.work()
         except prmod.BranchNotOurs as exc:
             return self.fail(str(exc), ExitCode.GAVE_UP)
+        except SandboxUnavailable as exc:
+            return self.fail(str(exc), ExitCode.CONFIG)
         except (ConfigError, CheckCommandError) as exc:
             return self.fail(f"configuration: {exc}", ExitCode.CONFIG)
         except (ForgeError, prmod.GitError) as exc:
@@ -186,9 +251,15 @@ class ActionRun:
                 issue = IssueText(
                     t.number, t.snapshot.get("title") or "", t.snapshot.get("body") or "", author
                 )
-                approved_at = self.forge.label_added_at(
-                    t.number, t.label or "", t.sender.login
-                ) or _parse_time(t.snapshot.get("updated_at"))
+                # The payload's issue snapshot was taken when this run's label was added: no label event
+                # after it is this run's (a queued run must not take a later labelling's time).
+                snapshot_time = _parse_time(t.snapshot.get("updated_at"))
+                approved_at = (
+                    self.forge.label_added_at(
+                        t.number, t.label or "", t.sender.login, not_after=snapshot_time
+                    )
+                    or snapshot_time
+                )
             else:
                 data = self.forge.issue(t.number)
                 if data.is_pull_request:
@@ -260,7 +331,10 @@ class ActionRun:
             return self._work()
 
     def _work(self) -> int:
-        from gitbot.agent.run import DEFAULT_MODEL, RunOptions, make_provider, run_task, with_limits
+        import anthropic
+
+        from gitbot.agent.run import DEFAULT_MODEL, RunOptions, run_task, with_limits
+        from gitbot.llm.anthropic import AnthropicProvider
         from gitbot.policy_loading import load_run_policy
 
         plan = self.plan
@@ -286,11 +360,14 @@ class ActionRun:
         policy_file = Path(self.inputs.policy) if self.inputs.policy else None
         policy = load_run_policy(self.repo, policy_file, base_ref=start)
         policy = with_limits(policy, max_steps=self.inputs.max_steps, max_cost_usd=self.inputs.max_cost_usd)
-        os.environ["ANTHROPIC_API_KEY"] = self.inputs.anthropic_api_key
-        provider = make_provider(self.inputs.model or DEFAULT_MODEL)  # the client keeps the key from now on
+        policy = self._sandboxed(policy)
+        # The key goes to the client and nowhere else: never into os.environ, where child processes
+        # (git, the check command) would inherit it.
+        client = anthropic.Anthropic(api_key=self.inputs.anthropic_api_key, max_retries=0)
+        provider = AnthropicProvider(self.inputs.model or DEFAULT_MODEL, client=client)
         open_pr = self.forge.open_pull(plan.branch)
 
-        with self._secrets_out_of_environment(), self.io.commands_stopped():
+        with self.io.commands_stopped():
             before = self._check("before the agent")
             result = run_task(
                 plan.task,
@@ -304,15 +381,23 @@ class ActionRun:
             after = self._check("after the agent") if before is not None and result.files_changed else None
         verdict = self._verdict(result, before, after)
         commit = None
+        left_out: list[prmod.LeftOut] = []
         if result.files_changed:
+            # The run's policy judges every changed path again: the agent's commands can write files its
+            # file tools could not.
+            keep, left_out = prmod.partition_changes(result.files_changed, policy.check_edit)
             commit = prmod.commit_changes(
                 self.repo,
-                result.files_changed,
+                keep,
                 subject=plan.title,
-                body=self._commit_body(result),
+                body=self._commit_body(),
                 run_id=result.run_id,
                 model=result.model,
             )
+        if commit is not None:
+            leaks = scan_diff(prmod.added_text(self.repo, f"{commit.sha}^", commit.sha), self.secrets)
+            if leaks:
+                return self.refuse_leaks(result, leaks)
         pushed_to = None
         if commit is not None:
             pushed_to, lease = plan.branch, existing_tip
@@ -333,7 +418,34 @@ class ActionRun:
         if verdict.tests_modified:
             result.extra["tests_modified"] = ", ".join(verdict.tests_modified)
         self.io.untrusted(result.summary or "(no summary)", heading="The model's summary of its work:")
-        return self.report(result, verdict, commit, pushed_to, base_tip if plan.start_sha is None else start)
+        diff_base = base_tip if plan.start_sha is None else start
+        return self.report(result, verdict, commit, pushed_to, diff_base, left_out)
+
+    def _sandboxed(self, policy):
+        """The run's policy with sandbox mode "required", unless the repository's policy turns the sandbox
+        off explicitly (then every report says so loudly). "auto" would run the agent's commands without a
+        sandbox, with network, wherever bubblewrap does not work — on GitHub's Ubuntu 24.04 runners unless
+        action.yml's sandbox setup step ran."""
+        from gitbot import sandbox
+
+        if policy.sandbox_mode == "off":
+            self.sandbox_off = True
+            self.io.warning(
+                'the policy sets [sandbox] mode = "off": the agent\'s commands run without a sandbox',
+                title="gitbot: no sandbox",
+            )
+            return policy
+        policy = dataclasses.replace(policy, sandbox_mode="required")
+        status = sandbox.probe()
+        if not status.available:
+            raise SandboxUnavailable(
+                f"gitbot runs the agent's commands only inside the bubblewrap sandbox, and {status.description}. "
+                "Leave the action's `sandbox-setup` input at `true` (it installs bubblewrap and lifts Ubuntu "
+                "24.04's AppArmor restriction on unprivileged user namespaces), install bubblewrap on the "
+                'runner yourself, or set `[sandbox] mode = "off"` in the repository\'s policy to run them '
+                "without a sandbox. No model was called."
+            )
+        return policy
 
     # ---------------------------------------------------------------- pieces of work
 
@@ -381,57 +493,47 @@ class ActionRun:
             )
         return Verdict(v, tests_modified)
 
-    def _commit_body(self, result: RunResult) -> str:
-        summary = self.secrets.redact((result.summary or "").strip())
-        if len(summary) > COMMIT_SUMMARY_CHARS:
-            summary = summary[:COMMIT_SUMMARY_CHARS].rstrip() + " […]"
+    def _commit_body(self) -> str:
+        """gitbot's own words only: the model's could close other issues on merge (`fixes #12`) or add
+        trailers (`Co-authored-by:`, `Signed-off-by:`). The subject is the cleaned title."""
         if self.plan.issue:
-            why = f"Resolves #{self.plan.issue}."
+            what = f"gitbot's change for issue #{self.plan.issue}"
         else:
-            why = f"Fixes the failure of workflow run {self.trigger.html_url}."
-        return f"{why}\n\nThe model's summary of the change:\n\n{summary or '(none)'}"
-
-    @contextmanager
-    def _secrets_out_of_environment(self) -> Iterator[None]:
-        """No secret stays in this process's environment while the agent works, whatever a tool passes on."""
-        removed = {}
-        for name, value in list(os.environ.items()):
-            upper = name.upper()
-            secret_name = upper in SECRET_ENV_NAMES or any(h in upper for h in SECRET_NAME_HINTS)
-            if secret_name or value in self.secrets.values or upper.startswith("INPUT_"):
-                removed[name] = os.environ.pop(name)
-        try:
-            yield
-        finally:
-            os.environ.update(removed)
+            what = f"gitbot's change for the failed workflow run {self.trigger.html_url}"
+        return (
+            f"{what}, made by an AI agent in workflow run {self.ctx.run_url}. The pull request has the "
+            "agent's summary, the verification and the cost."
+        )
 
     # ---------------------------------------------------------------- telling people
 
     def report(
-        self, result: RunResult, verdict: Verdict, commit, pushed_to: str | None, diff_base: str
+        self,
+        result: RunResult,
+        verdict: Verdict,
+        commit,
+        pushed_to: str | None,
+        diff_base: str,
+        left_out: list[prmod.LeftOut],
     ) -> int:
-        from gitbot.receipt import render_markdown
-
         plan = self.plan
         v = verdict.verification
         notes = []
+        if self.sandbox_off:
+            notes.append(SANDBOX_OFF_WARNING)
         if verdict.tests_modified:
-            files = ", ".join(f"`{md_cell(p)}`" for p in verdict.tests_modified)
+            files = ", ".join(code_span(p) for p in verdict.tests_modified)
             notes.append(
                 f"The agent changed tests or check configuration ({files}): make sure the fix is in the "
                 "code, not in the test."
             )
-        if commit is not None and commit.skipped:
-            files = ", ".join(f"`{md_cell(p)}`" for p in commit.skipped)
-            notes.append(
-                "Changes to workflow files were not committed (the workflow token cannot push them): "
-                f"{files}."
-            )
+        notes += left_out_notes(left_out)
         pr = None
         status = result.status.value
+        receipt = receipt_markdown(result)
         if result.status is Status.COMPLETED and commit is not None:
             changes = parse_changes(prmod.diff_text(self.repo, diff_base, commit.sha))
-            draft = self.inputs.draft or not v.verified or bool(verdict.tests_modified)
+            draft = self.inputs.draft or not v.verified or bool(verdict.tests_modified) or self.sandbox_off
             body = render(
                 BodyParts(
                     result=result,
@@ -461,26 +563,28 @@ class ActionRun:
                 self.comment(
                     f"⚠️ gitbot made a change but could not open the pull request: {md_cell(str(exc))}\n\n"
                     f"The change is on the branch {self._branch_link(pushed_to)}.\n\n"
-                    f"{render_markdown(result)}"
+                    f"{receipt}"
                 )
                 self.io.set_outputs(_outputs("error", verified=v.verified, result=result))
                 return ExitCode.INFRA
             kind = "draft pull request" if pr.draft else "pull request"
             headline = f"{'opened' if created else 'updated'} {kind} [#{pr.number}]({pr.html_url})"
             proof = (
-                f"✅ verified: {code(v.command)} {v.before} before the change, {v.after} after it."
+                f"✅ verified: {code_span(v.command or '')} {v.before} before the change, {v.after} after it."
                 if v.verified
                 else f"⚠️ not verified: {v.reason}"
             )
             self.comment(
-                f"✅ gitbot {headline}.\n\n{proof}\n\nCost: {money(result.cost_usd)} for {result.steps} "
-                f"model request(s) · [workflow run]({self.ctx.run_url})"
+                f"✅ gitbot {headline}.\n\n{proof}\n\n{_warnings(notes)}Cost: {money(result.cost_usd)} for "
+                f"{result.steps} model request(s) · [workflow run]({self.ctx.run_url})"
             )
             exit_code = ExitCode.OK
         else:
             if result.status is Status.COMPLETED:
                 status = "no_changes"
                 headline = "finished without changing any file"
+                if left_out:
+                    headline = "finished without a change it may push"
             else:
                 headline = f"stopped: {result.status.value.replace('_', ' ')}"
             where = (
@@ -489,10 +593,10 @@ class ActionRun:
                 if pushed_to
                 else "No change was pushed."
             )
-            summary = _quote(self.secrets.redact(result.summary or "")[:COMMENT_SUMMARY_CHARS])
+            summary = fenced(self.secrets.redact(result.summary or "(none)")[:COMMENT_SUMMARY_CHARS])
             self.comment(
-                f"❌ gitbot {headline}. {where}\n\nThe model's last words:\n\n{summary}\n\n"
-                f"{render_markdown(result)}\n\n[workflow run]({self.ctx.run_url})"
+                f"❌ gitbot {headline}. {where}\n\n{_warnings(notes)}The model's last words (its own, "
+                f"unchecked):\n\n{summary}\n\n{receipt}\n\n[workflow run]({self.ctx.run_url})"
             )
             self.io.error(f"gitbot {headline}. {where}", title="gitbot")
             exit_code = (
@@ -501,10 +605,28 @@ class ActionRun:
         verification = "✅ verified" if v.verified else f"⚠️ not verified — {v.reason}"
         self.io.write_summary(
             f"## gitbot {headline}\n\n{plan.context_line}\n\nVerification: {verification}\n\n"
-            f"{render_markdown(result)}\n"
+            f"{_warnings(notes)}{receipt}\n"
         )
         self.io.set_outputs(_outputs(status, pr=pr, verified=v.verified and pr is not None, result=result))
         return exit_code
+
+    def refuse_leaks(self, result: RunResult, leaks: list[Leak]) -> int:
+        """The change holds something that looks like a secret: nothing is pushed, and nobody is shown it."""
+        where = ", ".join(f"{code_span(leak.path)} ({leak.kind})" for leak in leaks[:10])
+        more = f" and {len(leaks) - 10} more" if len(leaks) > 10 else ""
+        message = (
+            f"gitbot did not push its change: the diff adds what looks like a secret in {where}{more}. "
+            "Nothing was pushed and no pull request was opened; the value is not shown anywhere. Check "
+            "whether a credential reached the repository's files, and rotate it if it is real."
+        )
+        self.io.error(
+            "the change contains a secret-like value; nothing was pushed",
+            title="gitbot: secret in the change",
+        )
+        self.comment(f"⛔ {message}\n\n{receipt_markdown(result)}\n\n[workflow run]({self.ctx.run_url})")
+        self.io.write_summary(f"## gitbot refused to push\n\n{message}\n\n{receipt_markdown(result)}\n")
+        self.io.set_outputs(_outputs("secret_found", result=result))
+        return ExitCode.GAVE_UP
 
     def comment(self, text: str) -> None:
         """Create or edit the one status comment on the issue (workflow runs have no issue to comment on)."""
@@ -576,13 +698,8 @@ def _exit(run) -> int | str | None:
     return "timeout" if run.timed_out else run.exit_code
 
 
-def code(text: str | None) -> str:
-    return f"`{md_cell(text or '')}`"
-
-
-def _quote(text: str) -> str:
-    text = text.strip() or "(none)"
-    return "\n".join("> " + line.replace("@", "@\u200b") for line in text.splitlines())
+def _warnings(notes: list[str]) -> str:
+    return "".join(f"> [!WARNING]\n> {note}\n\n" for note in notes)
 
 
 def _parse_time(value: Any) -> dt.datetime | None:

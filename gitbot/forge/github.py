@@ -174,8 +174,17 @@ class GitHubRepo:
         except self._exc as exc:
             raise _forge_error(exc, f"reading the comments of #{number}") from None
 
-    def label_added_at(self, number: int, label: str, actor: str) -> dt.datetime | None:
-        """When `actor` last added `label` to the issue (the moment the task was approved)."""
+    def label_added_at(
+        self, number: int, label: str, actor: str, *, not_after: dt.datetime | None = None
+    ) -> dt.datetime | None:
+        """When `actor` added `label` to the issue in the event that started this run: the moment the
+        task was approved, after which no comment counts.
+
+        The issue's events do not say which webhook delivery they caused, and a run can wait in the
+        queue (the concurrency group) while the same person removes and adds the label again. The
+        event payload's issue snapshot was taken when its label was added, so its `updated_at`
+        (`not_after`) is an upper bound: the latest matching label event not after it is the one that
+        triggered this run. A later labelling never moves the approval time of an earlier run."""
         try:
             events = list(self.repo.get_issue(number).get_events())
         except self._exc as exc:
@@ -188,6 +197,7 @@ class GitHubRepo:
             and e.label.name == label
             and e.actor is not None
             and e.actor.login == actor
+            and (not_after is None or e.created_at <= not_after)
         ]
         return max(times) if times else None
 

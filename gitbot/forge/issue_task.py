@@ -2,9 +2,12 @@
 
 Anyone who can open an issue or comment writes this text, so:
 - hidden content is stripped first — HTML comments, zero-width, bidi and Unicode "tag" characters,
-  image alt text, link titles and hidden HTML attributes — so the model reads only what a
+  image alt text, link titles, link reference definitions (`[x]: <url> "title"` lines render as
+  nothing, the classic Markdown comment) and hidden HTML attributes — so the model reads only what a
   maintainer sees when approving the issue (the injection vectors claude-code-action and Copilot
   filter too);
+- a collapsed `<details>` section is kept (a maintainer can open it) but marked as collapsed, so the
+  model knows it is text a reader may not have seen;
 - comments created or edited after the label was added are left out, so nobody can change the task
   after a maintainer approved it;
 - the whole is wrapped in delimiters with a random suffix, labelled as untrusted data, so a text
@@ -21,6 +24,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from gitbot.forge.github import CommentData
+from gitbot.forge.mdsafe import neutralise
 from gitbot.task import Task
 
 # Characters a reader does not see, beyond Unicode's "format" category (Cf: zero-width spaces and
@@ -29,16 +33,27 @@ from gitbot.task import Task
 # chained after a visible character, and the Hangul fillers, letters that render as blank.
 INVISIBLE_EXTRA = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef\u115f\u1160\u3164\uffa0]")
 HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
-MARKDOWN_IMAGE = re.compile(r"!\[[^\]]*\]\(")  # ![alt](url) -> ![](url)
+# ![alt](url) -> ![](url), and the reference forms ![alt][ref], ![alt][], ![alt] -> ![][ref], ![][], ![]
+MARKDOWN_IMAGE = re.compile(r"!\[[^\]]*\]")
 LINK_TITLE = re.compile(r"(\]\([^)\s]+)\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\))\s*\)")  # [t](url "title")
 HIDDEN_ATTRIBUTE = re.compile(
     r"""\s(?:alt|title|aria-label|aria-description|placeholder|data-[\w-]+)\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]+)""",
     re.IGNORECASE,
 )
+# A link reference definition: up to three spaces, [label]: destination, optionally a title, which
+# may sit on the next line (and span lines, but not a blank one). Rendered, it is nothing at all:
+# `[//]: # (text)` is the classic Markdown comment. Footnotes (`[^1]: …`) are visible and kept. (One
+# that directly follows a paragraph line would render as text; it is stripped all the same.)
+_TITLE = r"""(?:"(?:[^"\n]|\n(?![ \t]*\n))*"|'(?:[^'\n]|\n(?![ \t]*\n))*'|\((?:[^()\n]|\n(?![ \t]*\n))*\))"""
 REFERENCE_DEFINITION = re.compile(
-    r"^\s{0,3}\[[^\]]+\]:\s*\S+\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\))\s*$", re.MULTILINE
+    r"^[ ]{0,3}\[(?!\^)(?:[^\]\\\n]|\\.){1,999}\]:[ \t]*\n?[ \t]*(?:<[^<>\n]*>|[^\s<]\S*)"
+    rf"(?:(?:[ \t]+|[ \t]*\n[ \t]*){_TITLE})?[ \t]*(?:\n|\Z)",
+    re.MULTILINE,
 )
-REFERENCE_TITLE = re.compile(r"\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\))\s*$")
+DETAILS_OPEN = re.compile(r"<details\b[^>]*>", re.IGNORECASE)
+DETAILS_CLOSE = re.compile(r"</details\s*>", re.IGNORECASE)
+COLLAPSED = "[collapsed section: hidden until a reader expands it]"
+COLLAPSED_END = "[end of collapsed section]"
 ENTITY = re.compile(r"&(?:#\d+|#x[0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]{1,31});")
 
 MAX_TITLE_CHARS = 200
@@ -55,10 +70,12 @@ def strip_hidden(text: str) -> str:
     text = ENTITY.sub(lambda m: html.unescape(m.group(0)), text)
     text = _drop_invisible(text)
     text = HTML_COMMENT.sub("", text)
-    text = MARKDOWN_IMAGE.sub("![](", text)
+    text = MARKDOWN_IMAGE.sub("![]", text)
     text = LINK_TITLE.sub(r"\1)", text)
-    text = REFERENCE_DEFINITION.sub(lambda m: REFERENCE_TITLE.sub("", m.group(0)), text)
+    text = REFERENCE_DEFINITION.sub("", text)
     text = HIDDEN_ATTRIBUTE.sub("", text)
+    text = DETAILS_OPEN.sub(f"\n{COLLAPSED}\n", text)
+    text = DETAILS_CLOSE.sub(f"\n{COLLAPSED_END}\n", text)
     return text.strip()
 
 
@@ -67,9 +84,10 @@ def _drop_invisible(text: str) -> str:
 
 
 def clean_title(title: str, limit: int = 100) -> str:
-    """One visible line for a PR title or a commit subject."""
+    """One visible line for a PR title or a commit subject: no mention pings, no closing keyword closes
+    an issue (a squash merge makes the PR title the commit's subject)."""
     text = " ".join(strip_hidden(title).split())
-    text = "".join(ch for ch in text if unicodedata.category(ch)[0] != "C")
+    text = neutralise("".join(ch for ch in text if unicodedata.category(ch)[0] != "C"))
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 

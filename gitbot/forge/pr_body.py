@@ -1,5 +1,8 @@
 """The pull request's body: what was done, the proof, the diff stat, the cost and every step.
 
+Everything in it that gitbot did not write — the model's summary, file names, tool targets — goes
+through mdsafe.py, so no image, link, HTML, mention or closing keyword in it can take effect.
+
 Sections, in this order: the model's summary (marked as the model's words), Verification, Changes
 (from the diff, through unidiff), Cost, Steps (collapsed, with how to restore a checkpoint),
 `Closes #N`, and a footer with the gitbot version and the workflow run. GitHub refuses a body over
@@ -10,9 +13,14 @@ cost and the verification are never cut.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gitbot.agent.result import RunResult
-from gitbot.receipt import cost_rows, money
+from gitbot.forge.mdsafe import code_cell, code_span, fenced, md_cell
+from gitbot.receipt import cost_rows, money, receipt_rows
+
+if TYPE_CHECKING:
+    from gitbot.forge.pull_request import LeftOut
 
 BODY_LIMIT = 65_536
 SAFETY_MARGIN = 512  # room for the notes that say what was cut
@@ -79,34 +87,15 @@ def parse_changes(diff_text: str) -> list[FileChange]:
     return changes
 
 
-def md_cell(text: str) -> str:
-    """Table-cell text: pipes escaped, one line, and no way to open HTML or a mention."""
-    return (
-        text.replace("\\", "\\\\")
-        .replace("|", "\\|")
-        .replace("\n", " ")
-        .replace("<", "&lt;")
-        .replace("@", "@\u200b")
-    )
-
-
-def code_span(text: str) -> str:
-    text = text.replace("\n", " ")
-    return f"`` {text} ``" if "`" in text else f"`{text}`"
-
-
 def summary_section(result: RunResult, limit: int = SUMMARY_LIMIT) -> str:
     text = (result.summary or "").strip() or "(the model wrote no summary)"
     if len(text) > limit:
         text = text[:limit].rstrip() + " […]"
-    # Quoted, so headings or HTML in the model's text stay inside the quote; mentions are defused
-    # so the model cannot ping people.
-    quoted = "\n".join(
-        "> " + line.replace("@", "@\u200b") if line.strip() else ">" for line in text.splitlines()
-    )
+    # A code block: nothing in the model's text renders (no image the viewer's browser would fetch, no
+    # link, no HTML), nobody is pinged and no issue is closed.
     return (
-        "## What was done\n\n_The model's own summary of its work (not checked by gitbot; the Verification "
-        "section is):_\n\n" + quoted
+        "## What was done\n\n_The model's own summary of its work, shown as plain text (not checked by "
+        "gitbot; the Verification section is):_\n\n" + fenced(text)
     )
 
 
@@ -119,7 +108,7 @@ def verification_section(v: Verification, notes: list[str]) -> str:
     if v.command:
         lines += [
             "",
-            f"| {code_span(v.command)} | |",
+            f"| {code_cell(v.command)} | |",
             "|---|---|",
             f"| before the change | {md_cell(v.before or 'not run')} |",
             f"| after the change | {md_cell(v.after or 'not run')} |",
@@ -136,7 +125,7 @@ def changes_section(changes: list[FileChange], max_rows: int | None = None) -> s
     shown = changes if max_rows is None else changes[:max_rows]
     lines += ["| File | Change | Added | Removed |", "|---|---|--:|--:|"]
     for c in shown:
-        name = f"`{md_cell(c.old_path)}` → `{md_cell(c.path)}`" if c.old_path else f"`{md_cell(c.path)}`"
+        name = f"{code_cell(c.old_path)} → {code_cell(c.path)}" if c.old_path else code_cell(c.path)
         lines.append(f"| {name} | {c.status} | +{c.added} | −{c.removed} |")
     if len(shown) < len(changes):
         lines.append(f"| … {len(changes) - len(shown)} more files (see the Files tab) | | | |")
@@ -146,8 +135,10 @@ def changes_section(changes: list[FileChange], max_rows: int | None = None) -> s
 
 
 def cost_section(result: RunResult) -> str:
-    rows = [(label.capitalize(), f"**{md_cell(value)}**" if label == "cost" else md_cell(value))
-            for label, value in cost_rows(result)]
+    rows = [
+        (label.capitalize(), f"**{md_cell(value)}**" if label == "cost" else md_cell(value))
+        for label, value in cost_rows(result)
+    ]
     rows.append(("Outcome", result.status.value))
     return "\n".join(["## Cost", "", "| | |", "|---|--:|", *(f"| {k} | {v} |" for k, v in rows)])
 
@@ -171,9 +162,9 @@ def steps_section(parts: BodyParts, max_rows: int | None = None) -> str:
                 tokens, usd = ("〃", "〃") if cost is not None else ("", "")
             seen_requests.add(s.request)
             checkpoint = f"`{s.checkpoint[:10]}`" if s.checkpoint else ""
-            target = md_cell(s.target if len(s.target) <= 80 else s.target[:79] + "…")
+            target = code_cell(s.target if len(s.target) <= 80 else s.target[:79] + "…")
             lines.append(
-                f"| {s.step} | `{md_cell(s.tool)}` | {target} | {s.outcome} | {tokens} | {usd} "
+                f"| {s.step} | {code_cell(s.tool)} | {target} | {md_cell(s.outcome)} | {tokens} | {usd} "
                 f"| {checkpoint} |"
             )
         if len(shown) < len(steps):
@@ -202,6 +193,32 @@ def footer(parts: BodyParts) -> str:
             "automatically, pass a GitHub App token as gitbot's `github-token` input.</sub>"
         )
     return text
+
+
+def receipt_markdown(result: RunResult) -> str:
+    """The run's receipt as a Markdown table for comments and the job summary; every cell escaped, since
+    file names and warnings can carry text the agent chose."""
+    lines = ["| | |", "|---|---|"]
+    lines += [f"| {md_cell(key)} | {md_cell(value)} |" for key, value in receipt_rows(result)]
+    lines += [f"\n> warning: {md_cell(warning)}" for warning in result.warnings]
+    return "\n".join(lines)
+
+
+def left_out_notes(left_out: list[LeftOut]) -> list[str]:
+    """One note per reason changes were not committed, naming the files."""
+    notes = []
+    denied = [item for item in left_out if item.by_policy]
+    workflows = [item for item in left_out if not item.by_policy]
+    if denied:
+        files = "; ".join(f"{code_span(item.path)} ({md_cell(item.reason)})" for item in denied[:20])
+        more = f"; and {len(denied) - 20} more" if len(denied) > 20 else ""
+        notes.append(f"Changes left out because the policy does not allow editing them: {files}{more}.")
+    if workflows:
+        files = ", ".join(code_span(item.path) for item in workflows[:20])
+        notes.append(
+            f"Changes to workflow files were not committed (the workflow token cannot push them): {files}."
+        )
+    return notes
 
 
 def render(parts: BodyParts, limit: int = BODY_LIMIT) -> str:

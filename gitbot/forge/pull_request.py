@@ -10,6 +10,11 @@ Rules this module enforces (the agent never pushes; gitbot's own process does, a
 - Only the bot branch is pushed, only to `origin`, with `--force-with-lease` naming the tip gitbot
   expects; an existing branch is replaced only when every commit on it is gitbot's own.
 - Every git command runs with hooks off: a hook is code from the repository, which the agent edited.
+- Every git command gets a minimal environment (PATH, HOME, the locale, proxies and CA settings, the
+  bot identity), never a copy of gitbot's own: no secret reaches a git process but the token of the
+  one command that needs it.
+- Only the changed paths the run's policy lets the agent edit are committed; the commit message is
+  gitbot's own (never the model's words: they could close other issues or forge trailers).
 """
 
 from __future__ import annotations
@@ -18,10 +23,11 @@ import base64
 import os
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gitbot.forge.github import ForgeError, GitHubRepo, PullData
 
@@ -29,23 +35,34 @@ BOT_NAME = "github-actions[bot]"
 BOT_EMAIL = "41898282+github-actions[bot]@users.noreply.github.com"
 RUN_TRAILER = "Gitbot-Run"
 MODEL_EMAIL = "noreply@anthropic.com"
-# Variables that would point git at another repository, or add configuration behind our back.
-GIT_LOCAL_ENV = (
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_CONFIG",
-    "GIT_CONFIG_PARAMETERS",
-    "GIT_CONFIG_COUNT",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_PREFIX",
-    "GIT_COMMON_DIR",
-    "GIT_SSH_COMMAND",
-    "GIT_ASKPASS",
-    "SSH_ASKPASS",
-    "GIT_EXEC_PATH",
+# What git processes get from gitbot's environment (nothing else: no token, key or input).
+GIT_PASSTHROUGH = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TMPDIR",
+    # A self-hosted runner behind a proxy or with its own certificate authority needs these to reach
+    # GitHub at all.
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "GIT_SSL_CAINFO",
+    "GIT_SSL_CAPATH",
 )
+BOT_IDENTITY = {
+    "GIT_AUTHOR_NAME": BOT_NAME,
+    "GIT_AUTHOR_EMAIL": BOT_EMAIL,
+    "GIT_COMMITTER_NAME": BOT_NAME,
+    "GIT_COMMITTER_EMAIL": BOT_EMAIL,
+}
 CREDENTIAL_KEYS = r"^(http\.(.*\.)?extraheader|include\.path|includeif\..*\.path)$"
 # Pushing workflow files needs the `workflows` permission, which the workflow token never has.
 UNPUSHABLE_PREFIX = ".github/workflows/"
@@ -61,8 +78,13 @@ class BranchNotOurs(GitError):
 
 
 def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in GIT_LOCAL_ENV and not k.startswith("GIT_CONFIG_")}
+    """A minimal environment for one git process: `extra` (the token's configuration, for fetch and
+    push only) on top of a few harmless variables and the bot identity."""
+    env = {name: os.environ[name] for name in GIT_PASSTHROUGH if os.environ.get(name)}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.setdefault("LANG", "C.UTF-8")
     env["GIT_TERMINAL_PROMPT"] = "0"  # nobody is there to type a password: fail instead of hanging
+    env.update(BOT_IDENTITY)
     env.update(extra or {})
     return env
 
@@ -197,10 +219,55 @@ class Commit:
     skipped: list[str]  # changed but left out (workflow files)
 
 
+@dataclass(frozen=True)
+class LeftOut:
+    path: str
+    reason: str
+    by_policy: bool  # True: the policy does not allow editing it; False: the token cannot push it
+
+
+def partition_changes(
+    paths: list[str], check_edit: Callable[[str], Any] | None
+) -> tuple[list[str], list[LeftOut]]:
+    """The changed paths that may be committed, and those left out with the reason.
+
+    The agent's file tools already ask the policy, but its commands (a script, `sed -i`, a generator)
+    can write anywhere the sandbox lets them: every path is judged again here, by the run's policy."""
+    keep: list[str] = []
+    left_out: list[LeftOut] = []
+    for path in sorted(dict.fromkeys(paths)):
+        if path.startswith(UNPUSHABLE_PREFIX):
+            reason = "workflow files cannot be pushed with the workflow token"
+            left_out.append(LeftOut(path, reason, by_policy=False))
+            continue
+        decision = check_edit(path) if check_edit is not None else None
+        if decision is not None and not decision.allowed:
+            left_out.append(LeftOut(path, decision.reason, by_policy=True))
+        else:
+            keep.append(path)
+    return keep, left_out
+
+
+def _trailer_value(text: str) -> str:
+    """One word of plain characters: a value cannot start another line (another trailer)."""
+    first = (text.split() or [""])[0]
+    return re.sub(r"[^\w.:@/+-]", "", first)[:100] or "unknown"
+
+
+def commit_message(subject: str, body: str, *, run_id: str, model: str) -> str:
+    subject = " ".join(subject.split()) or "gitbot change"
+    body = body.strip()
+    trailers = (
+        f"{RUN_TRAILER}: {_trailer_value(run_id)}\nCo-authored-by: {_trailer_value(model)} <{MODEL_EMAIL}>\n"
+    )
+    return f"{subject}\n\n{body}\n\n{trailers}" if body else f"{subject}\n\n{trailers}"
+
+
 def commit_changes(
     repo: Path, paths: list[str], *, subject: str, body: str, run_id: str, model: str
 ) -> Commit | None:
-    """One commit of `paths` (as changed in the work tree), by the bot, co-authored by the model."""
+    """One commit of `paths` (as changed in the work tree), by the bot, co-authored by the model.
+    `subject` and `body` must be gitbot's own text (see `partition_changes` for choosing `paths`)."""
     skipped = sorted(p for p in paths if p.startswith(UNPUSHABLE_PREFIX))
     wanted = [p for p in paths if not p.startswith(UNPUSHABLE_PREFIX)]
     if not wanted:
@@ -209,17 +276,35 @@ def commit_changes(
     staged = [p for p in git(repo, "diff", "--cached", "--name-only", "-z").split("\0") if p]
     if not staged:
         return None
-    message = (
-        f"{subject}\n\n{body.strip()}\n\n{RUN_TRAILER}: {run_id}\nCo-authored-by: {model} <{MODEL_EMAIL}>\n"
-    )
-    identity = {
-        "GIT_AUTHOR_NAME": BOT_NAME,
-        "GIT_AUTHOR_EMAIL": BOT_EMAIL,
-        "GIT_COMMITTER_NAME": BOT_NAME,
-        "GIT_COMMITTER_EMAIL": BOT_EMAIL,
-    }
-    git(repo, "commit", "--quiet", "--no-verify", "--no-gpg-sign", "-F", "-", env=identity, input=message)
+    message = commit_message(subject, body, run_id=run_id, model=model)
+    git(repo, "commit", "--quiet", "--no-verify", "--no-gpg-sign", "-F", "-", input=message)
     return Commit(git(repo, "rev-parse", "HEAD").strip(), staged, skipped)
+
+
+def added_text(repo: Path, base: str, head: str) -> str:
+    """The diff from `base` to `head` with binary files as text, for the secret scan."""
+    done = subprocess.run(
+        [
+            "git",
+            "-c",
+            "core.hooksPath=/dev/null",
+            "diff",
+            "--text",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-renames",
+            base,
+            head,
+        ],
+        cwd=repo,
+        env=git_env(),
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise GitError(f"git diff failed: {done.stderr.decode('utf-8', 'replace').strip()}")
+    return done.stdout.decode("utf-8", "replace")
 
 
 def push(repo: Path, branch: str, sha: str, *, expected_tip: str | None, auth: dict[str, str]) -> None:

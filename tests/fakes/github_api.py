@@ -285,9 +285,10 @@ class FakeGitHub:
                 "performed_via_github_app": None,
             }
         )
+        # The payload's issue snapshot is taken as the label is added: its updated_at is that moment.
         return {
             "action": "labeled",
-            "issue": self.issue_json(issue),
+            "issue": self.issue_json(issue, updated_at=when),
             "label": self.label_json(label),
             "repository": self.repo_json(),
             "sender": self.user_json(sender),
@@ -453,7 +454,7 @@ class FakeGitHub:
             "url": f"{self.api_url}/repos/{self.full_name}/labels/{urllib.parse.quote(name)}",
         }
 
-    def issue_json(self, issue: Issue) -> dict[str, Any]:
+    def issue_json(self, issue: Issue, *, updated_at: dt.datetime | None = None) -> dict[str, Any]:
         base = f"{self.api_url}/repos/{self.full_name}/issues/{issue.number}"
         return {
             "id": 500_000 + issue.number,
@@ -467,7 +468,7 @@ class FakeGitHub:
             "locked": False,
             "comments": len(self.comments_on(issue.number)),
             "created_at": iso(issue.created_at),
-            "updated_at": iso(utcnow()),
+            "updated_at": iso(updated_at or utcnow()),
             "closed_at": None,
             "author_association": "NONE",
             "url": base,

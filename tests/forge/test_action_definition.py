@@ -27,7 +27,10 @@ EXPECTED_INPUTS = {
     "base-branch",
     "draft",
     "allowed-bots",
+    "sandbox-setup",
 }
+# Inputs for the action's own steps, not passed to `gitbot action`.
+STEP_INPUTS = {"sandbox-setup"}
 EXPECTED_OUTPUTS = {"status", "pr-url", "pr-number", "verified", "cost-usd", "run-id"}
 # From GitHub's metadata syntax reference.
 BRANDING_COLORS = {"white", "black", "yellow", "blue", "green", "orange", "red", "purple", "gray-dark"}
@@ -128,7 +131,7 @@ def test_the_action_metadata():
     assert '"$GITHUB_ACTION_PATH"' in install["run"]
     run = next(s for s in steps if s.get("id") == "gitbot")
     passed = {k.removeprefix("INPUT_").lower(): v for k, v in run["env"].items() if k.startswith("INPUT_")}
-    assert passed == {name: f"${{{{ inputs.{name} }}}}" for name in EXPECTED_INPUTS}
+    assert passed == {name: f"${{{{ inputs.{name} }}}}" for name in EXPECTED_INPUTS - STEP_INPUTS}
 
 
 def test_no_event_data_in_any_script():
@@ -166,3 +169,71 @@ def test_ci_runs_the_readme_test_command_on_push_and_pull_request():
     assert {"push", "pull_request"} <= set(triggers(workflow))
     scripts = [s.get("run", "") for job in workflow["jobs"].values() for s in job["steps"]]
     assert "bash .ci/run" in scripts
+
+
+def sandbox_step() -> dict:
+    return next(
+        s for s in load(ACTION)["runs"]["steps"] if s.get("name") == "Set up the sandbox (bubblewrap)"
+    )
+
+
+def test_the_sandbox_is_set_up_before_gitbot_runs():
+    action = load(ACTION)
+    assert action["inputs"]["sandbox-setup"]["default"] == "true"
+    steps = action["runs"]["steps"]
+    step = sandbox_step()
+    assert steps.index(step) < next(i for i, s in enumerate(steps) if s.get("id") == "gitbot")
+    assert step["if"] == "runner.os == 'Linux' && inputs.sandbox-setup != 'false'"
+    assert "apt-get install -y -qq bubblewrap" in step["run"]
+    assert "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0" in step["run"]
+    assert "[ -e /proc/sys/kernel/apparmor_restrict_unprivileged_userns ]" in step["run"]
+
+
+FAKE_APT_GET = """#!/bin/sh
+echo "apt-get $*" >> "$LOG"
+case "$*" in
+  *install*) printf '#!/bin/sh\\necho "bwrap $*" >> "$LOG"\\nexit 0\\n' > "$FAKEBIN/bwrap"
+             /bin/chmod +x "$FAKEBIN/bwrap" ;;
+esac
+"""
+
+
+def test_the_sandbox_step_installs_bubblewrap_when_it_is_missing(tmp_path):
+    fakebin = tmp_path / "bin"
+    fakebin.mkdir()
+    for tool, script in {
+        "apt-get": FAKE_APT_GET,
+        "sudo": '#!/bin/sh\necho "sudo $1" >> "$LOG"\nexec "$@"\n',
+        "sysctl": '#!/bin/sh\necho "sysctl $*" >> "$LOG"\n',
+        "id": "#!/bin/sh\necho 1001\n",  # not root: sudo is used
+    }.items():
+        (fakebin / tool).write_text(script)
+        (fakebin / tool).chmod(0o755)
+    log = tmp_path / "log"
+    env = {"PATH": f"{fakebin}:/bin:/usr/bin", "LOG": str(log), "FAKEBIN": str(fakebin)}
+    if shutil.which("bwrap", path="/bin:/usr/bin"):
+        env["PATH"] = str(fakebin)  # hide the real one: only the fakes and bash's builtins
+    done = subprocess.run(
+        ["/bin/bash", "-e", "-c", sandbox_step()["run"]],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    calls = log.read_text().splitlines()
+    assert "sudo apt-get" in calls and "apt-get install -y -qq bubblewrap" in calls
+    assert any(c.startswith("bwrap --unshare-all") for c in calls)
+    assert not any(c.startswith("sysctl") for c in calls)  # bwrap works once installed
+    assert "bubblewrap works" in done.stdout
+
+
+def test_third_party_actions_are_pinned_to_commit_shas():
+    steps = list(load(ACTION)["runs"]["steps"])
+    for path in WORKFLOWS:
+        steps += [step for job in load(path)["jobs"].values() for step in job.get("steps", [])]
+    used = [step["uses"] for step in steps if "uses" in step and not step["uses"].startswith("./")]
+    assert used
+    for ref in used:
+        assert re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", ref), f"{ref} is not pinned to a commit"

@@ -56,7 +56,15 @@ class Harness:
         self.workspace = actions_checkout(fake, tmp_path / "workspace")
         self.runs = 0
 
-    def run(self, api: FakeMessagesAPI, event_name: str, event: dict, **inputs: str) -> Ran:
+    def run(
+        self,
+        api: FakeMessagesAPI,
+        event_name: str,
+        event: dict,
+        *,
+        extra_env: dict[str, str] | None = None,
+        **inputs: str,
+    ) -> Ran:
         self.runs += 1
         n = self.runs
         event_path, output, summary = (self.tmp / f"{kind}{n}" for kind in ("event", "output", "summary"))
@@ -77,6 +85,7 @@ class Harness:
             "GITBOT_WORKFLOW_TOKEN": "true",
         }
         env.update({f"INPUT_{name.replace('_', '-').upper()}": value for name, value in inputs.items()})
+        env.update(extra_env or {})
         done = run_gitbot(["action"], env=env, cwd=self.workspace, timeout=90)
         outputs = {}
         if output.exists():

