@@ -14,12 +14,15 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from gitbot.checkpoints import (
+    DEFAULT_SIZE_CAP,
     Checkpointer,
+    CheckpointError,
     LockHeld,
     OutsideChanges,
     RunLock,
@@ -619,3 +622,239 @@ def test_list_joins_the_run_record(repo: Path) -> None:
     assert rows[1]["checkpoint"] == step1.commit and rows[2]["checkpoint"] is None
     with pytest.raises(UnknownStep, match="no checkpoint at step 2|out of range"):
         restore(repo, "run-a", 2)
+
+
+# -- review findings: what the seeded index must not be trusted for, and restore's limits --------------
+
+
+def shadow_show(repo: Path, spec: str) -> bytes:
+    shadow = repo / ".git" / "gitbot" / "shadow"
+    return subprocess.run(["git", f"--git-dir={shadow}", "show", spec], capture_output=True, check=True).stdout
+
+
+def test_a_user_edit_in_the_same_second_as_their_index_write_is_captured(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "racy")
+    for attempt in range(5):
+        time.sleep(1.02 - time.time() % 1)  # the start of a second
+        second = int(time.time())
+        (repo / "a.txt").write_text(f"version-1 {attempt}\n")
+        git(repo, "add", "a.txt")
+        git(repo, "commit", "-q", "-m", f"c{attempt}")  # the index is written in this second ...
+        (repo / "a.txt").write_text(f"version-2 {attempt}\n")  # ... and so is the edit: same size, same inode
+        if int(time.time()) == second:
+            break
+    time.sleep(1.1)  # the checkpoint comes later (a copy of the index made now is newer than the edit)
+    before = user_state(repo, ())
+    cp = Checkpointer(repo, "run-a")
+    step0 = cp.take(0)
+    assert shadow_show(repo, f"{step0.commit}:a.txt") == f"version-2 {attempt}\n".encode()
+    (repo / "a.txt").write_text("the agent's edit\n")
+    cp.take(1)
+    report = restore(repo, "run-a", 0)
+    assert (repo / "a.txt").read_text() == f"version-2 {attempt}\n" and report.failed == []
+    assert user_state(repo, ()) == before
+
+
+def test_restore_never_overwrites_a_file_no_checkpoint_holds_unless_forced_and_then_keeps_a_copy(
+        repo: Path) -> None:
+    (repo / "settings.local").write_text("template\n")
+    git(repo, "add", "settings.local")
+    git(repo, "commit", "-q", "-m", "settings template")
+    before = user_state(repo)
+
+    def run(run_id: str) -> None:
+        cp = Checkpointer(repo, run_id)
+        cp.take(0)
+        # The agent stops tracking the file and ignores it; then the user types their real settings.
+        (repo / "settings.local").unlink()
+        (repo / ".gitignore").write_text("*.log\nbuild/\nsettings.local\n")
+        cp.take(1)
+        (repo / "settings.local").write_text("the user's real settings\n")  # ignored: in no checkpoint
+
+    run("run-a")
+    kept = restore(repo, "run-a", 0)
+    assert "settings.local" in kept.skipped and "--force" in kept.skipped["settings.local"]
+    assert (repo / "settings.local").read_text() == "the user's real settings\n"
+    assert (repo / ".gitignore").read_text() == "*.log\nbuild/\n" and kept.backed_up == {}
+
+    (repo / "settings.local").write_text("template\n")
+    run("run-b")
+    forced = restore(repo, "run-b", 0, force=True)
+    assert (repo / "settings.local").read_text() == "template\n" and "settings.local" in forced.written
+    backup = Path(forced.backed_up["settings.local"])
+    assert backup.is_relative_to(repo / ".git" / "gitbot" / "restore-backup")
+    assert backup.read_text() == "the user's real settings\n"
+    assert str(backup) in forced.summary()
+    assert user_state(repo) == before
+
+
+def test_files_with_a_filter_attribute_are_captured_as_on_disk_not_in_clean_form(repo: Path) -> None:
+    # A clean/smudge filter standing in for git-lfs: the repository stores another form than the file.
+    git(repo, "config", "filter.fake.clean", "tr a-z A-Z")
+    git(repo, "config", "filter.fake.smudge", "cat")
+    (repo / ".gitattributes").write_text("*.bin filter=fake\n")
+    (repo / "model.bin").write_text("real weights v1\n")
+    git(repo, "add", ".gitattributes", "model.bin")
+    git(repo, "commit", "-q", "-m", "model")
+    assert git(repo, "show", "HEAD:model.bin") == "REAL WEIGHTS V1\n"
+    time.sleep(1.1)  # not racy: the seeded stat data says the file is clean
+    before = user_state(repo)
+    cp = Checkpointer(repo, "run-a")
+    step0 = cp.take(0)
+    assert shadow_show(repo, f"{step0.commit}:model.bin") == b"real weights v1\n"
+    (repo / "model.bin").write_text("retrained weights\n")
+    assert cp.take(1).files_changed == ["model.bin"]
+    restore(repo, "run-a", 0)
+    assert (repo / "model.bin").read_text() == "real weights v1\n"
+    assert user_state(repo) == before
+
+
+def test_staged_content_survives_the_users_gc(repo: Path) -> None:
+    (repo / "src" / "app.py").write_text("print('staged, never committed')\n")
+    git(repo, "add", "src/app.py")  # the blob is only in the user's index
+    cp = Checkpointer(repo, "run-a")
+    cp.take(0)
+    (repo / "src" / "app.py").write_text("print('agent')\n")
+    cp.take(1)
+    git(repo, "reset", "-q")  # the user unstages it and cleans up their object store
+    git(repo, "gc", "-q", "--prune=now")
+    before = user_state(repo)
+    assert "-print('staged, never committed')" in diff(repo, "run-a", 0, 1)
+    report = restore(repo, "run-a", 0)
+    assert (repo / "src" / "app.py").read_text() == "print('staged, never committed')\n" and report.failed == []
+    assert user_state(repo) == before
+
+
+def test_restore_changes_nothing_when_an_object_it_needs_is_missing(repo: Path) -> None:
+    before = user_state(repo)
+    cp = Checkpointer(repo, "run-a")
+    cp.take(0)
+    (repo / "gen.txt").write_text("generated at step 1\n")
+    cp.take(1)
+    (repo / "gen.txt").write_text("generated at step 2\n")
+    (repo / "src" / "app.py").write_text("print('v2')\n")
+    cp.take(2)
+    blob = subprocess.run(["git", "hash-object", "--stdin"], input=b"generated at step 1\n", capture_output=True,
+                          check=True).stdout.decode().strip()
+    loose = repo / ".git" / "gitbot" / "shadow" / "objects" / blob[:2] / blob[2:]
+    assert loose.is_file()
+    loose.unlink()  # as if pruned
+    refs_before = list_checkpoints(repo, "run-a")
+    with pytest.raises(CheckpointError, match=r"missing .*gen\.txt.*Nothing was changed"):
+        restore(repo, "run-a", 1)
+    assert (repo / "gen.txt").read_text() == "generated at step 2\n"
+    assert (repo / "src" / "app.py").read_text() == "print('v2')\n"
+    assert list_checkpoints(repo, "run-a") == refs_before  # not even a "before restore" checkpoint
+    (repo / "gen.txt").unlink()
+    (repo / "src" / "app.py").write_text("print('v1')\n")
+    assert user_state(repo) == before
+
+
+def test_a_directory_replaced_by_a_symlink_is_never_followed(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "table.csv").write_text("OUTSIDE DATA\n")
+    before = user_state(repo)
+    cp = Checkpointer(repo, "run-a")
+    cp.take(0)
+    shutil.rmtree(repo / "data")
+    os.symlink(outside, repo / "data")  # a command replaced the directory by a symlink
+    step1 = cp.take(1)
+    assert tree_files(repo, step1.commit).get("data") == "120000"
+    assert "data/table.csv" not in tree_files(repo, step1.commit)
+    assert sorted(step1.files_changed) == ["data", "data/table.csv"]
+    assert cp.take(2, touched=["data/table.csv"]).commit == step1.commit  # the fast path does not follow it
+    report = restore(repo, "run-a", 0)
+    assert report.failed == [] and not (repo / "data").is_symlink()
+    assert (repo / "data" / "table.csv").read_text() == "a,b\n1,2\n"
+    assert (outside / "table.csv").read_text() == "OUTSIDE DATA\n"
+    restore(repo, "run-a", 1)
+    assert os.readlink(repo / "data") == str(outside) and (outside / "table.csv").read_text() == "OUTSIDE DATA\n"
+    restore(repo, "run-a", 0)
+    assert user_state(repo) == before
+
+
+def test_skip_worktree_entries_that_exist_are_scanned(repo: Path) -> None:
+    git(repo, "update-index", "--skip-worktree", "poetry.lock")
+    (repo / "poetry.lock").write_text("my local lock, hidden from git status\n")
+    before = user_state(repo)
+    cp = Checkpointer(repo, "run-a")
+    step0 = cp.take(0)
+    assert shadow_show(repo, f"{step0.commit}:poetry.lock") == b"my local lock, hidden from git status\n"
+    (repo / "poetry.lock").write_text("the agent's lock\n")
+    assert cp.take(1).files_changed == ["poetry.lock"]
+    restore(repo, "run-a", 0)
+    assert (repo / "poetry.lock").read_text() == "my local lock, hidden from git status\n"
+    assert "S poetry.lock" in git(repo, "ls-files", "-v", "poetry.lock")
+    assert user_state(repo) == before
+
+
+def test_steps_without_a_checkpoint_in_per_response_mode_are_refused_not_stood_in_for(repo: Path) -> None:
+    before = user_state(repo)
+    cp = Checkpointer(repo, "run-a", slow_median_seconds=0.0)
+    for step in range(4):
+        cp.take(step)
+    assert not cp.should_checkpoint_step()
+    # One model response, as the loop runs it in per-response mode: no checkpoint until its end.
+    (repo / "new.py").write_text("written at step 4\n")  # step 4: a write tool
+    # step 5: a read-only tool, not marked
+    (repo / "b.txt").write_text("written at step 6\n")
+    last = cp.take(6)  # the end of the response
+    for step in (4, 5):
+        with pytest.raises(UnknownStep, match=f"no checkpoint at step {step} .*once per model response"):
+            restore(repo, "run-a", step)
+        with pytest.raises(UnknownStep, match="once per model response"):
+            diff(repo, "run-a", 0, step)
+    assert (repo / "new.py").exists() and (repo / "b.txt").exists()
+    # mark() in this mode must not point a step at a checkpoint that misses the response's writes.
+    (repo / "late.py").write_text("written by an earlier step of the response\n")
+    marked = cp.mark(7)
+    assert "late.py" in tree_files(repo, marked.commit) and marked.commit != last.commit
+    assert not Checkpointer(repo, "run-a").should_checkpoint_step()  # a resumed run stays per response
+    restore(repo, "run-a", 3)
+    assert not (repo / "new.py").exists()
+    assert user_state(repo) == before
+
+
+def test_in_per_step_mode_a_step_without_a_ref_stands_for_the_checkpoint_before_it(repo: Path) -> None:
+    before = user_state(repo)
+    record = RunRecord(repo, "run-a")
+    cp = Checkpointer(repo, "run-a")
+    cp.take(0)
+    (repo / "src" / "app.py").write_text("print('v2')\n")
+    step1 = cp.take(1)
+    record.event("tool_end", step=2, tool="read_file", target="README.md")  # no checkpoint of its own
+    record.event("tool_end", step=3, tool="run_command", target="x", checkpoint=None)  # says it has none
+    (repo / "notes.md").write_text("step 4\n")
+    cp.take(4)
+    record.close()
+    rows = {r["step"]: r for r in list_checkpoints(repo, "run-a")}
+    assert rows[2]["checkpoint"] == step1.commit and rows[2]["checkpoint_step"] == 1
+    assert rows[3]["checkpoint"] is None
+    assert "+print('v2')" in diff(repo, "run-a", 0, 2)
+    with pytest.raises(UnknownStep, match="no checkpoint at step 3"):
+        restore(repo, "run-a", 3)
+    report = restore(repo, "run-a", 2)
+    assert report.commit == step1.commit and not (repo / "notes.md").exists()
+    assert (repo / "src" / "app.py").read_text() == "print('v2')\n"
+    restore(repo, "run-a", 0)
+    assert user_state(repo) == before
+
+
+def test_size_cap_from_the_environment(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for value, expected in (("2K", 2048), ("1000", 1000), ("10m", 10 * 1024 * 1024), ("1G", 1024 ** 3),
+                            ("", DEFAULT_SIZE_CAP)):
+        monkeypatch.setenv("GITBOT_CHECKPOINT_SIZE_CAP", value)
+        assert Checkpointer(repo, "run-a").size_cap_bytes == expected
+    for bad in ("ten", "-5", "1.5M", "5T"):
+        monkeypatch.setenv("GITBOT_CHECKPOINT_SIZE_CAP", bad)
+        with pytest.raises(ValueError, match="GITBOT_CHECKPOINT_SIZE_CAP"):
+            Checkpointer(repo, "run-a")
+    monkeypatch.setenv("GITBOT_CHECKPOINT_SIZE_CAP", "bad, but an explicit cap wins")
+    assert Checkpointer(repo, "run-a", size_cap_bytes=5).size_cap_bytes == 5
+    monkeypatch.setenv("GITBOT_CHECKPOINT_SIZE_CAP", "2K")
+    cp = Checkpointer(repo, "run-a")
+    cp.take(0)
+    (repo / "big.bin").write_bytes(b"x" * 3000)
+    step1 = cp.take(1)
+    assert "over the 2048-byte cap" in step1.not_captured_reasons["big.bin"]

@@ -182,3 +182,93 @@ def test_file_names_that_are_not_utf8_print_safely(repo: Path) -> None:
                             rows[1]["checkpoint"]], capture_output=True, check=True).stdout
     assert b"menu.txt" in shown
     assert user_state(repo) == before
+
+
+def user_objects(repo: Path) -> dict[str, int]:
+    """The user's own object store (the shadow lives under .git/gitbot, not in it)."""
+    objects = repo / ".git" / "objects"
+    return {str(p.relative_to(objects)): p.stat().st_size for p in objects.rglob("*") if p.is_file()}
+
+
+def shadow_has(repo: Path, oid: str) -> bool:
+    shadow = repo / ".git" / "gitbot" / "shadow"
+    return subprocess.run(["git", f"--git-dir={shadow}", "cat-file", "-e", oid], capture_output=True,
+                          check=False).returncode == 0
+
+
+def three_runs(repo: Path) -> tuple[list[str], str]:
+    """Three recorded runs, oldest first; the oldest wrote a file whose content only it has."""
+    runs = ["20260101-000000-aaaaaa", "20260102-000000-bbbbbb", "20260103-000000-cccccc"]
+    cp = Checkpointer(repo, runs[0])
+    cp.take(0)
+    (repo / "only-in-run-1.txt").write_text("content that only the oldest run ever had\n")
+    cp.take(1)
+    (repo / "only-in-run-1.txt").unlink()
+    for run_id in runs[1:]:
+        record_run(repo, run_id)
+        (repo / "src" / "app.py").write_text("print('v1')\n")  # the user undoes it by hand
+        (repo / "data" / "table.csv").write_text("a,b\n1,2\n")
+        (repo / "notes.md").unlink()
+    blob = subprocess.run(["git", "hash-object", "--stdin"], input=b"content that only the oldest run ever had\n",
+                          capture_output=True, check=True).stdout.decode().strip()
+    return runs, blob
+
+
+def test_prune_keeps_the_newest_runs_and_gcs_only_the_shadow(repo: Path) -> None:
+    runs, blob = three_runs(repo)
+    before = user_state(repo)
+    objects = user_objects(repo)
+    shadow = repo / ".git" / "gitbot" / "shadow"
+    assert shadow_has(repo, blob)
+
+    dry = run_gitbot(["checkpoints", "prune", "--keep", "1", "--dry-run", "--repo", str(repo)])
+    assert dry.returncode == 0, dry.stderr
+    assert "Would delete 2 run(s)" in dry.stdout and shadow_has(repo, blob)
+    assert (shadow / "refs" / "gitbot" / runs[0]).is_dir()
+    nothing = run_gitbot(["checkpoints", "prune", "--keep", "0", "--older-than", "1", "--repo", str(repo)])
+    assert nothing.returncode == 0 and "Nothing to prune: 3 run(s)" in nothing.stdout  # all are recent
+
+    done = run_gitbot(["checkpoints", "prune", "--keep", "1", "--json", "--repo", str(repo)])
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["pruned"] == runs[:2] and report["kept"] == runs[2:]
+    assert report["refs_deleted"] == 2 + 3 and report["bytes_freed"] > 0
+    assert not shadow_has(repo, blob)  # the objects only deleted runs used are gone
+    refs = subprocess.run(["git", f"--git-dir={shadow}", "for-each-ref", "--format=%(refname)"], capture_output=True,
+                          text=True, check=True).stdout.split()
+    assert refs and all(ref.startswith(f"refs/gitbot/{runs[2]}/") for ref in refs)
+    assert not any((shadow / "indexes").glob(f"{runs[0]}*")) and not any((shadow / "indexes").glob(f"{runs[1]}*"))
+    assert sorted(p.name for p in (repo / ".git" / "gitbot" / "runs").iterdir()) == runs[2:]
+    fsck = subprocess.run(["git", f"--git-dir={shadow}", "fsck", "--no-dangling"], capture_output=True, text=True,
+                          check=False)
+    assert fsck.returncode == 0, fsck.stderr
+    gone = run_gitbot(["checkpoints", "list", runs[0], "--repo", str(repo)])
+    assert gone.returncode == 2 and "unknown run id" in gone.stderr
+    assert user_objects(repo) == objects  # gc never ran in the user's repository
+    assert user_state(repo) == before
+
+    # The kept run still restores and diffs.
+    restored = run_gitbot(["checkpoints", "restore", runs[2], "2", "--force", "--repo", str(repo)])
+    assert restored.returncode == 0, restored.stderr
+    assert (repo / "notes.md").read_text() == "written by a command\n"
+    human = run_gitbot(["checkpoints", "prune", "--keep", "0", "--repo", str(repo)])
+    assert human.returncode == 0 and "Deleted 1 run(s)" in human.stdout and "Freed" in human.stdout
+    assert not (shadow / "refs" / "gitbot").exists() or not any((shadow / "refs" / "gitbot").iterdir())
+
+
+def test_prune_refuses_while_a_run_holds_the_lock_and_rejects_bad_options(repo: Path) -> None:
+    runs, blob = three_runs(repo)
+    before = user_state(repo)
+    child = _hold_lock_in_child(repo)
+    try:
+        locked = run_gitbot(["checkpoints", "prune", "--keep", "0", "--repo", str(repo)])
+        assert locked.returncode == 2 and "holds the repository lock" in locked.stderr, locked.stderr
+        assert shadow_has(repo, blob) and (repo / ".git" / "gitbot" / "runs" / runs[1]).is_dir()
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    for bad in (["--keep", "-1"], ["--keep", "x"], ["--older-than", "-2"], ["--older-than", "soon"]):
+        proc = run_gitbot(["checkpoints", "prune", *bad, "--repo", str(repo)])
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert shadow_has(repo, blob)
+    assert user_state(repo) == before

@@ -7,6 +7,7 @@
     cp.should_checkpoint_step(), cp.stats()   # per-step until slow, then per model response
 
     list_checkpoints(repo, run_id); diff(repo, run_id, 0, 5); restore(repo, run_id, 3)
+    prune(repo, keep=20)                      # delete old runs' checkpoints and records
 
 Everything lives in `<git-dir>/gitbot/shadow`; see _git.py for the isolation rules,
 snapshot.py for what is captured, restore.py for what restore refuses to do.
@@ -24,6 +25,7 @@ from gitbot.checkpoints.errors import (
 )
 from gitbot.checkpoints.history import diff, known_runs, list_checkpoints
 from gitbot.checkpoints.lock import RunLock
+from gitbot.checkpoints.prune import PruneReport, prune
 from gitbot.checkpoints.restore import RestoreReport, restore
 from gitbot.checkpoints.snapshot import DEFAULT_SIZE_CAP, Checkpoint, Checkpointer
 
@@ -35,6 +37,7 @@ __all__ = [
     "GitCommandError",
     "LockHeld",
     "OutsideChanges",
+    "PruneReport",
     "RestoreReport",
     "RunLock",
     "UnknownRun",
@@ -44,5 +47,6 @@ __all__ = [
     "json_safe_path",
     "known_runs",
     "list_checkpoints",
+    "prune",
     "restore",
 ]

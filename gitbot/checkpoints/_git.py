@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import time
 import zlib
@@ -130,6 +131,7 @@ class ShadowRepo:
         self.paths = paths
         self.dir = paths.shadow_dir
         self.exists = (self.dir / "HEAD").is_file()
+        self.user_settings: dict[str, str] = {}
         if create:
             self._ensure()
             self.exists = True
@@ -181,7 +183,8 @@ class ShadowRepo:
             env.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": str(self.dir.parent)})
             run_git(["init", "--bare", "-q", "--template=", f"--object-format={self.paths.object_format}",
                      "-b", "gitbot-shadow", str(self.dir)], env=env)
-        self._sync_file(self.dir / "config", self._config_text())
+        self.user_settings = self._user_settings()
+        self._sync_file(self.dir / "config", self._config_text(self.user_settings))
         # Borrow the user's objects (absolute path, rewritten if the repository moved).
         self._sync_file(self.dir / "objects" / "info" / "alternates", f"{self.paths.common_dir / 'objects'}\n")
         # The user's info/exclude, byte for byte (a copy with the same content keeps git's
@@ -206,8 +209,8 @@ class ShadowRepo:
         os.replace(tmp, path)
 
     def _user_settings(self) -> dict[str, str]:
-        """The user's effective values of the settings we copy, plus their global excludes file."""
-        keys = "|".join(("excludesfile",) + _COPIED_CORE_SETTINGS)
+        """The user's effective values of the settings we copy, plus their global excludes and attributes files."""
+        keys = "|".join(("excludesfile", "attributesfile") + _COPIED_CORE_SETTINGS)
         proc = run_git(["config", "-z", "--type=path", "--get-regexp", rf"^core\.({keys})$"],
                        env=user_environ(), cwd=self.paths.work_tree, ok=(0, 1))
         settings: dict[str, str] = {}
@@ -215,18 +218,16 @@ class ShadowRepo:
             if b"\n" in record:
                 key, value = record.split(b"\n", 1)
                 settings[key.decode().removeprefix("core.")] = os.fsdecode(value)
-        if settings.get("excludesfile"):
-            settings["excludesfile"] = str(self.paths.work_tree / settings["excludesfile"])
-        else:
-            # git's default global excludes file, resolved with the user's own environment.
-            base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.environ.get("HOME", "/nonexistent"), ".config")
-            default = Path(base) / "git" / "ignore"
-            if default.is_file():
-                settings["excludesfile"] = str(default)
+        # git's default global excludes/attributes files, resolved with the user's own environment.
+        base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.environ.get("HOME", "/nonexistent"), ".config")
+        for key, name in (("excludesfile", "ignore"), ("attributesfile", "attributes")):
+            if settings.get(key):
+                settings[key] = str(self.paths.work_tree / settings[key])
+            elif (Path(base) / "git" / name).is_file():
+                settings[key] = str(Path(base) / "git" / name)
         return settings
 
-    def _config_text(self) -> str:
-        settings = self._user_settings()
+    def _config_text(self, settings: dict[str, str]) -> str:
         sha256 = self.paths.object_format != "sha1"
         core = [
             f"repositoryformatversion = {1 if sha256 else 0}",
@@ -303,6 +304,51 @@ class ShadowRepo:
             tmp = scratch / f"ref.{os.getpid()}.{secrets.token_hex(4)}"  # outside refs/, where git would list it
             tmp.write_text(oid + "\n")
             os.replace(tmp, path)
+
+    # -- objects borrowed from the user's store -----------------------------------------------
+
+    def keep_objects(self, oids: Iterable[str]) -> int:
+        """Make the shadow's own store hold these objects (found in the user's, through the alternates),
+        so the user's `git gc` cannot take them away: blobs only the user's index references (staged,
+        never committed) are unreachable in their repository and pruned at once by `gc --prune=now`.
+        A loose object is hard-linked (copied across file systems); packed ones go into one new pack.
+        Returns how many objects were added."""
+        own = self.dir / "objects"
+        theirs = self.paths.common_dir / "objects"
+        packed: list[str] = []
+        added = 0
+        for oid in dict.fromkeys(oids):
+            target = own / oid[:2] / oid[2:]
+            if target.exists():
+                continue
+            source = theirs / oid[:2] / oid[2:]
+            if not source.is_file():
+                packed.append(oid)
+                continue
+            target.parent.mkdir(exist_ok=True)
+            try:
+                os.link(source, target)
+            except FileExistsError:
+                continue
+            except OSError:
+                tmp = target.parent / f"tmp_obj_{os.getpid()}_{oid[2:10]}"
+                shutil.copyfile(source, tmp)
+                os.replace(tmp, target)
+            added += 1
+        if packed:
+            # Without --local, pack-objects also packs what it reads through the alternates.
+            self.git("pack-objects", "-q", "--window=0", str(own / "pack" / "pack"),
+                     input="".join(f"{oid}\n" for oid in packed).encode())
+            added += len(packed)
+        return added
+
+    def missing_objects(self, oids: Iterable[str]) -> set[str]:
+        """Which of these objects neither the shadow nor the user's store (alternates) holds."""
+        wanted = list(dict.fromkeys(oids))
+        if not wanted:
+            return set()
+        out = self.git("cat-file", "--batch-check", input="".join(f"{oid}\n" for oid in wanted).encode()).stdout
+        return {line.split(" ", 1)[0] for line in out.decode().splitlines() if line.endswith(" missing")}
 
     # -- reading checkpoints -----------------------------------------------------------------
 

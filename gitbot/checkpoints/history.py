@@ -2,6 +2,11 @@
 
 The shadow's refs are the source of truth for which steps have a checkpoint and which commit
 it is; the run's trajectory.jsonl adds what happened at each step (tool, target).
+
+A step without a ref of its own stands for the nearest earlier checkpoint only where the run
+checkpointed every step (then nothing changed files since that checkpoint). Where it had
+degraded to one checkpoint per model response, an earlier write of the same response may be
+missing from that checkpoint, so such a step is refused with an explanation.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from typing import Any
 
 from gitbot.checkpoints._git import RepoPaths, ShadowRepo, discover
 from gitbot.checkpoints.errors import UnknownRun, UnknownStep, display_path
-from gitbot.checkpoints.snapshot import validate_run_id
+from gitbot.checkpoints.snapshot import per_response_from, validate_run_id
 from gitbot.record import load_events
 
 
@@ -46,6 +51,39 @@ def checkpoint_steps(paths: RepoPaths, run_id: str) -> dict[int, str]:
     if not steps:
         raise UnknownStep(f"run {run_id} has no checkpoints")
     return steps
+
+
+def resolve_step(paths: RepoPaths, run_id: str, steps: dict[int, str], step: int) -> str:
+    """The checkpoint commit that holds the state after `step` (see the module doc); UnknownStep if none."""
+    if step not in steps:
+        stand_in = _standing_in(paths, run_id, steps, [step]).get(step)
+        if stand_in is not None:
+            return steps[stand_in]
+    return require_step(run_id, steps, step)
+
+
+def _standing_in(paths: RepoPaths, run_id: str, steps: dict[int, str], wanted: list[int]) -> dict[int, int]:
+    """For each wanted step without a ref, the earlier step whose checkpoint holds its state, if any."""
+    ordered = sorted(steps)
+    since = per_response_from(paths, run_id)
+    no_checkpoint = _recorded_without_checkpoint(paths, run_id)
+    found = {}
+    for step in wanted:
+        if step in steps or not ordered or not 0 < step < ordered[-1] or step in no_checkpoint:
+            continue
+        if since is not None and step >= since:
+            continue
+        found[step] = max(s for s in ordered if s < step)
+    return found
+
+
+def _recorded_without_checkpoint(paths: RepoPaths, run_id: str) -> set[int]:
+    """Steps whose tool_end event says outright that they got no checkpoint."""
+    run_dir = paths.run_dir(run_id)
+    if not (run_dir / "trajectory.jsonl").is_file():
+        return set()
+    return {e["step"] for e in load_events(run_dir) if e.get("event") == "tool_end" and isinstance(e.get("step"), int)
+            and "checkpoint" in e and e["checkpoint"] is None}
 
 
 def require_step(run_id: str, steps: dict[int, str], step: int) -> str:
@@ -88,26 +126,34 @@ def _step_metadata(paths: RepoPaths, run_id: str) -> dict[int, dict[str, Any]]:
                                                   if event.get(k) is not None}}
         elif event.get("event") == "checkpoint":
             entry = meta.setdefault(step, {})
-            entry.setdefault("tool", "(restore)" if event.get("reason") else "(start)" if step == 0 else None)
+            restoring = str(event.get("reason") or "").endswith("restore")
+            entry.setdefault("tool", "(restore)" if restoring else "(start)" if step == 0 else None)
             if event.get("reason"):
-                entry["target"] = event["reason"] + (f" {event['restoring_to']}" if "restoring_to" in event else "")
+                if restoring:
+                    entry["target"] = event["reason"] + (f" {event['restoring_to']}" if "restoring_to" in event else "")
                 entry["reason"] = event["reason"]
             if event.get("files_changed") is not None:
-                entry.setdefault("files_changed", event["files_changed"])
+                if restoring:
+                    entry.setdefault("files_changed", event["files_changed"])
+                else:  # e.g. taken at the end of a model response: it knows what the response changed
+                    entry["files_changed"] = event["files_changed"]
     return meta
 
 
 def list_checkpoints(repo: Path | str, run_id: str | None = None) -> list[dict[str, Any]]:
-    """One dict per step: step, checkpoint (commit or None), tool, target, files_changed, reason."""
+    """One dict per step: step, checkpoint (commit or None), tool, target, files_changed, reason, and
+    checkpoint_step (the step whose checkpoint stands for this one, when it has none of its own)."""
     paths, run_id = resolve_run(repo, run_id)
     shadow = ShadowRepo(paths, create=False)
     steps = shadow.run_steps(run_id)
     meta = _step_metadata(paths, run_id)
+    stand_ins = _standing_in(paths, run_id, steps, [s for s in meta if s not in steps])
     rows = []
     previous_commit: str | None = None
     for step in sorted(set(steps) | set(meta)):
         info = meta.get(step, {})
-        commit = steps.get(step)
+        stand_in = stand_ins.get(step)
+        commit = steps.get(step) if stand_in is None else steps[stand_in]
         files_changed = info.get("files_changed")
         if files_changed is None and commit is not None:
             # Not recorded (e.g. checkpoints taken without a run record): ask the shadow.
@@ -115,7 +161,7 @@ def list_checkpoints(repo: Path | str, run_id: str | None = None) -> list[dict[s
                              if previous_commit and previous_commit != commit else [])
         rows.append({"step": step, "checkpoint": commit, "tool": info.get("tool") or ("(start)" if step == 0 else None),
                      "target": info.get("target"), "files_changed": files_changed or [],
-                     "reason": info.get("reason")})
+                     "reason": info.get("reason"), "checkpoint_step": None if commit is None else step if stand_in is None else stand_in})
         if commit is not None:
             previous_commit = commit
     return rows
@@ -127,8 +173,8 @@ def diff(repo: Path | str, run_id: str, from_step: int = 0, to_step: int | None 
     steps = checkpoint_steps(paths, run_id)
     if to_step is None:
         to_step = max(steps)
-    old = require_step(run_id, steps, from_step)
-    new = require_step(run_id, steps, to_step)
+    old = resolve_step(paths, run_id, steps, from_step)
+    new = resolve_step(paths, run_id, steps, to_step)
     shadow = ShadowRepo(paths, create=False)
     # --no-ext-diff/--no-textconv: no user-configured programs; git prints "Binary files … differ".
     out = shadow.git("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--submodule=short", old, new).stdout

@@ -2,7 +2,13 @@
 
 Files are written from the run's private index with `checkout-index` and removed with unlink();
 nothing runs `reset --hard` or `clean`. What restore will not do, and says so in its report:
-- overwrite or delete a file whose current content no checkpoint holds (too large, unreadable);
+- overwrite or delete a file whose current content no checkpoint holds (too large, unreadable,
+  or not in the current checkpoint at all, e.g. ignored now). With force=True such a file that
+  the target step has is overwritten, but copied to `<git-dir>/gitbot/restore-backup/<time>/`
+  first, and the report says where;
+- start when an object the target needs is missing (pruned by the user's `git gc`): it checks
+  first and changes nothing;
+- follow a symbolic link to a directory (outside the work tree, perhaps);
 - delete a file the target step's own .gitignore rules ignore (it may have existed then, unseen:
   the agent may have un-ignored it since), or one that step could not capture;
 - enter, move or replace a nested repository or submodule (recorded by reference only);
@@ -13,6 +19,7 @@ nothing runs `reset --hard` or `clean`. What restore will not do, and says so in
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import tempfile
 import time
@@ -20,9 +27,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitbot.checkpoints._git import GITLINK_MODE, RepoPaths, ShadowRepo, fs
-from gitbot.checkpoints.errors import OutsideChanges, display_path, json_safe_path
-from gitbot.checkpoints.history import checkpoint_steps, require_step, resolve_run
+from gitbot.checkpoints._git import GITLINK_MODE, DiffEntry, RepoPaths, ShadowRepo, fs
+from gitbot.checkpoints.errors import CheckpointError, OutsideChanges, display_path, json_safe_path
+from gitbot.checkpoints.history import checkpoint_steps, resolve_run, resolve_step
 from gitbot.checkpoints.lock import RunLock
 from gitbot.checkpoints.snapshot import DEFAULT_SIZE_CAP, GITLINK_REASON, Checkpoint, Checkpointer
 from gitbot.record import RunRecord
@@ -41,6 +48,7 @@ class RestoreReport:
     skipped: dict[str, str] = field(default_factory=dict)  # path -> why it was left as it is
     failed: list[str] = field(default_factory=list)  # paths that still differ for no reason we know of
     outside_changes: list[str] = field(default_factory=list)  # overwritten because of force=True
+    backed_up: dict[str, str] = field(default_factory=dict)  # path -> where its old content was copied (force)
     stale_lock: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -48,6 +56,7 @@ class RestoreReport:
         for key in ("written", "removed", "failed", "outside_changes"):
             data[key] = [json_safe_path(p) for p in data[key]]
         data["skipped"] = {json_safe_path(p): why for p, why in self.skipped.items()}
+        data["backed_up"] = {json_safe_path(p): json_safe_path(where) for p, where in self.backed_up.items()}
         return data
 
     def summary(self) -> str:
@@ -57,6 +66,9 @@ class RestoreReport:
                   f"{len(self.written)} file(s) written, {len(self.removed)} removed.")]
         for path, why in sorted(self.skipped.items()):
             lines.append(f"  skipped {display_path(path)}: {why}")
+        for path, where in sorted(self.backed_up.items()):
+            lines.append(f"  overwrote {display_path(path)}, which no checkpoint held (--force); "
+                         f"its old content is in {display_path(where)}")
         for path in self.failed:
             lines.append(f"  FAILED {display_path(path)}: still differs from the checkpoint")
         if self.outside_changes:
@@ -70,7 +82,7 @@ def restore(repo: Path | str, run_id: str, step: int, *, force: bool = False) ->
     """Make the work tree's files equal to checkpoint `step` of `run_id` (see module doc for limits)."""
     paths, run_id = resolve_run(repo, run_id)
     steps = checkpoint_steps(paths, run_id)
-    target = require_step(run_id, steps, step)
+    target = resolve_step(paths, run_id, steps, step)
     lock = None
     if not RunLock.held_by_this_process(paths.work_tree):  # resume restores while holding the run's lock
         lock = RunLock(paths.work_tree, run_id=run_id).acquire()
@@ -100,11 +112,8 @@ def _restore_locked(paths: RepoPaths, run_id: str, step: int, target: str, steps
     report = RestoreReport(run_id=run_id, step=step, commit=target, outside_changes=outside)
     if current_tree == target_tree:
         return report
-    before = checkpointer.record(last_step + 1, current_tree, reason="before restore")
-    before.seconds = time.perf_counter() - began
-    report.before_step, report.before_commit = before.step, before.commit
-    _log_checkpoint(paths, run_id, before, restoring_to=step, outside_changes=[json_safe_path(p) for p in outside])
 
+    # Decide everything before changing anything.
     root = paths.work_tree
     not_captured_now = dict(checkpointer.not_captured_reasons)
     not_captured_then: dict[str, str] = target_manifest.get("not_captured", {})
@@ -129,8 +138,40 @@ def _restore_locked(paths: RepoPaths, run_id: str, step: int, target: str, steps
     for path in _ignored_under(shadow, target_tree, deletes):
         report.skipped[path] = f"ignored by step {step}'s ignore rules, so it may have existed then unseen"
     deletes = [p for p in deletes if p not in report.skipped]
+    dirs: dict[str, bool] = {}
+    # A file on disk that the current checkpoint does not hold (ignored now, say): its content is
+    # in no checkpoint, so writing over it would lose it for good.
+    uncaptured = [e for e in writes if e.status == "A" and _is_file(root, e.path, dirs)]
+    same = _same_content(shadow, root, uncaptured)
+    backups: list[str] = []
+    for entry in uncaptured:
+        if entry.path in same:
+            report.skipped[entry.path] = f"it already has step {step}'s content"
+        elif not force:
+            report.skipped[entry.path] = ("a file the current checkpoint does not hold (ignored or never captured) "
+                                          "is there; left as it is (--force overwrites it, keeping a copy)")
+        else:
+            backups.append(entry.path)
+    writes = [e for e in writes if e.path not in report.skipped]
+    # Every object the writes need must exist: checkout-index unlinks a file before it finds its
+    # blob missing (pruned from the user's store by `git gc`, say).
+    missing = shadow.missing_objects(e.new_sha for e in writes)
+    if missing:
+        lost = [e.path for e in writes if e.new_sha in missing]
+        shown = ", ".join(display_path(p) for p in lost[:10]) + (f" and {len(lost) - 10} more" if len(lost) > 10 else "")
+        raise CheckpointError(
+            f"cannot restore run {run_id} to step {step}: the content of {len(lost)} file(s) is missing from the "
+            f"checkpoint store and the repository's object store (pruned by `git gc`?): {shown}. Nothing was changed.")
+
+    before = checkpointer.record(last_step + 1, current_tree, reason="before restore")
+    before.seconds = time.perf_counter() - began
+    report.before_step, report.before_commit = before.step, before.commit
+    _log_checkpoint(paths, run_id, before, restoring_to=step, outside_changes=[json_safe_path(p) for p in outside])
 
     for path in deletes:
+        if not _real_parents(root, path, dirs):
+            report.skipped[path] = "it lies beyond a symbolic link or a file now; left as it is"
+            continue
         try:
             os.unlink(root / path)
         except FileNotFoundError:
@@ -144,6 +185,13 @@ def _restore_locked(paths: RepoPaths, run_id: str, step: int, target: str, steps
         shadow.git("update-index", "--force-remove", "-z", "--stdin", index=checkpointer.index,
                    input=b"".join(fs(p) + b"\0" for p in report.removed))
 
+    if backups:
+        backup_dir = _backup_dir(paths)
+        for path in backups:
+            copy = backup_dir / path
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / path, copy, follow_symlinks=False)
+            report.backed_up[path] = str(copy)
     ready = []
     for entry in writes:
         obstacle = _obstacle(root, entry.path)
@@ -167,6 +215,59 @@ def _restore_locked(paths: RepoPaths, run_id: str, step: int, target: str, steps
     report.failed = sorted(set(still_different) - set(report.skipped))
     report.written = [p for p in report.written if p not in report.failed]
     return report
+
+
+def _real_parents(root: Path, rel: str, dirs: dict[str, bool]) -> bool:
+    """Whether every parent of `rel` is a real directory: never act through a symlink."""
+    prefix = ""
+    for part in rel.split("/")[:-1]:
+        prefix = f"{prefix}/{part}" if prefix else part
+        if prefix not in dirs:
+            try:
+                dirs[prefix] = stat.S_ISDIR(os.lstat(root / prefix).st_mode)
+            except OSError:
+                dirs[prefix] = False
+        if not dirs[prefix]:
+            return False
+    return True
+
+
+def _is_file(root: Path, rel: str, dirs: dict[str, bool]) -> bool:
+    """A file or symlink (not a directory) at `rel`, reached without following symlinks."""
+    if not _real_parents(root, rel, dirs):
+        return False
+    try:
+        return not stat.S_ISDIR(os.lstat(root / rel).st_mode)
+    except OSError:
+        return False
+
+
+def _same_content(shadow: ShadowRepo, root: Path, entries: list[DiffEntry]) -> set[str]:
+    """Which of these regular files already hold exactly the entry's blob and mode."""
+    regular = [e for e in entries if e.new_mode in ("100644", "100755") and stat.S_ISREG(os.lstat(root / e.path).st_mode)
+               and "\n" not in e.path]
+    if not regular:
+        return set()
+    out = shadow.git("hash-object", "--stdin-paths", input=b"".join(fs(e.path) + b"\n" for e in regular)).stdout
+    same = set()
+    for entry, oid in zip(regular, out.decode().split(), strict=False):
+        executable = bool(os.lstat(root / entry.path).st_mode & 0o100)
+        if oid == entry.new_sha and executable == (entry.new_mode == "100755"):
+            same.add(entry.path)
+    return same
+
+
+def _backup_dir(paths: RepoPaths) -> Path:
+    base = paths.gitbot_dir / "restore-backup"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in range(1000):
+        candidate = base / (stamp if n == 0 else f"{stamp}-{n}")
+        try:
+            candidate.mkdir(parents=True)
+            return candidate
+        except FileExistsError:
+            continue
+    raise CheckpointError(f"cannot create a backup directory under {base}")
 
 
 def _ignored_under(shadow: ShadowRepo, tree: str, paths: list[str]) -> set[str]:

@@ -13,11 +13,24 @@ Per step, the index is brought up to date in one of two ways:
 Then write-tree; if the tree equals the previous checkpoint's, no commit is made and the step's
 ref points at the previous commit.
 
-Not captured, and listed as such: files above the size cap (hashing and storing them on every
-step would cost more than the checkpoint is worth), nested repositories and submodules
-(recorded by reference: a gitlink to their HEAD; their `.git` is never renamed or entered), and
-files that cannot be read. Ignored files are never captured: git's ignore rules decide, and
-there is no built-in exclusion list (so lockfiles, .env files and build scripts restore fine).
+Not captured, and listed as such: files above the size cap (default 10 MB, or
+GITBOT_CHECKPOINT_SIZE_CAP; hashing and storing them on every step would cost more than the
+checkpoint is worth), nested repositories and submodules (recorded by reference: a gitlink to
+their HEAD; their `.git` is never renamed or entered), and files that cannot be read. Ignored
+files are never captured: git's ignore rules decide, and there is no built-in exclusion list (so
+lockfiles, .env files and build scripts restore fine).
+
+What the seeded index must not be trusted for (fixed up at seeding):
+- stat data the user's git could not vouch for: the copy keeps the index's mtime, so git's
+  racy-entry check re-reads files modified in the same second as the user's last index write;
+- entries git would not look at: skip-worktree and assume-unchanged bits are cleared for files
+  that exist;
+- blob ids in "clean" form: files with a `filter` attribute (git-lfs) are re-hashed raw, as the
+  shadow runs no filters, so a restore writes the real file and not its pointer;
+- blobs only the user's index holds (staged, never committed): copied into the shadow's own
+  store, as the user's `git gc` may prune them.
+Paths are never followed through symbolic links: a file under a directory that became a symlink
+is gone.
 """
 
 from __future__ import annotations
@@ -25,6 +38,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import stat
 import statistics
@@ -51,6 +65,7 @@ from gitbot.checkpoints.errors import GitCommandError, UnknownRun, json_safe_pat
 log = logging.getLogger(__name__)
 
 DEFAULT_SIZE_CAP = 10 * 1024 * 1024
+SIZE_CAP_ENV = "GITBOT_CHECKPOINT_SIZE_CAP"
 SLOW_MEDIAN_SECONDS = 2.0
 # How many recent per-step timings the slow-checkpoint decision looks at, and how many it needs.
 _TIMING_WINDOW = 10
@@ -60,6 +75,33 @@ _STATUS_ARGS = ("status", "--porcelain=v2", "-z", "--untracked-files=all", "--no
                 # A submodule counts as changed when its HEAD moves, not when its files do:
                 # it is recorded by reference, and looking inside would cost a status per submodule.
                 "--ignore-submodules=dirty")
+
+
+def size_cap_from_env() -> int:
+    """GITBOT_CHECKPOINT_SIZE_CAP in bytes (a number, optionally with a K, M or G suffix, powers of 1024)."""
+    raw = os.environ.get(SIZE_CAP_ENV, "").strip()
+    if not raw:
+        return DEFAULT_SIZE_CAP
+    match = re.fullmatch(r"(\d+)\s*([kmg]?)(?:i?b)?", raw, re.IGNORECASE)
+    if not match:
+        raise ValueError(f"{SIZE_CAP_ENV}={raw!r} is not a size: use a number of bytes, optionally with a K, M "
+                         "or G suffix (e.g. 10M)")
+    return int(match.group(1)) * 1024 ** " kmg".index(match.group(2).lower() or " ")
+
+
+def _modes_file(shadow_dir: Path, run_id: str) -> Path:
+    return shadow_dir / "modes" / f"{run_id}.json"
+
+
+def per_response_from(paths: RepoPaths, run_id: str) -> int | None:
+    """The first step a run checkpointed only once per model response (None: per step throughout).
+    Steps from there on have no checkpoint of their own unless a response ended at them."""
+    try:
+        data = json.loads(_modes_file(paths.shadow_dir, run_id).read_text())
+    except (OSError, ValueError):
+        return None
+    value = data.get("per_response_from") if isinstance(data, dict) else None
+    return value if isinstance(value, int) else None
 
 
 def validate_run_id(run_id: str) -> str:
@@ -95,9 +137,11 @@ class Checkpoint:
 class Checkpointer:
     """Takes a run's checkpoints. One instance per run; the caller holds the RunLock meanwhile."""
 
-    def __init__(self, repo: Path | str, run_id: str, *, size_cap_bytes: int = DEFAULT_SIZE_CAP,
+    def __init__(self, repo: Path | str, run_id: str, *, size_cap_bytes: int | None = None,
                  slow_median_seconds: float = SLOW_MEDIAN_SECONDS):
         validate_run_id(run_id)
+        if size_cap_bytes is None:
+            size_cap_bytes = size_cap_from_env()
         if size_cap_bytes < 0:
             raise ValueError(f"size_cap_bytes must be >= 0, not {size_cap_bytes}")
         self.paths: RepoPaths = discover(repo)
@@ -127,6 +171,14 @@ class Checkpointer:
         self._mode = "per_step"
         self._degraded_reason: str | None = None
         self._degraded_at_step: int | None = None
+        # Set when the index was (re-)seeded: the next scan copies blobs only the user's index holds.
+        self._keep_staged = False
+        since = per_response_from(self.paths, run_id) if steps else None
+        if since is not None:  # a resumed run stays in the mode it had degraded to
+            self._mode = "per_response"
+            self._degraded_at_step = since - 1
+            self._degraded_reason = (f"checkpoints were slow before the run was resumed; checkpointing once per "
+                                     f"model response since step {since - 1}")
 
     # -- public ------------------------------------------------------------------------------
 
@@ -185,9 +237,15 @@ class Checkpointer:
 
     def mark(self, step: int) -> Checkpoint:
         """A step that cannot change files (a read-only tool): its ref points at the last checkpoint,
-        without scanning the work tree, so every step can be listed, diffed and restored."""
+        without scanning the work tree, so every step can be listed, diffed and restored.
+
+        Only valid while every earlier write was checkpointed (per-step mode). In per-response mode
+        earlier steps of the response may have written files the last checkpoint lacks, so this
+        takes a real checkpoint instead (the loop does not mark steps in that mode at all)."""
         if self._last_tree is None:
             raise ValueError("mark() needs a first checkpoint: call take(0) before")
+        if self._mode != "per_step":
+            return self.take(step)
         return self.record(step, self._last_tree)
 
     def changed_since_start(self) -> list[str]:
@@ -212,7 +270,9 @@ class Checkpointer:
         try:
             return self._update_and_write_tree(touched)
         except GitCommandError as exc:
-            if "index" not in exc.stderr and ".lock" not in exc.stderr:
+            # "invalid object": an entry's blob is gone (written by a run killed before its checkpoint,
+            # then pruned): the index is no better than unreadable.
+            if "index" not in exc.stderr and ".lock" not in exc.stderr and "invalid object" not in exc.stderr:
                 raise
             # A private index git cannot read (its shared part expired, or a process killed
             # mid-write left its .lock): start it again from the user's index. Correctness never
@@ -222,7 +282,7 @@ class Checkpointer:
             return self._update_and_write_tree(None)
 
     def _update_and_write_tree(self, touched: list[str] | None) -> str:
-        if touched is None or not self._add_touched(touched):
+        if touched is None or self._keep_staged or not self._add_touched(touched):
             self._scan_all()
         return self.shadow.out("write-tree", index=self.index)
 
@@ -236,12 +296,16 @@ class Checkpointer:
         user_index = self.paths.user_index
         if user_index.is_file():
             tmp = self.index.with_name(f".{self.index.name}.{os.getpid()}.seed")
-            shutil.copyfile(user_index, tmp)  # git replaces its index by rename, so this copy is consistent
+            # git replaces its index by rename, so this copy is consistent. copy2 keeps the mtime:
+            # git trusts an entry's stat data only if the file's mtime is older than the index's,
+            # so a file edited in the same second as the user's last index write (same size, same
+            # inode) is re-read, not taken for the content the index names (racy git).
+            shutil.copy2(user_index, tmp)
             # A user index in split-index mode names its shared part, which git looks up in GIT_DIR.
             for shared in self.paths.git_dir.glob("sharedindex.*"):
                 target = self.shadow.dir / shared.name
                 if not target.exists():
-                    shutil.copyfile(shared, target)
+                    shutil.copy2(shared, target)
             os.replace(tmp, self.index)
         head = user_head(self.paths)
         if head:
@@ -249,32 +313,74 @@ class Checkpointer:
             self.shadow.set_refs({"HEAD": head})
         if not self.index.exists():
             return
+        self._keep_staged = True
         # One pass over the seeded entries: gitlinks are recorded by reference, and
-        # assume-unchanged bits (set by the user for their own reasons) would hide our changes.
+        # assume-unchanged and skip-worktree bits (set by the user for their own reasons, or by a
+        # sparse checkout) would hide our changes.
         out = self.shadow.git("ls-files", "-z", "-s", "-v", index=self.index).stdout
-        assume_unchanged = []
+        assume_unchanged: list[bytes] = []
+        skip_worktree: list[bytes] = []
+        entries: dict[bytes, tuple[str, str]] = {}
+        has_attributes = False
         for record in out.split(b"\0"):
             if not record:
                 continue
             meta, _, path = record.partition(b"\t")
             tag, mode, sha = meta[:1], meta[2:8].decode(), meta[9:].split(b" ")[0].decode()
+            entries[path] = (mode, sha)
             if mode == GITLINK_MODE:
                 self._not_captured[os.fsdecode(path)] = _gitlink_reason(sha)
             if tag.islower():
                 assume_unchanged.append(path)
+            if tag in (b"S", b"s"):
+                skip_worktree.append(path)
+            if path == b".gitattributes" or path.endswith(b"/.gitattributes"):
+                has_attributes = True
         if assume_unchanged:
             self.shadow.git("update-index", "--no-assume-unchanged", "-z", "--stdin", index=self.index,
                             input=b"\0".join(assume_unchanged) + b"\0")
+        # A skip-worktree entry whose file is absent (sparse checkout) keeps its bit and its content.
+        dirs: dict[str, bool] = {}
+        present = [p for p in skip_worktree if self._lstat(os.fsdecode(p), dirs) is not None]
+        if present:
+            self.shadow.git("update-index", "--no-skip-worktree", "-z", "--stdin", index=self.index,
+                            input=b"\0".join(present) + b"\0")
+        if has_attributes or self._attribute_files_outside_the_tree():
+            self._rehash_filtered(entries)
+
+    def _attribute_files_outside_the_tree(self) -> bool:
+        return bool(self.shadow.user_settings.get("attributesfile")) or any(
+            p.is_file() for p in (self.paths.common_dir / "info" / "attributes", Path("/etc/gitattributes")))
+
+    def _rehash_filtered(self, entries: dict[bytes, tuple[str, str]]) -> None:
+        """Entries with a `filter` attribute hold the user's *clean* form (an LFS pointer); the shadow
+        runs no filters, so it must store what is on disk. Re-adding them without stat data makes
+        the next scan hash the file as it is."""
+        env = user_environ()
+        env["GIT_OPTIONAL_LOCKS"] = "0"
+        proc = run_git(["-c", "core.fsmonitor=false", "ls-files", "-z", "--", ":(attr:filter)"], env=env,
+                       cwd=self.repo, ok=(0, 1, 128))
+        if proc.returncode != 0:
+            log.warning("could not list files with a filter attribute: %s", proc.stderr.decode("utf-8", "replace"))
+            return
+        records = b"".join(b"%s %s\t%s\0" % (entries[p][0].encode(), entries[p][1].encode(), p)
+                           for p in dict.fromkeys(proc.stdout.split(b"\0"))
+                           if p in entries and entries[p][0] != GITLINK_MODE)
+        if records:
+            self.shadow.git("update-index", "-z", "--index-info", index=self.index, input=records)
 
     def _add_touched(self, touched: list[str]) -> bool:
         """The fast path: update only the named paths. False when it cannot decide (scan instead)."""
         to_add: list[str] = []
         to_drop: list[str] = []
+        dirs: dict[str, bool] = {}
         for rel in touched:
             if rel == ".":
                 return False
             if rel.split("/")[0] == ".git":
                 continue  # a tool writing inside .git changed nothing we capture
+            if not self._real_parents(rel, dirs):
+                return False  # under a symlink or a file: the scan removes what lay there
             try:
                 st = os.lstat(self.repo / rel)
             except (FileNotFoundError, NotADirectoryError):
@@ -311,7 +417,12 @@ class Checkpointer:
     def _scan_all(self) -> None:
         """The general path: ask git what differs from the index, and update just those paths."""
         out = self.shadow.git(*_STATUS_ARGS, index=self.index).stdout
-        candidates, tracked = _status_paths(out)
+        candidates, tracked, staged = _status_paths(out)
+        if self._keep_staged:
+            # Right after seeding, index entries that differ from HEAD name blobs only the user's
+            # index holds; keep them, or the user's `git gc` may prune what a checkpoint needs.
+            self.shadow.keep_objects(staged)
+            self._keep_staged = False
         # Anything untracked is reported again by every scan, so these are re-derived here;
         # gitlinks stay known through the index.
         self._not_captured = {p: why for p, why in self._not_captured.items() if why.startswith(GITLINK_REASON)}
@@ -319,13 +430,12 @@ class Checkpointer:
         drop: list[str] = []  # in the index but must not be captured
         gitlinks: list[tuple[str, str]] = []
         changed: list[str] = []  # status reported them, so their entries differ (or they are new)
+        dirs: dict[str, bool] = {}
         for rel in candidates:
-            try:
-                st = os.lstat(self.repo / rel)
-            except (FileNotFoundError, NotADirectoryError):
-                st = None
+            st = self._lstat(rel, dirs)  # never through a symlink: a file under one is gone
             if st is None:
-                update.append(fs(rel))  # gone: --remove drops its entry
+                # gone: --force-remove drops its entry (plain --remove refuses a path beyond a symlink)
+                drop.append(rel)
                 self._not_captured.pop(rel, None)
             elif stat.S_ISDIR(st.st_mode) and _is_nested_repo(self.repo / rel):
                 head = self._nested_head(self.repo / rel)
@@ -358,6 +468,31 @@ class Checkpointer:
             self.shadow.git("update-index", "--replace", "-z", "--index-info", index=self.index, input=records)
         if self._changed is not None:
             self._changed.update(changed)
+
+    def _real_parents(self, rel: str, dirs: dict[str, bool]) -> bool:
+        """Whether every parent directory of `rel` is a real directory (not a symlink, not a file)."""
+        prefix = ""
+        for part in rel.split("/")[:-1]:
+            prefix = f"{prefix}/{part}" if prefix else part
+            known = dirs.get(prefix)
+            if known is None:
+                try:
+                    known = stat.S_ISDIR(os.lstat(self.repo / prefix).st_mode)
+                except OSError:
+                    known = False
+                dirs[prefix] = known
+            if not known:
+                return False
+        return True
+
+    def _lstat(self, rel: str, dirs: dict[str, bool]) -> os.stat_result | None:
+        """lstat() of a path in the work tree, None if it is gone or lies beyond a symlink or a file."""
+        if not self._real_parents(rel, dirs):
+            return None
+        try:
+            return os.lstat(self.repo / rel)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
 
     def _why_not_capturable(self, rel: str, st: os.stat_result) -> str | None:
         if stat.S_ISLNK(st.st_mode):
@@ -427,6 +562,13 @@ class Checkpointer:
         if median > self.slow_median_seconds:
             self._mode = "per_response"
             self._degraded_at_step = step
+            # Steps after this one may have no checkpoint of their own; list/diff/restore must know
+            # not to stand in the last checkpoint for them. (A resumed run stays in this mode.)
+            modes = _modes_file(self.shadow.dir, self.run_id)
+            modes.parent.mkdir(exist_ok=True)
+            tmp = modes.with_name(f".{modes.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"per_response_from": step + 1}) + "\n")
+            os.replace(tmp, modes)
             self._degraded_reason = (
                 f"median checkpoint time {median:.2f} s over the last {len(recent)} checkpoints is above "
                 f"{self.slow_median_seconds:g} s; checkpointing once per model response from step {step} on")
@@ -455,27 +597,32 @@ class Checkpointer:
         return rel
 
 
-def _status_paths(out: bytes) -> tuple[list[str], set[str]]:
-    """Paths in `git status --porcelain=v2 -z` output, and which of them are in the index."""
+def _status_paths(out: bytes) -> tuple[list[str], set[str], list[str]]:
+    """Paths in `git status --porcelain=v2 -z` output, which of them are in the index, and the blob
+    ids of index entries that differ from HEAD (staged content)."""
     records = out.split(b"\0")
     paths: list[str] = []
     tracked: set[str] = set()
+    staged: list[str] = []
     i = 0
     while i < len(records):
         record = records[i]
         i += 1
         kind = record[:1]
-        if kind == b"1":
-            tracked.add(os.fsdecode(record.split(b" ", 8)[8]))
-        elif kind == b"2":  # renames are off, but be safe: the next record is the original path
-            tracked.add(os.fsdecode(record.split(b" ", 9)[9]))
-            tracked.add(os.fsdecode(records[i]))
-            i += 1
+        if kind in (b"1", b"2"):
+            # "1 XY sub mH mI mW hH hI path"; "2 XY sub mH mI mW hH hI Xscore path\0origPath"
+            fields = record.split(b" ", 9 if kind == b"2" else 8)
+            if fields[1][:1] != b"." and fields[4] not in (b"000000", GITLINK_MODE.encode()):
+                staged.append(fields[7].decode())
+            tracked.add(os.fsdecode(fields[-1]))
+            if kind == b"2":  # renames are off, but be safe: the next record is the original path
+                tracked.add(os.fsdecode(records[i]))
+                i += 1
         elif kind == b"u":
             tracked.add(os.fsdecode(record.split(b" ", 10)[10]))
         elif kind == b"?":
             paths.append(os.fsdecode(record[2:]).rstrip("/"))
-    return sorted(tracked) + paths, tracked
+    return sorted(tracked) + paths, tracked, staged
 
 
 def _prune_old_indexes(directory: Path, keep: str, max_age_seconds: float = 24 * 3600) -> None:

@@ -1,12 +1,13 @@
-"""`gitbot checkpoints list|diff|restore`: inspect and undo a run's steps.
+"""`gitbot checkpoints list|diff|restore|prune`: inspect and undo a run's steps; delete old runs.
 
     gitbot checkpoints list [RUN] [--json]       (latest run by default)
     gitbot checkpoints diff RUN [FROM] [TO]      (default: step 0 -> last step)
     gitbot checkpoints restore RUN STEP [--force]
+    gitbot checkpoints prune [--keep N] [--older-than DAYS] [--dry-run]   (default: keep the 20 newest runs)
 
 Exit codes: 0 done; 1 restore left some paths different for an unknown reason; 2 bad input or a
 refusal (unknown run or step, not a git repository, locked by a live run, changes made outside
-the run); 3 git itself failed.
+the run, objects missing); 3 git itself failed.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "checkpoints", help="list, diff and restore the checkpoints of a run",
+        "checkpoints", help="list, diff and restore the checkpoints of a run; prune old runs",
         description="Every step of a run is checkpointed in a shadow repository inside .git/gitbot; "
                     "list them, diff two of them, or restore the work tree to one.")
     actions = parser.add_subparsers(dest="checkpoints_action", metavar="ACTION")
@@ -43,6 +44,19 @@ def register(subparsers: Any) -> None:
                            help="restore even if the work tree was changed outside the run (those changes are "
                                 "checkpointed first)")
     restoring.add_argument("--json", action="store_true", help="print the restore report as JSON")
+
+    pruning = actions.add_parser(
+        "prune", parents=[common], help="delete old runs' checkpoints and records",
+        description="Delete the checkpoints (refs, private indexes), run records and then unused objects of "
+                    "runs that are not among the --keep most recently active ones and, with --older-than, were "
+                    "last active more than DAYS days ago. Runs `git gc --prune=now` in the checkpoint repository "
+                    "only, never in yours. Refuses while a gitbot run holds the repository lock.")
+    pruning.add_argument("--keep", type=_non_negative_int, default=20, metavar="N",
+                         help="keep the N most recently active runs (default: 20)")
+    pruning.add_argument("--older-than", type=_non_negative_float, default=None, metavar="DAYS",
+                         help="only delete runs last active more than DAYS days ago")
+    pruning.add_argument("--dry-run", action="store_true", help="say what would be deleted, delete nothing")
+    pruning.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(func=main, checkpoints_parser=parser)
 
 
@@ -60,6 +74,8 @@ def main(args: argparse.Namespace) -> int:
             return _list(args)
         if args.checkpoints_action == "diff":
             return _diff(args)
+        if args.checkpoints_action == "prune":
+            return _prune(args)
         return _restore(args)
     except (CheckpointError, NotAGitRepository) as exc:
         print(f"gitbot checkpoints: {exc}", file=sys.stderr)
@@ -116,6 +132,37 @@ def _restore(args: argparse.Namespace) -> int:
     else:
         print(report.summary())
     return 1 if report.failed else 0
+
+
+def _prune(args: argparse.Namespace) -> int:
+    from gitbot.checkpoints import prune
+
+    report = prune(args.repo, keep=args.keep, older_than_days=args.older_than, dry_run=args.dry_run)
+    if report.stale_lock:
+        print(f"gitbot checkpoints: cleared a stale lock left by pid {report.stale_lock.get('pid')} "
+              f"(run {report.stale_lock.get('run_id') or '?'})", file=sys.stderr)
+    print(json.dumps(report.to_dict(), indent=2) if args.json else report.summary())
+    return 0
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of days, 0 or more, not {text}")
+    return value
 
 
 def _clip(text: str, width: int) -> str:
