@@ -2,7 +2,8 @@
 
     [hooks.pre-commit]
     checks = ["ruff check .", "python -m pytest -q -x"]   # run in order, from the repository root
-    fix = true                      # let the agent fix a failing check (needs ANTHROPIC_API_KEY)
+    fix = true                      # let the agent fix a failing check (needs ANTHROPIC_API_KEY);
+                                    # off unless set (`gitbot hook install` sets it, --no-fix does not)
     max_cost_usd = 0.50             # budget of one fix
     check_timeout_seconds = 300     # a check running longer counts as failed
     # model = "claude-sonnet-5-5"   # optional
@@ -31,7 +32,7 @@ DEFAULT_HOOK_MAX_COST_USD = 0.50
 DEFAULT_HOOK_CHECK_TIMEOUT_SECONDS = 300.0
 STAGE_KEYS = {"checks", "fix", "max_cost_usd", "check_timeout_seconds", "model", "max_steps"}
 CACHE_NAME = "config.marshal"
-CACHE_FORMAT = 1  # bump when StageConfig's fields change
+CACHE_FORMAT = 2  # bump when StageConfig's fields or defaults change
 
 
 class ConfigFileError(Exception):
@@ -46,7 +47,7 @@ class StageConfig:
     def __init__(self) -> None:
         self.checks: list[str] = []
         self.argv: list[list[str]] = []  # each check split into arguments, once, when the file is parsed
-        self.fix = True
+        self.fix = False  # opt-in: a hook never calls a paid API unless the configuration says so
         self.max_cost_usd = DEFAULT_HOOK_MAX_COST_USD
         self.check_timeout_seconds = DEFAULT_HOOK_CHECK_TIMEOUT_SECONDS
         self.model: str | None = None

@@ -1,9 +1,14 @@
 """`gitbot fix-check` as a real subprocess on real git repositories, with the real anthropic SDK talking
-to the loopback Messages API server. The check is real too: Python's unittest on a one-line bug."""
+to the loopback Messages API server. The check is real too: Python's unittest on a one-line bug.
+
+The check runs like the agent's commands: in the sandbox (when bubblewrap works here), with the
+allow-listed environment. The sandbox hides $HOME and /tmp, where this test run's own interpreter may
+live (pyenv), so the checks here use `python3` from the sandbox's PATH."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +19,8 @@ from tests.conftest import BUGGY_MODULE, FIX_DIFF, TEST_MODULE, gitbot_env, make
 from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
 
 PY = sys.executable
-CHECK = [PY, "-m", "unittest"]
+SANDBOX_PY = "python3"  # found on the sandbox's PATH (outside $HOME, /tmp and the repository)
+CHECK = [SANDBOX_PY, "-m", "unittest"]
 WRONG_DIFF = ("<<<<<<< SEARCH\n    return sum(values) / (len(values) - 1)\n=======\n"
               "    return sum(values) / (len(values) + 1)\n>>>>>>> REPLACE")
 # Loosening the test instead of fixing the code: the check passes, and the receipt must say so.
@@ -53,13 +59,15 @@ def staged(repo: Path) -> tuple[str, str]:
     return git(repo, "ls-files", "--stage"), git(repo, "diff", "--cached", "--binary")
 
 
-def counter_check(tmp_path: Path, fail_times: int) -> list[str]:
-    """A check that fails the first `fail_times` runs, then passes; it counts in a file outside the repo."""
-    counter = tmp_path / "runs"
-    code = (f"import pathlib, sys; p = pathlib.Path({str(counter)!r}); "
+def counter_check(repo: Path, fail_times: int) -> list[str]:
+    """A check that fails the first `fail_times` runs, then passes; it counts in an ignored file of the
+    repository (the sandbox's /tmp is new on every run; ignored files are no change of the agent's)."""
+    exclude = repo / ".git/info/exclude"
+    exclude.write_text(exclude.read_text() + "runs.count\n")
+    code = ("import pathlib, sys; p = pathlib.Path('runs.count'); "
             "n = int(p.read_text()) if p.exists() else 0; "
             f"p.write_text(str(n + 1)); print('run', n + 1); sys.exit(1 if n < {fail_times} else 0)")
-    return [PY, "-c", code]
+    return [SANDBOX_PY, "-c", code]
 
 
 # ---------------------------------------------------------------- no model call
@@ -94,7 +102,7 @@ def test_no_command(repo):
 
 
 def test_a_hanging_check_times_out(repo):
-    hang = [PY, "-c", "import time; print('hanging'); time.sleep(60)"]
+    hang = [SANDBOX_PY, "-c", "import time; print('hanging'); time.sleep(60)"]
     proc, data = fix_check(repo, "--timeout", "1", cmd=hang)
     assert "timed out after 1 s" in proc.stderr
     # It failed (by timing out), and with no key gitbot stops there: exit 2, saying what is missing.
@@ -113,7 +121,7 @@ def test_a_failing_check_without_a_key_reports_the_failure(repo):
 
 def test_a_flaky_check_is_reported_as_flaky_without_a_request(repo, tmp_path):
     with FakeMessagesAPI(completion_turns()) as api:
-        proc, data = fix_check(repo, env=api.env(), cmd=counter_check(tmp_path, fail_times=1))
+        proc, data = fix_check(repo, env=api.env(), cmd=counter_check(repo, fail_times=1))
         assert api.requests == []
     assert proc.returncode == 1
     assert data["outcome"] == "flaky" and data["flaky"] is True and data["verified"] is False
@@ -204,7 +212,7 @@ def test_a_fix_that_edits_the_test_is_flagged(repo):
 def test_passing_without_changes_is_not_a_fix(repo, tmp_path):
     # Fails on the first run and on the confirmation re-run, then passes although nothing changed.
     with FakeMessagesAPI(completion_turns("nothing to change")) as api:
-        proc, data = fix_check(repo, env=api.env(), cmd=counter_check(tmp_path, fail_times=2))
+        proc, data = fix_check(repo, env=api.env(), cmd=counter_check(repo, fail_times=2))
         assert len(api.requests) == 2
     assert proc.returncode == 1
     assert data["outcome"] == "passed_without_changes" and data["flaky"] is True and data["verified"] is False
@@ -222,7 +230,7 @@ def test_commit_puts_the_fix_on_a_new_branch_and_touches_nothing_else(repo):
         proc, data = fix_check(repo, "--commit", env=api.env())
     assert proc.returncode == 0, proc.stderr
     branch, commit = data["branch"], data["commit"]
-    assert branch == "gitbot/fix-test-mean"
+    assert branch == "gitbot/fix-stats"  # the module the failure is in (test_stats.py)
     assert git(repo, "rev-parse", f"refs/heads/{branch}").strip() == commit
     assert git(repo, "rev-parse", "HEAD").strip() == head
     assert git(repo, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
@@ -235,6 +243,8 @@ def test_commit_puts_the_fix_on_a_new_branch_and_touches_nothing_else(repo):
     message = git(repo, "log", "-1", "--format=%B", commit)
     assert message.startswith(f"Fix failing check: {' '.join(CHECK)}"[:72])
     assert f"Gitbot-Run: {data['run_id']}" in message
+    # Re-run on a checkout of exactly this commit before saying it passes.
+    assert data["commit_verified"] is True and "It passes on this commit" in message
     assert "Co-authored-by: gitbot (claude-sonnet-5-5) <noreply@gitbot.invalid>" in message
 
 
@@ -249,3 +259,185 @@ def test_megabytes_of_output_are_capped_in_the_task(repo):
     assert len(task) < 12_000
     assert "AssertionError: 3.0 != 2" in task
     assert proc.returncode == 1 and data["outcome"] == "not_fixed"
+
+
+# ---------------------------------------------------------------- review findings
+
+
+ENV_RECORDING_CHECK = '''import json, os, pathlib, sys
+runs = pathlib.Path("runs")
+runs.mkdir(exist_ok=True)
+seen = {k: v for k, v in os.environ.items() if k.startswith("ANTHROPIC") or "TOKEN" in k or k == "GIT_INDEX_FILE"}
+(runs / f"{len(list(runs.iterdir()))}.json").write_text(json.dumps(seen))
+from calc import add
+sys.exit(0 if add(2, 2) == 4 else 1)
+'''
+CALC_FIX = "<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE"
+
+
+@pytest.mark.parametrize("mode", ["auto", "off"])
+def test_no_run_of_the_check_sees_the_api_key_or_tokens(tmp_path, mode):
+    """Before, confirmation and verification all run like the agent's commands: sandbox (unless off) and
+    the allow-listed environment, so agent-written code never runs with the keys."""
+    files = {"check.py": ENV_RECORDING_CHECK, "calc.py": "def add(a, b):\n    return a - b\n",
+             ".gitignore": "__pycache__/\nruns/\n"}
+    if mode == "off":
+        files[".gitbot/policy.toml"] = '[sandbox]\nmode = "off"\n'
+    repo = make_repo(tmp_path / "repo", files)
+    script = [tool_turn(("replace_in_file", {"path": "calc.py", "diff": CALC_FIX})), *completion_turns()]
+    with FakeMessagesAPI(script) as api:
+        proc, data = fix_check(repo, env={**api.env(), "GITHUB_TOKEN": "ghs_secret_token_value",
+                                          "GIT_INDEX_FILE": str(repo / ".git/index")},
+                               cmd=[SANDBOX_PY, "check.py"])
+    assert proc.returncode == 0, proc.stderr
+    assert data["outcome"] == "fixed" and data["check_environment"]
+    seen = [json.loads(p.read_text()) for p in sorted((repo / "runs").iterdir())]
+    assert len(seen) == 3  # before, the confirmation re-run, the verification
+    assert seen == [{}, {}, {}]
+
+
+def test_agent_written_check_code_runs_without_secrets_and_the_edit_is_flagged(tmp_path):
+    repo = make_repo(tmp_path / "repo", {"check.py": "import sys\nsys.exit(1)\n", ".gitignore": "__pycache__/\n"})
+    evil = ("import os, sys\n"
+            "open('leak.txt', 'w').write(repr({k: v for k, v in os.environ.items()\n"
+            "                                  if 'ANTHROPIC' in k or 'TOKEN' in k}))\n"
+            "sys.exit(0)\n")
+    script = [tool_turn(("write_to_file", {"path": "check.py", "content": evil})), *completion_turns("fixed")]
+    with FakeMessagesAPI(script) as api:
+        proc, data = fix_check(repo, env={**api.env(), "GITHUB_TOKEN": "ghs_secret_token_value"},
+                               cmd=[SANDBOX_PY, "check.py"])
+    assert (repo / "leak.txt").read_text() == "{}"
+    assert data["outcome"] == "fixed"  # the check passes: the warning is what protects
+    assert data["tests_modified"] == ["check.py (the check's own script)"]
+    assert "!! WARNING: the agent changed tests or check configuration (check.py" in proc.stderr
+
+
+def test_silencing_the_check_is_flagged(repo):
+    skip = ("<<<<<<< SEARCH\n    def test_mean(self):\n=======\n    @unittest.skip(\"later\")\n"
+            "    def test_mean(self):\n>>>>>>> REPLACE")
+    script = [tool_turn(("replace_in_file", {"path": "test_stats.py", "diff": skip})), *completion_turns("skipped")]
+    with FakeMessagesAPI(script) as api:
+        proc, data = fix_check(repo, env=api.env())
+    assert proc.returncode == 0
+    assert data["suppressions_added"] == ["test_stats.py:7 (@unittest.skip)"]
+    assert data["tests_modified"] == ["test_stats.py"]
+    assert "silence the check (test_stats.py:7 (@unittest.skip))" in proc.stderr
+
+
+def test_commit_is_verified_on_the_commit_alone_and_says_so_when_it_fails(repo):
+    head = git(repo, "rev-parse", "HEAD").strip()
+    # The fix needs a file only the user's work tree has (untracked): the commit alone still fails.
+    (repo / "helpers.py").write_text("def count(values):\n    return len(values)\n")
+    uses_helper = ("<<<<<<< SEARCH\n    return sum(values) / (len(values) - 1)\n=======\n"
+                   "    from helpers import count\n    return sum(values) / count(values)\n>>>>>>> REPLACE")
+    script = [tool_turn(("replace_in_file", {"path": "stats.py", "diff": uses_helper})), *completion_turns()]
+    with FakeMessagesAPI(script) as api:
+        proc, data = fix_check(repo, "--commit", env=api.env())
+    assert data["outcome"] == "fixed" and data["verified"] is True  # in the work tree, it is fixed
+    assert proc.returncode == 1, "a commit on which the check fails is a failed --commit"
+    assert data["commit_verified"] is False and data["branch"] == "gitbot/fix-stats"
+    message = git(repo, "log", "-1", "--format=%B", data["commit"])
+    assert "NOT VERIFIED" in message and "It passes" not in message
+    assert "the check fails on the commit alone" in data["message"]
+    assert "NOT VERIFIED" in proc.stderr
+    assert git(repo, "rev-parse", "HEAD").strip() == head
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1  # the checkout is gone
+
+
+def test_commit_on_a_sha256_repository_with_diff_noprefix(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main", "--object-format=sha256")
+    git(repo, "config", "diff.noprefix", "true")  # must not change the patch gitbot applies
+    for name, text in {"stats.py": BUGGY_MODULE, "test_stats.py": TEST_MODULE, ".gitignore": "__pycache__/\n"}.items():
+        (repo / name).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "initial")
+    git(repo, "branch", "gitbot/fix-stats")  # taken: the new branch gets another name
+    script = [tool_turn(("replace_in_file", {"path": "stats.py", "diff": FIX_DIFF})), *completion_turns()]
+    with FakeMessagesAPI(script) as api:
+        proc, data = fix_check(repo, "--commit", env=api.env())
+    assert proc.returncode == 0, proc.stderr
+    assert data["branch"] == "gitbot/fix-stats-2" and data["commit_verified"] is True
+    assert len(data["commit"]) == 64
+    assert "It passes on this commit" in git(repo, "log", "-1", "--format=%B", data["commit"])
+
+
+def test_a_repository_locked_by_another_run_is_exit_2_without_a_traceback(repo):
+    code = ("import time\nfrom gitbot.checkpoints import RunLock\n"
+            f"RunLock({str(repo)!r}, run_id='other').acquire()\nprint('held', flush=True)\ntime.sleep(60)")
+    holder = subprocess.Popen([PY, "-c", code], stdout=subprocess.PIPE, text=True,
+                              cwd=Path(__file__).resolve().parent.parent)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        script = [tool_turn(("replace_in_file", {"path": "stats.py", "diff": FIX_DIFF})), *completion_turns()]
+        with FakeMessagesAPI(script) as api:
+            proc, data = fix_check(repo, env=api.env())
+    finally:
+        holder.kill()
+        holder.wait()
+    assert proc.returncode == 2, proc.stderr
+    assert "LockHeld" not in proc.stderr and "gitbot/verify.py" not in proc.stderr  # no traceback of gitbot's
+    assert "holds the repository lock" in proc.stderr
+    assert data["outcome"] == "cannot_fix"
+
+
+def test_a_nested_repository_and_untracked_files_neither_break_it_nor_enter_the_object_store(repo):
+    (repo / "scratch").mkdir()
+    git(repo / "scratch", "init", "-q")  # a nested repository without commits
+    big = os.urandom(256 * 1024)
+    (repo / "untracked.bin").write_bytes(big)
+    blob = subprocess.run(["git", "hash-object", "--stdin"], input=big, capture_output=True, check=True,
+                          cwd=repo).stdout.decode().strip()
+    script = [tool_turn(("replace_in_file", {"path": "stats.py", "diff": FIX_DIFF})), *completion_turns()]
+    with FakeMessagesAPI(script) as api:
+        proc, data = fix_check(repo, env=api.env())
+    assert proc.returncode == 0, proc.stderr
+    assert data["files_changed"] == ["stats.py"]
+    # The user's own untracked file was not written into the user's .git/objects.
+    assert git_status(repo, "cat-file", "-e", blob) != 0
+
+
+@pytest.mark.parametrize("command, expected", [
+    ("python check.py", {"check.py"}),
+    ("python3 -W error tools/lint.py --strict src", {"tools/lint.py"}),
+    ("./lint.sh src", {"lint.sh"}),
+    ("python -m tools.check", {"tools/check.py", "tools/check/__main__.py"}),
+    ("npm test", {"package.json"}),
+    ("make lint", {"Makefile", "makefile", "GNUmakefile"}),
+    ("tox -e py311", {"tox.ini"}),
+    ("nox -s tests", {"noxfile.py"}),
+    ("sh -c 'ruff check . && bash ci/test.sh'", {"ci/test.sh"}),
+    ("env CI=1 uv run python check.py", {"check.py"}),
+    ("ruff check --no-cache calc.py", set()),  # the files a linter checks are the code, not the check
+])
+def test_the_checks_own_definition_is_found_in_its_command_line(command, expected):
+    from gitbot.verify import check_script_paths
+
+    assert set(check_script_paths(command)) == expected
+
+
+def test_suppressions_are_found_in_added_lines_only():
+    from gitbot.verify import suppressions_added
+
+    patch = (b"diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,3 +1,4 @@\n"
+             b"-import os\n+import os  # noqa: F401\n x = 1  # type: ignore\n+y: int = 'a'  # type: ignore[assignment]\n"
+             b" z = 2\n+@pytest.mark.skip(reason='later')\n"
+             b"diff --git a/web/app.ts b/web/app.ts\nnew file mode 100644\n--- /dev/null\n+++ b/web/app.ts\n"
+             b"@@ -0,0 +1,2 @@\n+// @ts-ignore\n+// eslint-disable-next-line no-console\n")
+    assert suppressions_added(patch) == ["calc.py:1 (# noqa)", "calc.py:3 (# type: ignore)",
+                                         "calc.py:5 (pytest.mark.skip)", "web/app.ts:1 (@ts-ignore)",
+                                         "web/app.ts:2 (eslint-disable)"]
+
+
+def test_branch_short_name_is_the_module_of_the_failure():
+    from gitbot.checks.runner import CheckRun
+    from gitbot.verify import FixOutcome, short_name
+
+    run = CheckRun("python -m pytest -q", 1, "", 0.1)
+    assert short_name(FixOutcome("fixed", 0, "", run, first_failure="tests/test_calc.py::test_add",
+                                 first_failure_path="pkg/calc.py")) == "calc"
+    assert short_name(FixOutcome("fixed", 0, "", run, first_failure="tests/test_calc.py::test_add",
+                                 first_failure_path="tests/test_calc.py")) == "calc"
+    assert short_name(FixOutcome("fixed", 0, "", run, first_failure_path="pkg/__init__.py")) == "pkg"
+    assert short_name(FixOutcome("fixed", 0, "", run)) == "pytest"

@@ -57,13 +57,14 @@ def test_install_writes_an_executable_hook_and_the_configuration(repo):
     assert script.startswith("#!/bin/sh\n")
     assert f"GITBOT_PYTHON='{PY}'" in script  # the Python that installed it, not whatever is on PATH
     config = (repo / ".gitbot/config.toml").read_text()
-    assert config == f'[hooks.pre-commit]\nchecks = ["{check_cmd()}", "true"]\n'
+    # Installing is the opt-in to fixing: fix = true is written (it is off without the setting).
+    assert config == f'[hooks.pre-commit]\nchecks = ["{check_cmd()}", "true"]\nfix = true\n'
     assert "installed the pre-commit hook" in proc.stderr
 
 
 def test_install_honours_core_hooks_path_and_uninstall_removes_what_it_created(repo):
     git(repo, "config", "core.hooksPath", "tools/hooks")
-    installed(repo, "--check", "true", "--no-fix")
+    installed(repo, "--check", "true", "--no-fix", "--force")  # outside .git: only when forced
     hook = repo / "tools/hooks/pre-commit"
     assert hook.is_file() and not (repo / ".git/hooks/pre-commit").exists()
     assert "fix = false" in (repo / ".gitbot/config.toml").read_text()
@@ -85,6 +86,8 @@ def test_existing_hook_is_chained_first_and_restored_byte_for_byte(repo):
 
     proc = installed(repo, "--check", check_cmd())
     assert "runs first" in proc.stderr
+    kept = repo / ".git/hooks/pre-commit.gitbot-previous"  # renamed in place, next to gitbot's
+    assert kept.read_bytes() == original and stat.S_IMODE(kept.stat().st_mode) == 0o750
     text = config.read_text()
     assert text.startswith(config_bytes.decode())  # what was there is kept verbatim
     assert '[hooks.pre-commit]\nchecks = ["' in text
@@ -100,6 +103,7 @@ def test_existing_hook_is_chained_first_and_restored_byte_for_byte(repo):
     assert previous.read_bytes() == original
     assert stat.S_IMODE(previous.stat().st_mode) == 0o750
     assert config.read_bytes() == config_bytes
+    assert not kept.exists()
     assert not (repo / ".git/gitbot/hooks").exists()
 
 
@@ -165,6 +169,7 @@ def test_fix_false_only_reports(repo):
     git(repo, "add", "ok.txt")
     commit = git(repo, "commit", "-q", "-m", "x", check=False, env={"ANTHROPIC_API_KEY": "sk-not-used"})
     assert commit.returncode != 0 and "fixing is off for pre-commit (fix = false)" in commit.stderr
+    assert "set fix = true under [hooks.pre-commit]" in commit.stderr
 
 
 def test_gitbot_skip_and_no_verify_let_a_failing_commit_through(repo):
@@ -263,7 +268,8 @@ def test_the_hook_fast_path_does_not_import_the_heavy_parts(repo):
 def test_a_failing_check_is_fixed_left_unstaged_and_the_commit_stops(tmp_path):
     repo = make_repo(tmp_path / "repo", {"stats.py": BUGGY_MODULE, "test_stats.py": TEST_MODULE,
                                          "notes.txt": "notes\n", ".gitignore": "__pycache__/\n"})
-    installed(repo, "--check", f"{PY} -m unittest")
+    # python3: the re-runs around the fix are in the sandbox, which hides $HOME (where PY may live).
+    installed(repo, "--check", "python3 -m unittest")
     (repo / "notes.txt").write_text("unstaged work in another file\n")
     (repo / "README").write_text("staged readme\n")
     git(repo, "add", "README")
@@ -299,8 +305,8 @@ def test_config_defaults_and_values(tmp_path):
     assert stage.argv == [["python", "-m", "pytest", "-q"], ["ruff", "check", "my dir"]]
     assert (stage.fix, stage.max_cost_usd, stage.check_timeout_seconds, stage.model, stage.max_steps) == \
         (False, 0.25, 90.0, "claude-haiku-5", 12)
-    pre_commit = load_config(tmp_path).stage("pre-commit")  # absent table: the defaults
-    assert (pre_commit.fix, pre_commit.max_cost_usd, pre_commit.check_timeout_seconds) == (True, 0.5, 300.0)
+    pre_commit = load_config(tmp_path).stage("pre-commit")  # absent table: the defaults; fixing is opt-in
+    assert (pre_commit.fix, pre_commit.max_cost_usd, pre_commit.check_timeout_seconds) == (False, 0.5, 300.0)
 
 
 @pytest.mark.parametrize("body, message", [
@@ -328,3 +334,148 @@ def test_config_update_keeps_everything_outside_the_stage_table():
     text = updated_config_text(existing, "pre-commit", checks=["ruff check ."], fix=None)
     assert text == ('# team settings\n[hooks.pre-commit]\nchecks = ["ruff check ."]\nmax_cost_usd = 0.2\n\n'
                     '[hooks.pre-push]\nchecks = ["true"]  # keep me\n')
+
+
+# ---------------------------------------------------------------- review findings
+
+
+def test_install_refuses_a_hooks_directory_outside_the_git_dir(repo, tmp_path):
+    shared = tmp_path / "global-hooks"  # a global core.hooksPath: every repository's hooks
+    git(repo, "config", "core.hooksPath", str(shared))
+    proc = run_gitbot(["hook", "install", "--check", "true"], cwd=repo)
+    assert proc.returncode == 2 and "outside this repository" in proc.stderr and "--force" in proc.stderr
+    assert not shared.exists() and not (repo / ".gitbot").exists() and not (repo / ".git/gitbot").exists()
+
+    (repo / "tools/hooks").mkdir(parents=True)  # a committed hooks directory
+    (repo / "tools/hooks/pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    git(repo, "add", "tools")
+    git(repo, "commit", "-q", "-m", "team hooks")
+    git(repo, "config", "core.hooksPath", "tools/hooks")
+    proc = run_gitbot(["hook", "install", "--check", "true"], cwd=repo)
+    assert proc.returncode == 2 and "is tracked in this repository" in proc.stderr
+    assert (repo / "tools/hooks/pre-commit").read_text() == "#!/bin/sh\nexit 0\n"
+
+    git(repo, "config", "core.hooksPath", ".git/custom-hooks")  # inside .git: fine without --force
+    installed(repo, "--check", "true")
+    assert is_gitbot_script(repo / ".git/custom-hooks/pre-commit")
+
+
+def is_gitbot_script(path: Path) -> bool:
+    from gitbot.hooks import is_gitbot_hook
+
+    return is_gitbot_hook(path)
+
+
+HUSKY_HOOK = b'#!/usr/bin/env sh\n. "$(dirname -- "$0")/h"\n'
+# Like husky 9's helper: it finds the user's script by the hook's own name.
+HUSKY_HELPER = b'n=$(basename "$0")\necho "husky ran .husky/$n" >> husky.log\n'
+
+
+def test_a_husky_style_previous_hook_still_finds_its_helpers_and_is_renamed_back(repo):
+    hooks = repo / ".husky/_"
+    hooks.mkdir(parents=True)
+    (hooks / "pre-commit").write_bytes(HUSKY_HOOK)
+    (hooks / "pre-commit").chmod(0o755)
+    (hooks / "h").write_bytes(HUSKY_HELPER)
+    git(repo, "config", "core.hooksPath", ".husky/_")
+    assert run_gitbot(["hook", "install", "--check", check_cmd()], cwd=repo).returncode == 2  # not by default
+    proc = installed(repo, "--check", check_cmd(), "--force")
+    previous = hooks / "pre-commit.gitbot-previous"
+    assert "runs first" in proc.stderr and previous.read_bytes() == HUSKY_HOOK
+    commit = git(repo, "commit", "--allow-empty", "-q", "-m", "x", check=False)
+    assert commit.returncode == 0, commit.stderr
+    assert (repo / "husky.log").read_text() == "husky ran .husky/pre-commit\n"
+    assert run_gitbot(["hook", "uninstall"], cwd=repo).returncode == 0
+    assert (hooks / "pre-commit").read_bytes() == HUSKY_HOOK
+    assert stat.S_IMODE((hooks / "pre-commit").stat().st_mode) == 0o755 and not previous.exists()
+
+
+def test_reinstalling_after_the_state_is_lost_never_chains_gitbot_to_itself(repo):
+    import shutil
+
+    installed(repo, "--check", "true")
+    shutil.rmtree(repo / ".git/gitbot")
+    installed(repo, "--check", "true")
+    assert not (repo / ".git/hooks/pre-commit.gitbot-previous").exists()
+    assert "GITBOT_PREVIOUS" not in (repo / ".git/hooks/pre-commit").read_text()
+    assert git(repo, "commit", "--allow-empty", "-q", "-m", "x", check=False).returncode == 0
+
+    # With a previous hook: after the loss it is found again next to ours, and runs once.
+    run_gitbot(["hook", "uninstall"], cwd=repo)
+    team = repo / ".git/hooks/pre-commit"
+    team.write_text("#!/bin/sh\necho ran >> previous.log\n")
+    team.chmod(0o755)
+    installed(repo, "--check", "true")
+    shutil.rmtree(repo / ".git/gitbot")
+    installed(repo, "--check", "true")
+    assert git(repo, "commit", "--allow-empty", "-q", "-m", "y", check=False).returncode == 0
+    assert (repo / "previous.log").read_text() == "ran\n"
+    assert run_gitbot(["hook", "uninstall"], cwd=repo).returncode == 0
+    assert team.read_text() == "#!/bin/sh\necho ran >> previous.log\n"
+
+
+ENV_CHECK = ("python3 -c \"import os, sys; bad = [k for k in os.environ if k.startswith('ANTHROPIC') or "
+             "k in ('GITHUB_TOKEN', 'GIT_INDEX_FILE', 'GIT_DIR', 'GIT_PREFIX')]; print(bad); sys.exit(1 if bad else 0)\"")
+
+
+def test_hook_checks_get_neither_gitbots_credentials_nor_gits_hook_variables(repo):
+    installed(repo, "--check", ENV_CHECK, "--no-fix")
+    (repo / "notes.txt").write_text("changed\n")
+    commit = git(repo, "commit", "-a", "-q", "-m", "all", check=False,
+                 env={"ANTHROPIC_API_KEY": "sk-not-for-checks", "GITHUB_TOKEN": "ghs_not_for_checks"})
+    assert commit.returncode == 0, commit.stderr
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").stdout.split() == ["notes.txt"]
+
+
+def test_unstaged_changes_get_a_warning_that_the_checks_see_the_work_tree(repo):
+    installed(repo, "--check", "true")
+    (repo / "notes.txt").write_text("staged\n")
+    git(repo, "add", "notes.txt")
+    (repo / "ok.txt").write_text("ok\nunstaged\n")
+    commit = git(repo, "commit", "-q", "-m", "partly staged", check=False)
+    assert commit.returncode == 0
+    assert "unstaged changes" in commit.stderr and "work tree" in commit.stderr
+    quiet = git(repo, "commit", "-a", "-q", "-m", "everything", check=False)  # nothing left unstaged
+    assert quiet.returncode == 0 and quiet.stderr == ""
+
+
+def test_fixing_is_opt_in(repo):
+    (repo / ".gitbot").mkdir()
+    (repo / ".gitbot/config.toml").write_text(f'[hooks.pre-commit]\nchecks = ["{check_cmd()}"]\n')
+    (repo / "ok.txt").write_text("broken\n")
+    with FakeMessagesAPI([]) as api:
+        proc = run_gitbot(["hook", "run", "pre-commit"], cwd=repo, env=api.env())
+        assert api.requests == []
+    assert proc.returncode == 1 and "fixing is off for pre-commit" in proc.stderr
+    # `hook install` is the opt-in, unless --no-fix; an explicit setting is kept when reinstalling.
+    installed(repo)
+    assert "fix = true" in (repo / ".gitbot/config.toml").read_text()
+    installed(repo, "--no-fix")
+    installed(repo)
+    assert "fix = false" in (repo / ".gitbot/config.toml").read_text()
+
+
+def test_a_check_failing_only_in_the_users_environment_is_not_sent_to_the_model(repo):
+    check = "python3 -c \"import os, sys; sys.exit(1 if os.environ.get('ONLY_HERE') else 0)\""
+    installed(repo, "--check", check)
+    with FakeMessagesAPI([]) as api:
+        commit = git(repo, "commit", "--allow-empty", "-q", "-m", "x", check=False,
+                     env={**api.env(), "ONLY_HERE": "1"})
+        assert api.requests == []
+    assert commit.returncode == 1
+    assert "passes in the one the agent's commands run in" in commit.stderr
+
+
+def test_framework_virtualenv_is_taken_off_the_checks_path(monkeypatch, tmp_path):
+    from gitbot.checks import runner
+
+    venv = tmp_path / "py_env-python3.11"
+    (venv / "bin").mkdir(parents=True)
+    monkeypatch.setattr(runner.sys, "prefix", str(venv))
+    monkeypatch.setattr(runner.sys, "base_prefix", "/usr")
+    environ = {"PATH": f"{venv}/bin:/project/.venv/bin:/usr/bin", "VIRTUAL_ENV": str(venv), "PRE_COMMIT": "1",
+               "ANTHROPIC_API_KEY": "k", "GITHUB_TOKEN": "t", "GIT_INDEX_FILE": ".git/index", "HOME": "/home/u"}
+    env = runner.user_check_env(environ)
+    assert env == {"PATH": "/project/.venv/bin:/usr/bin", "PRE_COMMIT": "1", "HOME": "/home/u"}
+    monkeypatch.setattr(runner.sys, "prefix", "/usr")  # not in a virtualenv: PATH is left alone
+    assert runner.user_check_env({"PATH": f"{venv}/bin:/usr/bin"})["PATH"] == f"{venv}/bin:/usr/bin"

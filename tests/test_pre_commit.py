@@ -21,7 +21,7 @@ from tests.conftest import gitbot_env, make_repo
 pytest.importorskip("pre_commit")
 
 CHECKOUT = Path(__file__).resolve().parent.parent
-CHECK_PY = 'import sys\nsys.exit(0 if open("ok.txt").read().strip() == "ok" else 1)\n'
+TEST_OK = 'def test_ok():\n    assert open("ok.txt").read().strip() == "ok"\n'
 
 
 @pytest.fixture(scope="module")
@@ -46,21 +46,28 @@ def hook_repo(tmp_path_factory) -> Path:
 
 
 def try_repo(hook_repo: Path, project: Path, home: Path) -> subprocess.CompletedProcess:
-    env = gitbot_env({"PRE_COMMIT_HOME": str(home)})
+    # The project's own tools (pytest) are in this test run's virtualenv, first on PATH, as when a user
+    # commits with their project's environment active; pre-commit puts its own environment before it.
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    env = gitbot_env({"PRE_COMMIT_HOME": str(home), "PATH": path, "VIRTUAL_ENV": str(Path(sys.executable).parent.parent)})
     return subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(hook_repo), "gitbot-fix",
                            "--all-files", "--verbose"], cwd=project, capture_output=True, text=True, env=env,
                           timeout=600, check=False)
 
 
-def test_try_repo_installs_gitbot_and_its_hook_reports_a_failing_check(hook_repo, tmp_path):
+def test_try_repo_runs_a_real_pytest_check_with_the_projects_python(hook_repo, tmp_path):
     # One run only: try-repo builds a fresh environment every time (~15-20 s here), so the passing case
     # is left to tests/test_hooks.py, which runs the same `gitbot hook run` through git itself.
+    # `python -m pytest` must find the project's pytest, not fail in the hook's private virtualenv
+    # ("No module named pytest", which gitbot might otherwise pay a model to "fix").
     project = make_repo(tmp_path / "project", {
-        "check.py": CHECK_PY, "ok.txt": "broken\n",
-        ".gitbot/config.toml": '[hooks.pre-commit]\nchecks = ["python check.py"]\n'})
+        "test_ok.py": TEST_OK, "ok.txt": "broken\n",
+        ".gitbot/config.toml": '[hooks.pre-commit]\nchecks = ["python -m pytest -q -p no:cacheprovider"]\n'})
     proc = try_repo(hook_repo, project, tmp_path / "pre-commit-home")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "gitbot (run checks, fix failures)" in proc.stdout and "Failed" in proc.stdout
-    assert "pre-commit check `python check.py` exited 1" in proc.stdout
-    assert "set ANTHROPIC_API_KEY" in proc.stdout  # no key: it reports; it does not call a model
+    assert "No module named pytest" not in proc.stdout
+    assert "1 failed" in proc.stdout and "test_ok.py::test_ok" in proc.stdout  # pytest really ran
+    assert "exited 1" in proc.stdout
+    assert "fixing is off for pre-commit" in proc.stdout  # fixing is opt-in: no model call
     assert (project / "ok.txt").read_text() == "broken\n"

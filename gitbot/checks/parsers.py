@@ -89,9 +89,16 @@ def cut(text: str, limit: int = EXCERPT_CHARS) -> str:
 PYTEST_BANNER_LOOSE = re.compile(r"^=+ (.+?) =+$")
 PYTEST_SECTION = re.compile(r"^_{3,} (.+?) _{3,}$")
 # A node id may hold spaces only inside its [parameters]: tests/t.py::test_p[a b]
-PYTEST_SUMMARY_ITEM = re.compile(r"^(FAILED|ERROR|XPASS\(strict\)) ((?:[^\s\[]|\[[^\]]*\])+)(?: - (.*))?$")
-PYTEST_FINAL = re.compile(r"^(?:=+ )?((?:\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|warnings?|"
-                          r"deselected|rerun)(?:, )?)+ in [\d.]+s(?: \([^)]*\))?)(?: =+)?$")
+PYTEST_NODEID = r"(?:[^\s\[]|\[[^\]]*\])+"
+PYTEST_SUMMARY_ITEM = re.compile(rf"^(FAILED|ERROR|XPASS\(strict\)) ({PYTEST_NODEID})(?: - (.*))?$")
+# A failed subtest (pytest 9's `subtests` fixture, unittest's subTest): its message and/or parameters come
+# first:  SUBFAILED(i=1) t.py::test_x - …   SUBFAILED[custom msg] (i=(1, 2)) t.py::T::test_y - …
+PYTEST_SUBFAILED = re.compile(rf"^SUBFAILED((?:\[[^\]]*\])? ?(?:\(.*?\))?) ({PYTEST_NODEID}::{PYTEST_NODEID})"
+                              r"(?: - (.*))?$")
+# The parent of failed subtests, reported as a failure of its own.
+PYTEST_SUBTESTS_PARENT = re.compile(r"^contains \d+ failed subtests?$")
+PYTEST_FINAL = re.compile(r"^(?:=+ )?((?:\d+ (?:subtests? )?(?:failed|passed|errors?|skipped|xfailed|xpassed|"
+                          r"warnings?|deselected|rerun)(?:, )?)+ in [\d.]+s(?: \([^)]*\))?)(?: =+)?$")
 PYTEST_NO_TESTS = re.compile(r"^(?:=+ )?(no tests ran in [\d.]+s)(?: =+)?$")
 # "tests/test_x.py:5: AssertionError" (--tb=long/auto), "tests/test_x.py:5: in test_x" (--tb=short)
 TRACEBACK_LOCATION = re.compile(r"^(\S[^:\n]*?\.py):(\d+): (.*)$")
@@ -114,20 +121,65 @@ def parse_pytest(text: str, relative) -> ParsedOutput | None:
 
     sections = _pytest_sections(lines, banners)
     summary_items = _pytest_short_summary(lines, banners)
+    line_blocks = _pytest_line_blocks(lines, banners)  # --tb=line
     failures: list[Failure] = []
-    used_sections: set[str] = set()
-    for kind, nodeid, message in summary_items:
-        title, body = _match_section(sections, kind, nodeid)
+    used_sections: set[str] = {title for title, body in sections.items()
+                               if PYTEST_SUBTESTS_PARENT.match(body.strip())}
+    for kind, nodeid, message, subtest in summary_items:
+        title, body = _match_section(sections, kind, nodeid, subtest)
         if title:
             used_sections.add(title)
-        failures.append(_pytest_failure(kind, nodeid, message, body, relative))
+        elif line_blocks:
+            body = _take_line_block(line_blocks, message)
+        name = f"{nodeid} {subtest}" if subtest else nodeid
+        failure = _pytest_failure(kind, nodeid, message, body, relative, name=name)
+        failures.append(failure)
     # Sections with no summary line (pytest -rN, or a summary cut from the output): still failures.
     for title, body in sections.items():
         if title in used_sections:
             continue
         kind, nodeid = _kind_from_section_title(title)
         failures.append(_pytest_failure(kind, nodeid, "", body, relative))
+    if not summary_items:  # --tb=line without a short summary: one failure per location line
+        for block in line_blocks:
+            m = TRACEBACK_LOCATION.match(block.splitlines()[-1])
+            failures.append(_pytest_failure("failed", relative(m.group(1)) if m else "failure", "", block,
+                                            relative))
     return ParsedOutput(format="pytest", failures=failures, summary=summary)
+
+
+def _pytest_line_blocks(lines: list[str], banners: list[tuple[int, str]]) -> list[str]:
+    """With --tb=line each failure is its `E` lines and one `path:line: message` line, no section titles."""
+    blocks: list[str] = []
+    for index, (start, name) in enumerate(banners):
+        if name not in ("FAILURES", "ERRORS"):
+            continue
+        end = banners[index + 1][0] if index + 1 < len(banners) else len(lines)
+        region = lines[start + 1:end]
+        if any(PYTEST_SECTION.match(line) for line in region):
+            continue  # long/short/native tracebacks: sections with titles, read by _pytest_sections
+        current: list[str] = []
+        for line in region:
+            if PYTEST_SUBTESTS_PARENT.match(line.strip()):
+                current = []
+                continue
+            current.append(line)
+            if TRACEBACK_LOCATION.match(line):
+                blocks.append("\n".join(current))
+                current = []
+    return blocks
+
+
+def _take_line_block(blocks: list[str], message: str) -> str:
+    """The first --tb=line block whose location line ends with the summary's message (which pytest may
+    have cut to the terminal width); removed from `blocks`."""
+    wanted = message.strip().removesuffix("...").strip()
+    for index, block in enumerate(blocks):
+        m = TRACEBACK_LOCATION.match(block.splitlines()[-1])
+        said = m.group(3).strip() if m else ""
+        if wanted and (said == wanted or said.startswith(wanted)):
+            return blocks.pop(index)
+    return ""
 
 
 def _pytest_sections(lines: list[str], banners: list[tuple[int, str]]) -> dict[str, str]:
@@ -152,7 +204,9 @@ def _pytest_sections(lines: list[str], banners: list[tuple[int, str]]) -> dict[s
     return sections
 
 
-def _pytest_short_summary(lines: list[str], banners: list[tuple[int, str]]) -> list[tuple[str, str, str]]:
+def _pytest_short_summary(lines: list[str], banners: list[tuple[int, str]]) -> list[tuple[str, str, str, str]]:
+    """(kind, node id, message, subtest description) of each line of the short test summary. The
+    parent of failed subtests ("contains 2 failed subtests") is left out: its subtests are listed."""
     items = []
     starts = [i for i, name in banners if name == "short test summary info"]
     # Without the banner (pytest -q -rN prints none) FAILED/ERROR lines can still stand alone.
@@ -160,23 +214,29 @@ def _pytest_short_summary(lines: list[str], banners: list[tuple[int, str]]) -> l
     for line in scan:
         if m := PYTEST_SUMMARY_ITEM.match(line):
             kind = {"FAILED": "failed", "ERROR": "error", "XPASS(strict)": "xpass (strict)"}[m.group(1)]
-            items.append((kind, m.group(2), m.group(3) or ""))
-    return items
+            items.append((kind, m.group(2), m.group(3) or "", ""))
+        elif m := PYTEST_SUBFAILED.match(line):
+            items.append(("subtest failed", m.group(2), m.group(3) or "", m.group(1).strip()))
+    with_subtests = {nodeid for kind, nodeid, _, _ in items if kind == "subtest failed"}
+    return [item for item in items
+            if not (item[1] in with_subtests and item[0] == "failed" and PYTEST_SUBTESTS_PARENT.match(item[2]))]
 
 
-def _section_title_for(kind: str, nodeid: str) -> list[str]:
+def _section_title_for(kind: str, nodeid: str, subtest: str = "") -> list[str]:
     """The titles pytest gives the section of a summary item."""
     parts = nodeid.split("::")
     if len(parts) == 1:  # a module: collection error
         return [f"ERROR collecting {nodeid}"]
     dotted = ".".join(parts[1:])
+    if subtest:
+        return [f"{dotted} {subtest}", f"{parts[-1]} {subtest}"]
     if kind == "error":
         return [f"ERROR at setup of {dotted}", f"ERROR at teardown of {dotted}", dotted]
     return [dotted, parts[-1]]
 
 
-def _match_section(sections: dict[str, str], kind: str, nodeid: str) -> tuple[str | None, str]:
-    for title in _section_title_for(kind, nodeid):
+def _match_section(sections: dict[str, str], kind: str, nodeid: str, subtest: str = "") -> tuple[str | None, str]:
+    for title in _section_title_for(kind, nodeid, subtest):
         if title in sections:
             return title, sections[title]
     return None, ""
@@ -191,7 +251,7 @@ def _kind_from_section_title(title: str) -> tuple[str, str]:
     return "failed", title
 
 
-def _pytest_failure(kind: str, nodeid: str, message: str, body: str, relative) -> Failure:
+def _pytest_failure(kind: str, nodeid: str, message: str, body: str, relative, *, name: str = "") -> Failure:
     if kind == "error" and "::" not in nodeid:
         kind = "collection error"
     path, line = None, None
@@ -200,8 +260,12 @@ def _pytest_failure(kind: str, nodeid: str, message: str, body: str, relative) -
     locations = [(relative(m.group(1)), int(m.group(2))) for b in body_lines
                  if (m := TRACEBACK_LOCATION.match(b))]
     inside = [loc for loc in locations if not loc[0].startswith("/")]
-    if inside or locations:
-        path, line = (inside or locations)[-1]
+    if inside:
+        path, line = inside[-1]
+    elif locations and "::" not in nodeid:
+        path, line = locations[-1]
+    # Only frames outside the repository (the standard library's unittest under --tb=line): the test's
+    # own file says more than unittest/case.py:715.
     elif m := next((SETUP_ERROR_FILE.match(b) for b in body_lines if SETUP_ERROR_FILE.match(b)), None):
         path, line = relative(m.group(1)), int(m.group(2))
     if path is None:
@@ -209,7 +273,7 @@ def _pytest_failure(kind: str, nodeid: str, message: str, body: str, relative) -
     if not message:
         e_lines = [m.group(1) for b in body_lines if (m := PYTEST_E_LINE.match(b))]
         message = e_lines[0] if e_lines else ""
-    return Failure(kind=kind, name=nodeid, message=message.strip(), path=path, line=line,
+    return Failure(kind=kind, name=name or nodeid, message=message.strip(), path=path, line=line,
                    excerpt=cut(body) if body.strip() else "")
 
 
@@ -217,7 +281,9 @@ def _pytest_failure(kind: str, nodeid: str, message: str, body: str, relative) -
 
 UNITTEST_RULE = "=" * 70
 UNITTEST_DASHES = "-" * 70
-UNITTEST_HEADER = re.compile(r"^(FAIL|ERROR|UNEXPECTED SUCCESS): (\S+)(?: \((.+?)\))?$")
+# "FAIL: test_x (pkg.mod.Class.test_x)", then for a subTest its message and/or parameters:
+# "… [custom message]", "… (i=1)", "… [message] (i=(1, 2))".
+UNITTEST_HEADER = re.compile(r"^(FAIL|ERROR|UNEXPECTED SUCCESS): (\S+)(?: \(([^()\s]+)\))?(?: (\[.*|\(.*))?$")
 UNITTEST_FRAME = re.compile(r'^\s*File "(.+?)", line (\d+), in (.+)$')
 UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in [\d.]+s$")
 UNITTEST_RESULT = re.compile(r"^(FAILED \(.*\)|OK(?: \(.*\))?)$")
@@ -235,8 +301,10 @@ def parse_unittest(text: str, relative) -> ParsedOutput | None:
     while i < len(lines):
         if lines[i] == UNITTEST_RULE and i + 2 < len(lines) and (m := UNITTEST_HEADER.match(lines[i + 1])):
             # Python 3.11+: "test_x (pkg.mod.Class.test_x)"; older: "test_x (pkg.mod.Class)".
-            method, where = m.group(2), m.group(3) or ""
+            method, where, subtest = m.group(2), m.group(3) or "", m.group(4) or ""
             test_id = where if where.endswith("." + method) else (f"{where}.{method}" if where else method)
+            if subtest:
+                test_id = f"{test_id} {subtest}"
             j = i + 2
             while j < len(lines) and lines[j] != UNITTEST_DASHES:
                 j += 1  # a docstring line may stand between the header and the dashes

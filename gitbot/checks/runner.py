@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -19,6 +20,19 @@ if TYPE_CHECKING:
     from typing import TextIO
 
 # This module is on the git hook's fast path: no dataclasses, pathlib, shutil or shlex at import time.
+
+# Set by git for hooks (`git rev-parse --local-env-vars` of git 2.39): they point git at the repository
+# and the index of the commit in progress. A check that runs git must see neither (under `git commit -a`
+# a git-using test suite would write into the commit being made), nor must gitbot's own git commands.
+GIT_LOCAL_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS",
+                 "GIT_CONFIG_COUNT", "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE",
+                 "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE", "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS",
+                 "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE",
+                 "GIT_COMMON_DIR")
+# Credentials gitbot itself uses: a check run in the user's own environment (the hook's first run)
+# does not get them. (Checks that gitbot runs around a fix get the sandbox's allow-listed environment.)
+CHECK_SECRET_PREFIXES = ("ANTHROPIC_",)
+CHECK_SECRET_NAMES = frozenset({"GITHUB_TOKEN", "GH_TOKEN", "GITBOT_GITHUB_TOKEN"})
 
 DEFAULT_TIMEOUT_SECONDS = 600.0
 # What stays in memory: the first HEAD_BYTES and the last TAIL_BYTES. Test runners print the
@@ -92,6 +106,50 @@ def display_command(cmd: list[str] | str) -> str:
     import shlex
 
     return shlex.join(cmd)
+
+
+def user_check_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a check the user configured, run in the user's own environment (a hook's
+    checks before any fix): everything the hook got, minus gitbot's credentials, git's
+    repository-locating variables, and the pre-commit framework's private virtual environment."""
+    source = os.environ if environ is None else environ
+    env = {name: value for name, value in source.items()
+           if name not in CHECK_SECRET_NAMES and name not in GIT_LOCAL_ENV
+           and not name.startswith(CHECK_SECRET_PREFIXES)}
+    return without_framework_venv(env)
+
+
+def framework_venv(environ: dict[str, str] | None = None) -> str | None:
+    """The pre-commit framework's private virtual environment gitbot runs in, or None.
+
+    Under the framework (`language: python`), `python` on PATH is that environment's interpreter, which
+    has gitbot but not the project's tools: `python -m pytest` would fail with "No module named pytest".
+    Detected by PRE_COMMIT=1 (set by the framework for every hook) or by the interpreter living in one
+    of its environments (`py_env-*`)."""
+    source = os.environ if environ is None else environ
+    if sys.prefix == sys.base_prefix:
+        return None  # not in a virtual environment at all
+    if source.get("PRE_COMMIT") == "1" or os.path.basename(sys.prefix).startswith("py_env-"):
+        return sys.prefix
+    return None
+
+
+def without_framework_venv(env: dict[str, str]) -> dict[str, str]:
+    """`env` with the pre-commit framework's environment (see framework_venv) taken off PATH and
+    VIRTUAL_ENV, so that a check's `python` is the project's, as when the user runs it by hand."""
+    venv = framework_venv(env)
+    if venv is None:
+        return env
+    real = os.path.realpath(venv)
+    bin_dir = os.path.join(real, "bin")
+    entries = env.get("PATH", "").split(os.pathsep)
+    kept = [entry for entry in entries if not (entry and os.path.realpath(entry) == bin_dir)]
+    env = dict(env)
+    if len(kept) != len(entries):
+        env["PATH"] = os.pathsep.join(kept)
+    if env.get("VIRTUAL_ENV") and os.path.realpath(env["VIRTUAL_ENV"]) == real:
+        del env["VIRTUAL_ENV"]
+    return env
 
 
 def _not_startable(program: str, cwd: str, env: dict[str, str] | None, exc: OSError) -> CheckCommandError:

@@ -1,8 +1,13 @@
 """`gitbot fix-check [options] -- CMD [ARGS…]`: run a check; if it fails, fix it and prove it by re-running.
 
-Exit codes: 0 the check passes (as it was, or verified after a fix); 1 not fixed, flaky, or passed
-without changes; 2 bad input (no command, command not found, no API key, bad policy, a merge or
-rebase in progress, not a git repository); 3 the run itself failed (provider, interruption).
+The check runs the way the agent's commands run (the policy's sandbox, an allow-listed environment
+without API keys or tokens), each time: before, on the confirmation re-run, and for the verification.
+
+Exit codes: 0 the check passes (as it was, or verified after a fix); 1 not fixed, flaky, passed
+without changes, or --commit made a commit on which the check fails; 2 bad input (no command,
+command not found, no API key, bad policy, a merge or rebase in progress, not a git repository,
+another gitbot run holds the repository, a git error); 3 the run itself failed (provider,
+interruption).
 """
 
 from __future__ import annotations
@@ -30,8 +35,8 @@ def register(subparsers) -> None:
     p.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="seconds a single run of the check may take (default: 600)")
     p.add_argument("--commit", action="store_true",
-                   help="commit a verified fix on a new branch gitbot/fix-<name> (your branch and index "
-                        "untouched)")
+                   help="commit a verified fix on a new branch gitbot/fix-<name> (your branch, index and work "
+                        "tree untouched), then re-run the check on that commit alone; exit 1 if it fails there")
     p.add_argument("--no-confirm", dest="confirm", action="store_false",
                    help="do not re-run a failing check once before calling the model (the flakiness guard)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS…]", help="the check command")
@@ -66,7 +71,21 @@ def fix_check_flow(repo: Path, command: list[str] | str, *, model: str | None = 
                    timeout: float | None = None, commit: bool = False, confirm: bool = True,
                    json_output: bool = False, progress_label: str = "") -> FlowOutcome:
     """All of `gitbot fix-check`, reporting on stderr (and stdout with json_output); the demo uses it too."""
-    from gitbot.checks import DEFAULT_TIMEOUT_SECONDS, CheckCommandError, run_check
+    from gitbot.checkpoints import CheckpointError, GitCommandError
+    from gitbot.checks.worktree import GitError
+
+    try:
+        return _flow(repo, command, model=model, max_cost=max_cost, max_steps=max_steps, policy_file=policy_file,
+                     replay=replay, timeout=timeout, commit=commit, confirm=confirm, json_output=json_output,
+                     progress_label=progress_label)
+    except (CheckpointError, GitCommandError, GitError) as exc:
+        # Another run holds the repository, or git refused something: say so, no traceback.
+        return FlowOutcome(_config_error(f"cannot continue: {exc}"))
+
+
+def _flow(repo, command, *, model, max_cost, max_steps, policy_file, replay, timeout, commit, confirm,
+          json_output, progress_label) -> FlowOutcome:
+    from gitbot.checks import DEFAULT_TIMEOUT_SECONDS, CheckCommandError
     from gitbot.checks.runner import display_command
     from gitbot.checks.worktree import NotAGitRepository, operation_in_progress, repo_root
 
@@ -79,18 +98,29 @@ def fix_check_flow(repo: Path, command: list[str] | str, *, model: str | None = 
     if in_progress:
         return FlowOutcome(_config_error(f"refusing to run: {in_progress}"))
 
+    from gitbot.agent.run import ConfigError
+    from gitbot.checks.sandboxed import CheckSandbox
+    from gitbot.verify import FixOutcome, FixRequest, fix_failing_check, load_check_policy, print_report
+
+    # The check runs as the agent's commands do (the policy's sandbox, an allow-listed environment),
+    # every time: before, on the confirmation re-run and for the verification.
+    try:
+        policy = load_check_policy(repo, policy_file)
+    except ConfigError as exc:
+        return FlowOutcome(_config_error(str(exc)))
+    checks = CheckSandbox(policy, repo)
     display = display_command(command)
     echo = sys.stderr  # the check's own output, live, as in any CI log
-    print(f"gitbot: running `{display}` in {repo}", file=sys.stderr)
+    print(f"gitbot: running `{display}` in {repo} ({checks.description})", file=sys.stderr)
     try:
-        first = run_check(command, repo, timeout, echo=echo)
+        first = checks.run(command, timeout, echo=echo)
     except CheckCommandError as exc:
         return FlowOutcome(_config_error(str(exc)))
-    from gitbot.verify import FixOutcome, FixRequest, fix_failing_check, print_report
 
     if first.passed:
         fix = FixOutcome("check_passed", ExitCode.OK,
-                         f"`{display}` passes ({first.describe()}): nothing to fix", first)
+                         f"`{display}` passes ({first.describe()}): nothing to fix", first,
+                         check_environment=checks.description)
         print(f"gitbot: {fix.message}", file=sys.stderr)
     else:
         print(f"gitbot: `{display}` {first.describe()}", file=sys.stderr)
@@ -100,9 +130,11 @@ def fix_check_flow(repo: Path, command: list[str] | str, *, model: str | None = 
                              max_cost_usd=max_cost, max_steps=max_steps, policy_file=policy_file,
                              replay=replay, confirm_failure=confirm, echo=echo,
                              progress=lambda text: print(f"gitbot: {text}", file=sys.stderr))
-        fix = fix_failing_check(request, first, reporter=ConsoleReporter(label=progress_label))
+        fix = fix_failing_check(request, first, reporter=ConsoleReporter(label=progress_label), policy=policy,
+                                checks=checks)
         if commit and fix.outcome == "fixed":
-            _commit(repo, fix)
+            if not _commit(repo, fix, checks, command, timeout):
+                fix.exit_code = ExitCode.GAVE_UP if fix.exit_code == ExitCode.OK else fix.exit_code
         elif commit and fix.result is not None:
             print("gitbot: not committing: the fix is not verified", file=sys.stderr)
         print_report(fix)
@@ -112,20 +144,56 @@ def fix_check_flow(repo: Path, command: list[str] | str, *, model: str | None = 
     return FlowOutcome(fix.exit_code, run_id=fix.result.run_id if fix.result is not None else None, fix=fix)
 
 
-def _commit(repo: Path, fix) -> None:
-    from gitbot.checks.worktree import GitError, commit_on_new_branch
+def _commit(repo: Path, fix, checks, command, timeout: float) -> bool:
+    """Commit the agent's change on top of HEAD on a new branch, then re-run the check on a checkout of
+    exactly that commit. True only when the commit was made and the check passes on it."""
+    from gitbot.checks import CheckCommandError
+    from gitbot.checks.worktree import (
+        GitError,
+        create_branch,
+        temporary_worktree,
+        tree_with_patch,
+        write_commit,
+    )
     from gitbot.verify import commit_message, short_name
 
+    extra = fix.result.extra
+    extra["commit_verified"] = False
     try:
-        branch, commit = commit_on_new_branch(repo, fix.before_tree, fix.after_tree,
-                                              short_name=short_name(fix), message=commit_message(fix))
+        if not fix.patch:
+            raise GitError("the run's change could not be read from its checkpoints")
+        head, tree = tree_with_patch(repo, fix.patch)
+        # First a commit object no branch points at, to check out and test; the branch gets the final one.
+        trial = write_commit(repo, tree, head, commit_message(fix))
+        print("gitbot: re-running the check on a checkout of the commit alone (without your uncommitted "
+              "changes)", file=sys.stderr)
+        with temporary_worktree(repo, trial) as checkout:
+            try:
+                run = checks.run(command, timeout, repo=checkout, echo=None)
+                verified, how = run.passed, run.describe()
+            except CheckCommandError as exc:
+                verified, how = False, f"could not run ({exc})"
+        commit = write_commit(repo, tree, head, commit_message(fix, verified=verified))
+        branch = create_branch(repo, short_name(fix), commit)
     except GitError as exc:
         print(f"gitbot: could not commit the fix: {exc}", file=sys.stderr)
-        fix.result.extra["commit_error"] = str(exc)
-        return
-    fix.result.extra.update({"branch": branch, "commit": commit})
-    print(f"gitbot: committed the fix as {commit[:12]} on new branch {branch} "
-          f"(your branch, index and work tree are unchanged)", file=sys.stderr)
+        extra["commit_error"] = str(exc)
+        fix.message = extra["message"] = f"{fix.message}; but --commit failed: {exc}"
+        return False
+    extra.update({"branch": branch, "commit": commit, "commit_verified": verified,
+                  "commit_check": how})
+    if verified:
+        print(f"gitbot: committed the fix as {commit[:12]} on new branch {branch}; the check passes on it "
+              f"(your branch, index and work tree are unchanged)", file=sys.stderr)
+        return True
+    note = (f"the check fails on the commit alone ({how}): the fix needs changes in your work tree that "
+            f"the commit does not include (uncommitted or untracked files)")
+    extra["commit_message_note"] = f"committed as {commit[:12]} on {branch}, but {note}"
+    extra["message"] = f"{fix.message}; but {note}"
+    fix.message = extra["message"]
+    print(f"gitbot: committed the fix as {commit[:12]} on new branch {branch}, but NOT VERIFIED: {note}",
+          file=sys.stderr)
+    return False
 
 
 def _write_step_summary(fix) -> None:

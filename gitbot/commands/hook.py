@@ -19,8 +19,15 @@ def register(subparsers) -> None:
     install.add_argument("--check", action="append", dest="checks", metavar="CMD",
                          help="a check command for this stage (repeat for several); saved in "
                               ".gitbot/config.toml")
-    install.add_argument("--no-fix", action="store_true",
-                         help="only run the checks, never ask the agent to fix")
+    fixing = install.add_mutually_exclusive_group()
+    fixing.add_argument("--no-fix", dest="fix", action="store_const", const=False, default=None,
+                        help="only run the checks, never ask the agent to fix (writes fix = false)")
+    fixing.add_argument("--fix", dest="fix", action="store_const", const=True,
+                        help="let the agent fix a failing check (writes fix = true; the default when the "
+                             "stage has no fix setting yet)")
+    install.add_argument("--force", action="store_true",
+                         help="install even into a core.hooksPath directory outside this repository's .git "
+                              "(a global or committed hooks directory)")
     install.add_argument("--repo", type=Path, default=None,
                          help="the git work tree (default: the current one)")
     install.set_defaults(func=main_install)
@@ -37,7 +44,11 @@ def register(subparsers) -> None:
     run.add_argument("--check", action="append", dest="checks", metavar="CMD",
                      help="check commands to run instead of the configured ones (for the pre-commit "
                           "framework)")
-    run.add_argument("--no-fix", action="store_true", help="do not ask the agent to fix a failing check")
+    fixing = run.add_mutually_exclusive_group()
+    fixing.add_argument("--no-fix", dest="fix", action="store_const", const=False, default=None,
+                        help="do not ask the agent to fix a failing check")
+    fixing.add_argument("--fix", dest="fix", action="store_const", const=True,
+                        help="let the agent fix a failing check even if the configuration does not say fix = true")
     run.add_argument("--repo", type=Path, default=None, help=argparse.SUPPRESS)
     # git passes the remote name and URL to pre-push hooks; they are not needed.
     run.add_argument("git_args", nargs="*", help=argparse.SUPPRESS)
@@ -47,7 +58,7 @@ def register(subparsers) -> None:
 def main_run(args) -> int:
     from gitbot.hooks import run_hook
 
-    return run_hook(args.stage, checks=args.checks, fix=False if args.no_fix else None, repo=args.repo)
+    return run_hook(args.stage, checks=args.checks, fix=args.fix, repo=args.repo)
 
 
 def main_install(args) -> int:
@@ -56,18 +67,19 @@ def main_install(args) -> int:
 
     try:
         repo = find_repo(args.repo)
-        report = install(repo, args.stage, checks=args.checks, fix=False if args.no_fix else None)
+        report = install(repo, args.stage, checks=args.checks, fix=args.fix, force=args.force)
     except (HookError, ConfigFileError) as exc:
         print(f"gitbot: {exc}", file=sys.stderr)
         return 2
     verb = "reinstalled" if report.reinstalled else "installed"
     print(f"gitbot: {verb} the {args.stage} hook at {report.hook_path}", file=sys.stderr)
     if report.chained:
-        print(f"gitbot: the hook that was there runs first (kept at {report.chained})", file=sys.stderr)
+        print(f"gitbot: the hook that was there runs first (renamed to {report.chained}; uninstall renames it "
+              f"back)", file=sys.stderr)
     if report.config_changed:
         print(f"gitbot: saved the checks in {CONFIG_RELPATH} (commit it to share them)", file=sys.stderr)
     if report.checks:
-        fix = "fix on failure" if report.fix else "no fixing"
+        fix = "fix on failure, fix = true" if report.fix else "no fixing, fix = false"
         print(f"gitbot: checks: {', '.join(report.checks)} ({fix})", file=sys.stderr)
     else:
         print(f"gitbot: no checks configured yet; add them with --check CMD or in {CONFIG_RELPATH}:\n\n"

@@ -79,8 +79,25 @@ class CalcTest(unittest.TestCase):
         pass
 '''
 
+# Subtests: pytest 9's `subtests` fixture and unittest's subTest (run by pytest and by unittest).
+TEST_SUB = '''import unittest
+
+
+def test_items(subtests):
+    for i in range(3):
+        with subtests.test(i=i):
+            assert i == 0  # SUB-PT
+
+
+class SubTest(unittest.TestCase):
+    def test_sub(self):
+        for i in range(2):
+            with self.subTest("labelled", i=i):
+                self.assertEqual(i, 0)  # SUB-UT
+'''
+
 FILES = {"pkg/__init__.py": "", "pkg/calc.py": CALC, "tests/__init__.py": "", "tests/test_calc.py": TEST_CALC,
-         "tests/test_broken.py": TEST_BROKEN, "tests/test_ut.py": TEST_UT}
+         "tests/test_broken.py": TEST_BROKEN, "tests/test_ut.py": TEST_UT, "tests/test_sub.py": TEST_SUB}
 
 
 def line_of(marker: str) -> tuple[str, int]:
@@ -169,6 +186,40 @@ def test_pytest_without_short_summary_still_finds_failures(project):
     failures = by_name(parse_output(out, project))
     assert failures["test_add"].location == location("FAIL-ASSERT")
     assert failures["TestGroup.test_in_class"].location == location("FAIL-CLASS")
+
+
+def test_pytest_subtests(project):
+    out = run(project, sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "tests/test_sub.py")
+    parsed = parse_output(out, project)
+    assert "subtests passed" in parsed.summary and "failed" in parsed.summary
+    failures = by_name(parsed)
+    # Each failed subtest, by its parameters; not the parent "contains 2 failed subtests".
+    assert set(failures) == {"tests/test_sub.py::test_items (i=1)", "tests/test_sub.py::test_items (i=2)",
+                             "tests/test_sub.py::SubTest::test_sub [labelled] (i=1)"}
+    assert failures["tests/test_sub.py::test_items (i=2)"].location == location("SUB-PT")
+    assert failures["tests/test_sub.py::test_items (i=2)"].message == "assert 2 == 0"
+    assert failures["tests/test_sub.py::test_items (i=2)"].kind == "subtest failed"
+    assert failures["tests/test_sub.py::SubTest::test_sub [labelled] (i=1)"].location == location("SUB-UT")
+
+
+def test_pytest_line_tracebacks(project):
+    out = run(project, sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--tb=line", "tests/test_calc.py",
+              "tests/test_sub.py", "tests/test_ut.py")
+    failures = by_name(parse_output(out, project))
+    assert failures["tests/test_calc.py::test_add"].location == location("FAIL-ASSERT")
+    assert failures["tests/test_calc.py::test_param[a b]"].location == location("FAIL-PARAM")
+    assert failures["tests/test_sub.py::test_items (i=1)"].location == location("SUB-PT")
+    assert "assert 1 == 0" in failures["tests/test_sub.py::test_items (i=1)"].excerpt
+    # unittest's own frame (unittest/case.py) is no help: the test's file is named instead.
+    assert failures["tests/test_ut.py::CalcTest::test_add"].location == "tests/test_ut.py"
+
+
+def test_unittest_subtests(project):
+    out = run(project, sys.executable, "-m", "unittest", "tests.test_sub")
+    failures = by_name(parse_output(out, project))
+    assert set(failures) == {"tests.test_sub.SubTest.test_sub [labelled] (i=1)"}
+    assert failures["tests.test_sub.SubTest.test_sub [labelled] (i=1)"].location == location("SUB-UT")
+    assert failures["tests.test_sub.SubTest.test_sub [labelled] (i=1)"].message == "AssertionError: 1 != 0"
 
 
 def test_unittest_failures_and_errors(project):

@@ -112,3 +112,56 @@ def test_check_does_not_read_the_terminal(tmp_path):
     # stdin is /dev/null: a check that asks a question gets EOF instead of hanging the hook.
     run = run_check([PY, "-c", "import sys; print(repr(sys.stdin.read()))"], tmp_path, timeout=30)
     assert run.passed and run.output.strip() == "''"
+
+
+# ---------------------------------------------------------------- checks run like the agent's commands
+
+
+def _policy(mode: str):
+    from gitbot.policy import Policy
+
+    return Policy(sandbox_mode=mode)
+
+
+def test_checks_get_the_allow_listed_environment_even_unsandboxed(tmp_path, monkeypatch):
+    from gitbot.checks.sandboxed import CheckSandbox
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-should-not-reach-checks")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_should_not_reach_checks")
+    monkeypatch.setenv("GIT_INDEX_FILE", "/somewhere/index")
+    checks = CheckSandbox(_policy("off"), tmp_path)
+    run = checks.run(["python3", "-c", "import os; print(sorted(os.environ))"], 30)
+    assert run.passed
+    assert "ANTHROPIC" not in run.output and "GITHUB_TOKEN" not in run.output and "GIT_INDEX_FILE" not in run.output
+    assert "no sandbox" in checks.description
+
+
+def test_required_sandbox_that_does_not_work_refuses_to_run_the_check(tmp_path, monkeypatch):
+    from gitbot import sandbox
+    from gitbot.checks.sandboxed import CheckSandbox, CheckSandboxError
+
+    monkeypatch.setattr(sandbox, "probe", lambda **_: sandbox.SandboxStatus(False, "bwrap is missing"))
+    with pytest.raises(CheckSandboxError, match="bwrap is missing"):
+        CheckSandbox(_policy("required"), tmp_path).run(["true"], 10)
+    assert CheckSandbox(_policy("auto"), tmp_path).run(["true"], 10).passed  # auto: unsandboxed instead
+
+
+def test_sandboxed_check_cannot_see_secrets_or_programs_hidden_by_the_sandbox(tmp_path, monkeypatch):
+    from gitbot import sandbox
+    from gitbot.checks.sandboxed import CheckSandbox
+
+    if not sandbox.probe().available:
+        pytest.skip("bubblewrap does not work here")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-should-not-reach-checks")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    checks = CheckSandbox(_policy("auto"), repo)
+    assert checks.sandboxed and "bubblewrap" in checks.description
+    run = checks.run(["python3", "-c", "import os; print(sorted(os.environ)); open('out.txt', 'w').write('x')"], 30)
+    assert run.passed and "ANTHROPIC" not in run.output and (repo / "out.txt").read_text() == "x"
+    outside = tmp_path / "tools" / "check.sh"  # under /tmp but outside the repository: hidden in the sandbox
+    outside.parent.mkdir()
+    outside.write_text("#!/bin/sh\nexit 0\n")
+    outside.chmod(0o755)
+    with pytest.raises(CheckCommandError, match="cannot start in the sandbox"):
+        checks.run([str(outside)], 30)
