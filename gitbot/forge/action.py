@@ -367,6 +367,11 @@ class ActionRun:
         provider = AnthropicProvider(self.inputs.model or DEFAULT_MODEL, client=client)
         open_pr = self.forge.open_pull(plan.branch)
 
+        from gitbot.checks.sandboxed import CheckSandbox
+
+        # The check runs where the agent's commands run: sandboxed, allow-listed environment. After the
+        # agent it executes code the agent wrote, so it must never see the tokens.
+        self._checks = CheckSandbox(policy, self.repo)
         with self.io.commands_stopped():
             before = self._check("before the agent")
             result = run_task(
@@ -450,11 +455,9 @@ class ActionRun:
     # ---------------------------------------------------------------- pieces of work
 
     def _check(self, when: str):
-        from gitbot.checks import run_check
-
         if not self.inputs.check_command:
             return None
-        run = run_check(self.inputs.check_command, self.repo, CHECK_TIMEOUT_SECONDS)
+        run = self._checks.run(self.inputs.check_command, CHECK_TIMEOUT_SECONDS)
         self.io.info(f"check {when}: {run.describe()}")
         return run
 

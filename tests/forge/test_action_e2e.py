@@ -18,7 +18,8 @@ from tests.fakes.github_api import FakeGitHub
 from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
 from tests.forge.conftest import actions_checkout, run_git
 
-CHECK = f"{sys.executable} -m unittest -q"
+# A system interpreter: the check runs in the sandbox, which hides $HOME (where pyenv keeps this venv's).
+CHECK = "python3 -m unittest -q"
 SECTIONS = [
     "## What was done",
     "## Verification",
