@@ -7,7 +7,6 @@ import base64
 import datetime as dt
 import json
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
