@@ -124,8 +124,9 @@ def test_sigkill_then_resume_ends_with_the_same_diff(tmp_path: Path, kill_at: in
     recorded = [e["usage"] for e in events_of(repo) if e["event"] == "reply"]
     assert result["steps"] == len(recorded) == replies_before + len(second_usage)
     assert recorded[:replies_before] == first_usage[:replies_before]
-    if kill_at == 3:  # the half-written file was put back before the model was told
-        assert any(e["event"] == "resume_restore" for e in events_of(repo))
+    if kill_at == 3:  # the half-written file was removed before the model was told
+        restored = [e for e in events_of(repo) if e["event"] == "resume_restore"]
+        assert len(restored) == 1 and restored[0]["removed"] == 1
     total = {k: sum(u[k] for u in recorded) for k in recorded[0]}
     assert result["usage"] == total
 
