@@ -40,7 +40,9 @@ FIX_DIFF = ("<<<<<<< SEARCH\n    return sum(values) / (len(values) - 1)\n=======
 
 
 def git(repo: Path, *args: str) -> str:
-    env = {**os.environ, **GIT_IDENTITY}
+    # GIT_* from a surrounding hook (GIT_DIR, GIT_INDEX_FILE) must never point git at another repository.
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+    env.update(GIT_IDENTITY)
     return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=env).stdout
 
 

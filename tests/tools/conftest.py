@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,16 +9,7 @@ import pytest
 from gitbot.policy import load_policy
 from gitbot.secrets import Secrets
 from gitbot.tools.base import ToolContext, ToolResult
-
-GIT_IDENTITY = {"GIT_AUTHOR_NAME": "Test User", "GIT_AUTHOR_EMAIL": "test@example.invalid",
-                "GIT_COMMITTER_NAME": "Test User", "GIT_COMMITTER_EMAIL": "test@example.invalid"}
-
-
-def git(repo: Path, *args: str) -> str:
-    # GIT_* from a surrounding hook (GIT_DIR, GIT_INDEX_FILE) must never point git at another repository.
-    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
-    env.update(GIT_IDENTITY)
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=env).stdout
+from tests.conftest import git
 
 
 def write(repo: Path, relpath: str, content: str | bytes) -> Path:
