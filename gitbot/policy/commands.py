@@ -314,6 +314,46 @@ WRAPPERS = {"env", "timeout", "nice", "nohup", "stdbuf", "time", "command", "bui
             "dash"}
 SHELLS = {"sh", "bash", "dash"}
 
+
+@dataclass(frozen=True)
+class WrapperOptions:
+    """A wrapper's options before the command it runs: they end at `--` or at the first word not
+    starting with `-`, and one not listed is refused (`unknown`)."""
+
+    flags: frozenset[str] = frozenset()  # options without a value
+    with_value: frozenset[str] = frozenset()  # options whose value is the next word
+    attached: re.Pattern[str] | None = None  # whole words that are an option with its value
+    denied: re.Pattern[str] | None = None  # options refused with `denial`
+    denial: str = ""
+    describes_only: frozenset[str] = frozenset()  # the wrapper then runs nothing (`command -v`)
+    unknown: str = "`{shown}`: {name} option `{value}` is not known"
+    operands: int = 0  # words between the options and the command (timeout's duration)
+    assignments_end_options: bool = False  # a NAME=... word known only at run time ends them (env)
+
+
+def _options(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+WRAPPER_OPTIONS = {
+    "env": WrapperOptions(flags=_options("-i --ignore-environment -0 --null -v --debug -"),
+                          with_value=_options("-u --unset"), attached=re.compile(r"--unset=.*|-u.+", re.DOTALL),
+                          unknown="`{shown}`: env option `{value}` is not allowed (it changes how the command "
+                                  "is found, split or where it runs)", assignments_end_options=True),
+    "timeout": WrapperOptions(flags=_options("--preserve-status --foreground -v --verbose"),
+                              with_value=_options("-s --signal -k --kill-after"),
+                              attached=re.compile(r"--(signal|kill-after)=.*|-[sk].+", re.DOTALL), operands=1),
+    "nice": WrapperOptions(with_value=_options("-n --adjustment"),
+                           attached=re.compile(r"--adjustment=.*|-n?-?\d+", re.DOTALL)),
+    "stdbuf": WrapperOptions(with_value=_options("-i -o -e"),
+                             attached=re.compile(r"-[ioe].+|--(input|output|error)=.*")),
+    "time": WrapperOptions(flags=_options("-p -v --verbose --portability -q --quiet"),
+                           with_value=_options("-f --format"), attached=re.compile(r"--format=.*", re.DOTALL),
+                           denied=re.compile(r"-o|--output|-a|--append|--output=.*", re.DOTALL),
+                           denial="`{shown}`: `time {value}` writes a file; redirect its output instead"),
+    "command": WrapperOptions(flags=_options("-p"), describes_only=_options("-v -V")),
+}
+
 # Builtins that set (or unset) variables named by their arguments: see NAME_BUILTINS.
 VARIABLE_SETTING_BUILTINS = {"read", "mapfile", "readarray", "getopts", "printf", "wait", "unset", "declare",
                              "typeset", "local", "export", "readonly"}
@@ -1518,10 +1558,9 @@ class CommandJudge:
             self._script(script, depth + 1, verdicts)
             verdicts.allowed.append(f"`{shown}` (the inner command was judged)")
             return True
-        unwrap = {"env": self._unwrap_env, "timeout": self._unwrap_timeout, "nice": self._unwrap_nice,
-                  "nohup": self._unwrap_nohup, "stdbuf": self._unwrap_stdbuf, "time": self._unwrap_time,
-                  "command": self._unwrap_command, "builtin": self._unwrap_builtin, "xargs": self._unwrap_xargs}
-        inner = unwrap[base](words, shown)
+        unwrap = {"env": self._unwrap_env, "nohup": self._unwrap_nohup, "builtin": self._unwrap_builtin,
+                  "xargs": self._unwrap_xargs}
+        inner = unwrap[base](words, shown) if base in unwrap else self._unwrap_options(base, words, shown)
         if not inner:
             return False
         self._simple(inner, depth, verdicts)
@@ -1533,72 +1572,40 @@ class CommandJudge:
             if not word.literal:
                 _deny(f"in `{shown}` the {what} argument `{word.text}` is only known at run time")
 
-    def _unwrap_env(self, words: list[Word], shown: str) -> list[Word] | None:
+    def _unwrap_options(self, base: str, words: list[Word], shown: str) -> list[Word] | None:
+        """The command a wrapper runs, after its options (walked as WRAPPER_OPTIONS[base] says)."""
+        spec = WRAPPER_OPTIONS[base]
         i = 1
         while i < len(words):
             word = words[i]
-            if word.value is None and _ASSIGNMENT.match(word.text):
+            if spec.assignments_end_options and word.value is None and _ASSIGNMENT.match(word.text):
                 break
-            self._option_words([word], shown, "env")
+            self._option_words([word], shown, base)
             value = word.value
+            if value in spec.describes_only:
+                return None  # only describes a name; judged as `command -v ...` itself
             if value == "--":
                 i += 1
                 break
-            if value in ("-i", "--ignore-environment", "-0", "--null", "-v", "--debug", "-"):
+            if value in spec.flags or (spec.attached and spec.attached.fullmatch(value)):
                 i += 1
-            elif value in ("-u", "--unset"):
+            elif value in spec.with_value:
                 i += 2
-            elif value.startswith("--unset=") or (value.startswith("-u") and len(value) > 2):
-                i += 1
+            elif spec.denied and spec.denied.fullmatch(value):
+                _deny(spec.denial.format(shown=shown, value=value))
             elif value.startswith("-"):
-                _deny(f"`{shown}`: env option `{value}` is not allowed (it changes how the command is found, "
-                      f"split or where it runs)")
+                _deny(spec.unknown.format(shown=shown, name=base, value=value))
             else:
                 break
-        while i < len(words):
-            match = _ASSIGNMENT.match(words[i].text)
-            if not match or (words[i].value is not None and "=" not in words[i].value):
-                break
+        return words[i + spec.operands:] or None
+
+    def _unwrap_env(self, words: list[Word], shown: str) -> list[Word] | None:
+        inner = self._unwrap_options("env", words, shown) or []
+        while inner and (match := _ASSIGNMENT.match(inner[0].text)) and (
+                inner[0].value is None or "=" in inner[0].value):
             self._check_variable(match.group(1), f"in `{shown}`")
-            i += 1
-        return words[i:] or None
-
-    def _unwrap_timeout(self, words: list[Word], shown: str) -> list[Word] | None:
-        i = 1
-        while i < len(words):
-            self._option_words([words[i]], shown, "timeout")
-            value = words[i].value
-            if value in ("-s", "--signal", "-k", "--kill-after"):
-                i += 2
-            elif (value.startswith(("--signal=", "--kill-after=")) or (value[:2] in ("-s", "-k") and len(value) > 2)
-                  or value in ("--preserve-status", "--foreground", "-v", "--verbose")):
-                i += 1
-            elif value == "--":
-                i += 1
-                break
-            elif value.startswith("-"):
-                _deny(f"`{shown}`: timeout option `{value}` is not known")
-            else:
-                break
-        return words[i + 1:] or None  # skip the duration
-
-    def _unwrap_nice(self, words: list[Word], shown: str) -> list[Word] | None:
-        i = 1
-        while i < len(words):
-            self._option_words([words[i]], shown, "nice")
-            value = words[i].value
-            if value in ("-n", "--adjustment"):
-                i += 2
-            elif value.startswith("--adjustment=") or re.fullmatch(r"-n?-?\d+", value):
-                i += 1
-            elif value == "--":
-                i += 1
-                break
-            elif value.startswith("-"):
-                _deny(f"`{shown}`: nice option `{value}` is not known")
-            else:
-                break
-        return words[i:] or None
+            inner = inner[1:]
+        return inner or None
 
     def _unwrap_nohup(self, words: list[Word], shown: str) -> list[Word] | None:
         i = 1
@@ -1606,64 +1613,6 @@ class CommandJudge:
             i += 1
         elif i < len(words) and words[i].value is not None and words[i].value.startswith("-"):
             return None  # --help / --version
-        return words[i:] or None
-
-    def _unwrap_stdbuf(self, words: list[Word], shown: str) -> list[Word] | None:
-        i = 1
-        while i < len(words):
-            self._option_words([words[i]], shown, "stdbuf")
-            value = words[i].value
-            if value in ("-i", "-o", "-e"):
-                i += 2
-            elif re.fullmatch(r"-[ioe].+|--(input|output|error)=.*", value):
-                i += 1
-            elif value == "--":
-                i += 1
-                break
-            elif value.startswith("-"):
-                _deny(f"`{shown}`: stdbuf option `{value}` is not known")
-            else:
-                break
-        return words[i:] or None
-
-    def _unwrap_time(self, words: list[Word], shown: str) -> list[Word] | None:
-        i = 1
-        while i < len(words):
-            self._option_words([words[i]], shown, "time")
-            value = words[i].value
-            if value in ("-p", "-v", "--verbose", "--portability", "-q", "--quiet"):
-                i += 1
-            elif value in ("-f", "--format"):
-                i += 2
-            elif value.startswith("--format="):
-                i += 1
-            elif value in ("-o", "--output", "-a", "--append") or value.startswith("--output="):
-                _deny(f"`{shown}`: `time {value}` writes a file; redirect its output instead")
-            elif value == "--":
-                i += 1
-                break
-            elif value.startswith("-"):
-                _deny(f"`{shown}`: time option `{value}` is not known")
-            else:
-                break
-        return words[i:] or None
-
-    def _unwrap_command(self, words: list[Word], shown: str) -> list[Word] | None:
-        i = 1
-        while i < len(words):
-            self._option_words([words[i]], shown, "command")
-            value = words[i].value
-            if value in ("-v", "-V"):
-                return None  # only describes a name; judged as `command -v ...` itself
-            if value == "-p":
-                i += 1
-            elif value == "--":
-                i += 1
-                break
-            elif value.startswith("-"):
-                _deny(f"`{shown}`: command option `{value}` is not known")
-            else:
-                break
         return words[i:] or None
 
     def _unwrap_builtin(self, words: list[Word], shown: str) -> list[Word] | None:
