@@ -152,21 +152,31 @@ def without_framework_venv(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def _not_startable(program: str, cwd: str, env: dict[str, str] | None, exc: OSError) -> CheckCommandError:
-    """Why the program could not start, said plainly (looked up only after the start failed: the fast path
-    does not pay for it)."""
+NOT_ON_PATH_HINT = " (is it installed, and is its virtual environment active?)"
+
+
+def startability_problem(program: str, cwd: str | os.PathLike, path: str,
+                         not_on_path_hint: str = NOT_ON_PATH_HINT) -> CheckCommandError | None:
+    """Why `program` cannot start from `cwd` with this PATH, or None when it looks startable."""
     import shutil
 
     if os.sep in program:
-        path = program if os.path.isabs(program) else os.path.join(cwd, program)
-        if not os.path.exists(path):
-            return CheckCommandError(f"the check command {program!r} does not exist (looked for {path})")
-        if os.path.isdir(path) or not os.access(path, os.X_OK):
+        where = program if os.path.isabs(program) else os.path.join(cwd, program)
+        if not os.path.exists(where):
+            return CheckCommandError(f"the check command {program!r} does not exist (looked for {where})")
+        if os.path.isdir(where) or not os.access(where, os.X_OK):
             return CheckCommandError(f"the check command {program!r} is not an executable file")
-    elif shutil.which(program, path=(env if env is not None else os.environ).get("PATH", os.defpath)) is None:
-        return CheckCommandError(f"the check command {program!r} was not found on PATH "
-                                 "(is it installed, and is its virtual environment active?)")
-    return CheckCommandError(f"cannot start the check command {program!r}: {exc}")
+    elif shutil.which(program, path=path) is None:
+        return CheckCommandError(f"the check command {program!r} was not found on PATH{not_on_path_hint}")
+    return None
+
+
+def _not_startable(program: str, cwd: str, env: dict[str, str] | None, exc: OSError) -> CheckCommandError:
+    """Why the program could not start, said plainly (looked up only after the start failed: the fast path
+    does not pay for it)."""
+    path = (env if env is not None else os.environ).get("PATH", os.defpath)
+    return startability_problem(program, cwd, path) or \
+        CheckCommandError(f"cannot start the check command {program!r}: {exc}")
 
 
 class _BoundedOutput:

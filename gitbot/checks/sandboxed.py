@@ -31,6 +31,7 @@ from gitbot.checks.runner import (
     framework_venv,
     run_check,
     split_command,
+    startability_problem,
 )
 
 # What bwrap prints when the program cannot be executed inside the sandbox (then it exits 1).
@@ -127,16 +128,11 @@ def _without_framework_bin(path: str) -> str:
 def _check_startable(program: str, cwd: Path, env: dict[str, str]) -> None:
     """A check that cannot start is a configuration error (exit 2, no model call), found before the
     sandbox turns it into an ordinary failing exit status."""
-    if os.sep in program:
-        path = program if os.path.isabs(program) else os.path.join(cwd, program)
-        if not os.path.exists(path):
-            raise CheckCommandError(f"the check command {program!r} does not exist (looked for {path})")
-        if os.path.isdir(path) or not os.access(path, os.X_OK):
-            raise CheckCommandError(f"the check command {program!r} is not an executable file")
-        return
-    if shutil.which(program, path=env.get("PATH", "")) is None:
-        raise CheckCommandError(
-            f"the check command {program!r} was not found on PATH. gitbot runs checks in the agent's "
-            f"environment, whose PATH leaves out directories inside the repository, /tmp and your home "
-            f"(PATH={env.get('PATH', '')}); is it installed? Otherwise name it by its path "
-            f"(e.g. .venv/bin/{program}).")
+    path = env.get("PATH", "")
+    problem = startability_problem(
+        program, cwd, path,
+        not_on_path_hint=(f". gitbot runs checks in the agent's environment, whose PATH leaves out directories "
+                          f"inside the repository, /tmp and your home (PATH={path}); is it installed? Otherwise "
+                          f"name it by its path (e.g. .venv/bin/{program})."))
+    if problem is not None:
+        raise problem

@@ -548,7 +548,7 @@ def _scan_substitutions(text: str) -> list[tuple[int, str]]:
             continue
         if c == "`":
             hits.append((i, "command substitution"))
-            i = _backticks_end(text, i + 1)
+            i = _escaped_end(text, i + 1, "`")
             continue
         if c == "$" and i + 1 < n:
             following = text[i + 1]
@@ -569,7 +569,7 @@ def _scan_substitutions(text: str) -> list[tuple[int, str]]:
                 _deny("a quote inside a ${...} within double quotes is not allowed (bash's quoting there "
                       "depends on the operator, so what it runs cannot be known); use a variable")
             if following == "'" and context in ("top", "brace"):
-                i = _ansi_c_end(text, i + 2)
+                i = _escaped_end(text, i + 2, "'")
                 continue
         if c in "<>" and i + 1 < n and text[i + 1] == "(":
             hits.append((i, "process substitution"))
@@ -626,26 +626,15 @@ def _scan_substitutions(text: str) -> list[tuple[int, str]]:
     return hits
 
 
-def _backticks_end(text: str, i: int) -> int:
-    """The index after the backtick that closes a `...` substitution whose body starts at i (one
-    hit is enough; the judge refuses the whole substitution)."""
+def _escaped_end(text: str, i: int, closer: str) -> int:
+    """The index after the unescaped `closer` that ends a body starting at i: the closing backtick of a
+    `...` substitution (one hit is enough; the judge refuses the whole substitution) or the closing
+    quote of a $'...' string. Backslash escapes the next character in both."""
     while i < len(text):
         if text[i] == "\\":
             i += 2
             continue
-        if text[i] == "`":
-            return i + 1
-        i += 1
-    return len(text)
-
-
-def _ansi_c_end(text: str, i: int) -> int:
-    """The index after the `'` that closes a $'...' string whose body starts at i."""
-    while i < len(text):
-        if text[i] == "\\":
-            i += 2
-            continue
-        if text[i] == "'":
+        if text[i] == closer:
             return i + 1
         i += 1
     return len(text)
@@ -715,7 +704,7 @@ def _heredoc_bodies(text: str, i: int, heredocs: list[tuple[str, bool, bool]],
                         continue
                     if body[k] == "`":
                         hits.append((start + k, "command substitution"))
-                        k = _backticks_end(body, k + 1)
+                        k = _escaped_end(body, k + 1, "`")
                         continue
                     if body.startswith("$(", k):
                         kind = "arithmetic expansion" if body.startswith("$((", k) else "command substitution"
