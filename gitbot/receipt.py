@@ -54,18 +54,6 @@ def receipt_rows(result: RunResult) -> list[tuple[str, str]]:
     return rows
 
 
-def render_text(result: RunResult) -> str:
-    rows = receipt_rows(result)
-    width = max(len(k) for k, _ in rows)
-    lines = [REPLAY_NOTE] if result.replay else []
-    lines.append("gitbot receipt")
-    lines += [f"  {k:<{width}}  {printable(v)}" for k, v in rows]
-    lines.append(f"  {'summary':<{width}}  {printable(result.summary)}")
-    lines += [f"  warning: {w}" for w in result.warnings]
-    lines.append(f"  inspect: gitbot checkpoints list {result.run_id}")
-    return "\n".join(lines)
-
-
 def print_receipt(result: RunResult) -> None:
     """The receipt table on stderr."""
     from rich.console import Console

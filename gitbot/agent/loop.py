@@ -47,8 +47,6 @@ class LoopState:
     last_cached_tokens: int = 0
     output_tokens_seen: list[int] = field(default_factory=list)
     step_log: list[StepRecord] = field(default_factory=list)
-    touched: set[str] = field(default_factory=set)
-    waited: float = 0.0
     # Checkpoint steps used by something other than a tool call (a restore during resume): tool call k
     # is checkpoint step k + step_offset, so step numbers stay unique without inflating tool_calls.
     step_offset: int = 0
@@ -140,7 +138,6 @@ class Agent:
         finally:
             self.reporter.done_waiting()
         s.steps += 1
-        s.waited += reply.wait_seconds
         self._account(reply, chars)
         return self._handle(reply)
 
@@ -262,8 +259,6 @@ class Agent:
                               traceback=self.ctx.secrets.redact(encodable(traceback.format_exc())))
         text = self.ctx.secrets.redact(encodable(text) if text.strip() else "(no output)")
         is_error = outcome != "ok"
-        if touched:
-            s.touched.update(touched)
         checkpoint = self._checkpoint_after_tool(step, tool, touched)
         duration = time.monotonic() - started
         self.record.event("tool_end", step=step, request=s.steps, tool=name, target=target,

@@ -441,6 +441,3 @@ REPLACE_IN_FILE = Tool(
     function=replace_in_file,
     changes_files=True,
 )
-
-TOOLS = (REPLACE_IN_FILE,)
-

@@ -546,5 +546,3 @@ LIST_FILES = Tool(
     function=list_files,
     changes_files=False,
 )
-
-TOOLS = (READ_FILE, WRITE_TO_FILE, LIST_FILES)
