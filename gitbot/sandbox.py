@@ -534,13 +534,11 @@ def _read_deny_prefilter(policy: Policy) -> re.Pattern[str] | None:
 def _repository_files(root: str) -> list[str]:
     """Every regular file under `root` (relative paths), hidden and ignored ones included, without
     following symlinks or entering `.git` directories. ripgrep lists them in parallel."""
-    from gitbot.tools.base import ToolError
+    from gitbot.ripgrep import RipgrepMissing, rg_binary
 
     try:
-        from gitbot.tools.search import rg_binary
-
         rg = rg_binary()
-    except (ImportError, ToolError):
+    except RipgrepMissing:
         rg = None
     if rg:
         try:

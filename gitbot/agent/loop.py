@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gitbot.agent.conversation import Conversation
-from gitbot.agent.result import RunResult, Status, StepRecord, Usage
+from gitbot.agent.result import RunResult, Status, StepRecord
 from gitbot.llm.base import DeadlineReached, ModelReply, ModelRequest, Provider, ProviderError
 from gitbot.llm.pricing import PriceTable
+from gitbot.llm.usage import Usage
 from gitbot.policy import Limits
 from gitbot.textsafe import encodable
 from gitbot.tools.base import Tool, ToolContext, ToolDenied, ToolError, ToolResult

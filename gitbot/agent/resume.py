@@ -16,7 +16,7 @@ from typing import Any
 
 from gitbot.agent.conversation import Conversation
 from gitbot.agent.loop import Agent, LoopState
-from gitbot.agent.result import RunResult, Status, StepRecord, Usage
+from gitbot.agent.result import RunResult, Status, StepRecord
 from gitbot.agent.run import (
     ConfigError,
     _sigterm_as_interrupt,
@@ -30,6 +30,7 @@ from gitbot.agent.run import (
 )
 from gitbot.llm.base import Provider
 from gitbot.llm.pricing import load_prices
+from gitbot.llm.usage import Usage
 from gitbot.policy import Limits, Policy
 from gitbot.record import RunRecord, load_events, load_result, runs_dir
 from gitbot.secrets import Secrets

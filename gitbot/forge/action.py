@@ -674,7 +674,7 @@ class _Reporter:
 
 def request_costs(repo: Path, run_id: str) -> dict[int, StepCost]:
     """Tokens and cost of each model request, from the run record's `reply` events."""
-    from gitbot.agent.result import Usage
+    from gitbot.llm.usage import Usage
     from gitbot.record import load_events, runs_dir
 
     costs: dict[int, StepCost] = {}

@@ -13,8 +13,8 @@ import random
 import time
 from typing import Any
 
-from gitbot.agent.result import Usage
 from gitbot.llm.base import DeadlineReached, ModelReply, ModelRequest, ProviderError
+from gitbot.llm.usage import Usage
 
 MAX_CONSECUTIVE_FAILURES = 6
 BACKOFF_BASE_SECONDS = 0.5

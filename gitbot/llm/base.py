@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from gitbot.agent.result import Usage
+from gitbot.llm.usage import Usage
 
 
 @dataclass

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from gitbot.agent.result import Usage
+from gitbot.llm.usage import Usage
 
 PRICES_FILE = Path(__file__).resolve().parent.parent / "data" / "prices.toml"
 PER_MILLION = 1_000_000

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gitbot.agent.result import Usage
 from gitbot.llm.base import ModelReply, ModelRequest, ProviderError
+from gitbot.llm.usage import Usage
 
 
 class ReplayProvider:

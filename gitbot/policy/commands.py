@@ -473,7 +473,7 @@ _parser_local = threading.local()
 def _parser() -> Parser:
     parser = getattr(_parser_local, "parser", None)
     if parser is None:
-        from gitbot.tools.languages import bash_parser_language
+        from gitbot.treesitter import bash_parser_language
 
         parser = _parser_local.parser = Parser(bash_parser_language())
     return parser

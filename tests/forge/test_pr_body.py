@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gitbot.agent.result import RunResult, Status, StepRecord, Usage
+from gitbot.agent.result import RunResult, Status, StepRecord
 from gitbot.forge.pr_body import (
     BODY_LIMIT,
     BodyParts,
@@ -12,6 +12,7 @@ from gitbot.forge.pr_body import (
     parse_changes,
     render,
 )
+from gitbot.llm.usage import Usage
 
 SECTIONS = [
     "## What was done",

@@ -28,7 +28,7 @@ from gitbot.secrets import REDACTED, Secrets
 from gitbot.tools import shell
 from gitbot.tools.base import ToolContext, ToolDenied, ToolError
 from gitbot.tools.shell import EXECUTE_COMMAND, MAX_OUTPUT_CHARS
-from tests.policy.sandbox_support import processes_with, require_bwrap
+from tests.sandbox.support import processes_with, require_bwrap
 
 SECRETS = {"ANTHROPIC_API_KEY": "sk-ant-planted-" + uuid.uuid4().hex,
            "GITHUB_TOKEN": "ghs_planted" + uuid.uuid4().hex,

@@ -567,7 +567,7 @@ def _hold_lock_in_child(repo: Path) -> subprocess.Popen[str]:
     code = ("import sys; from gitbot.checkpoints import RunLock; lock = RunLock(sys.argv[1], run_id='other-run');"
             "lock.acquire(); print('held', flush=True); sys.stdin.read()")
     child = subprocess.Popen([sys.executable, "-c", code, str(repo)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             text=True, cwd=Path(__file__).parent.parent)
+                             text=True, cwd=Path(__file__).resolve().parents[2])
     assert child.stdout is not None and child.stdout.readline().strip() == "held"
     return child
 

@@ -13,8 +13,9 @@ import pytest
 
 from gitbot import sandbox
 from gitbot.policy import Policy
+from gitbot.ripgrep import RipgrepMissing
 from gitbot.sandbox import SandboxStatus, build_env, describe, wrap
-from tests.policy.sandbox_support import require_bwrap
+from tests.sandbox.support import require_bwrap
 
 PLANTED = {"ANTHROPIC_API_KEY": "sk-ant-planted-0123456789", "GITHUB_TOKEN": "ghs_planted0123456789",
            "MY_SERVICE_PASSWORD": "hunter2-planted-pw", "AWS_SECRET_ACCESS_KEY": "planted-aws-secret-key",
@@ -223,7 +224,7 @@ def test_read_denied_files_finds_hidden_ignored_and_nested_matches(tmp_path: Pat
     found = sorted(sandbox.read_denied_files(repo, policy))
     assert found == [".env", "app/.env.local", "deep/er/cert.PEM", "node_modules/pkg/id_rsa"]
     # The same without ripgrep (the os.walk fallback).
-    monkeypatch.setattr("gitbot.tools.search.rg_binary", lambda: (_ for _ in ()).throw(ImportError("no rg")))
+    monkeypatch.setattr("gitbot.ripgrep.rg_binary", lambda: (_ for _ in ()).throw(RipgrepMissing("no rg")))
     assert sorted(sandbox.read_denied_files(repo, policy)) == found
     assert sandbox.read_denied_files(repo, _DenyByName(repo=repo)) == ["private-notes.txt"]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from gitbot.agent.result import Status
 from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
-from tests.test_agent_loop import run
+from tests.agent.test_loop import run
 
 NEW_MODULE = '''def greet(name):
     return f"hello {name}"

@@ -13,7 +13,7 @@ import pytest
 from gitbot.checkpoints import Checkpointer
 from gitbot.record import RunRecord, load_events
 from tests.conftest import run_gitbot
-from tests.test_checkpoints import _hold_lock_in_child, make_user_repo, user_state
+from tests.checkpoints.test_checkpoints import _hold_lock_in_child, make_user_repo, user_state
 
 
 @pytest.fixture(autouse=True)

@@ -367,7 +367,7 @@ def test_a_repository_locked_by_another_run_is_exit_2_without_a_traceback(repo):
     code = ("import time\nfrom gitbot.checkpoints import RunLock\n"
             f"RunLock({str(repo)!r}, run_id='other').acquire()\nprint('held', flush=True)\ntime.sleep(60)")
     holder = subprocess.Popen([PY, "-c", code], stdout=subprocess.PIPE, text=True,
-                              cwd=Path(__file__).resolve().parent.parent)
+                              cwd=Path(__file__).resolve().parents[2])
     try:
         assert holder.stdout.readline().strip() == "held"
         script = [tool_turn(("replace_in_file", {"path": "stats.py", "diff": FIX_DIFF})), *completion_turns()]

@@ -20,7 +20,7 @@ from tests.conftest import gitbot_env, make_repo
 
 pytest.importorskip("pre_commit")
 
-CHECKOUT = Path(__file__).resolve().parent.parent
+CHECKOUT = Path(__file__).resolve().parents[2]
 TEST_OK = 'def test_ok():\n    assert open("ok.txt").read().strip() == "ok"\n'
 
 

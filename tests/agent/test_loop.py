@@ -10,10 +10,11 @@ from pathlib import Path
 import anthropic
 import pytest
 
-from gitbot.agent.result import Status, Usage
+from gitbot.agent.result import Status
 from gitbot.agent.run import RunOptions, run_task, with_limits
 from gitbot.llm.anthropic import AnthropicProvider
 from gitbot.llm.pricing import load_prices
+from gitbot.llm.usage import Usage
 from gitbot.policy import Policy
 from gitbot.record import load_events, load_result, runs_dir
 from gitbot.secrets import Secrets
