@@ -21,9 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-
-class NotAGitRepository(Exception):
-    pass
+from gitbot.errors import NotAGitRepository
 
 
 def git_dir(repo: Path) -> Path:

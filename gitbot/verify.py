@@ -162,9 +162,9 @@ def _exit_value(run: CheckRun) -> int | str | None:
 
 def load_check_policy(repo: Path, policy_file: Path | None):
     """The run's policy (ConfigError when the file is bad): it says how the check runs, too."""
-    from gitbot.policy_loading import load_run_policy
+    from gitbot.policy import load_policy
 
-    return load_run_policy(repo, policy_file)
+    return load_policy(repo, policy_file)
 
 
 def fix_failing_check(request: FixRequest, first: CheckRun, *, provider=None, reporter=None, policy=None,
@@ -173,9 +173,9 @@ def fix_failing_check(request: FixRequest, first: CheckRun, *, provider=None, re
     when not given)."""
     repo = request.repo
     say = request.progress or (lambda text: None)
-    from gitbot.agent.run import ConfigError  # heavy imports start here, once a fix is really needed
     from gitbot.checkpoints import CheckpointError, GitCommandError
     from gitbot.checks.sandboxed import CheckSandbox
+    from gitbot.errors import ConfigError  # heavy imports start here, once a fix is really needed
 
     def cannot(message: str, **more) -> FixOutcome:
         return FixOutcome("cannot_fix", 2, message, first,

@@ -18,6 +18,7 @@ from pathlib import Path
 from gitbot.agent.conversation import Conversation
 from gitbot.agent.loop import Agent, Stop, build_result
 from gitbot.agent.result import RunResult, Status
+from gitbot.errors import ConfigError
 from gitbot.llm.base import Provider
 from gitbot.llm.pricing import load_prices
 from gitbot.policy import Policy
@@ -39,10 +40,6 @@ CONTEXT_WINDOW_FRACTION = 0.6
 TOP_LEVEL_LISTING_CAP = 200
 INSTRUCTION_FILES = ("AGENTS.md", ".gitbot/instructions.md")
 INSTRUCTIONS_CAP_CHARS = 8_000
-
-
-class ConfigError(Exception):
-    """Bad configuration found before any work: exit code 2."""
 
 
 @dataclass

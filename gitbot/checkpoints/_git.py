@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from gitbot.checkpoints.errors import CheckpointError, GitCommandError
-from gitbot.record import NotAGitRepository
+from gitbot.errors import NotAGitRepository
 
 REF_ROOT = "refs/gitbot"
 MANIFEST_PREFIX = "gitbot-manifest: "

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from gitbot.checks.runner import GIT_LOCAL_ENV
+from gitbot.errors import GitError, NotAGitRepository
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 CO_AUTHOR_EMAIL = "noreply@gitbot.invalid"  # .invalid: reserved, so never someone's real address
@@ -35,14 +36,6 @@ CACHE_PATTERNS = (re.compile(r"(^|/)__pycache__/"), re.compile(r"\.py[co]$"))
 # Plumbing only, and every option that could change the patch set explicitly.
 PATCH_ARGS = ("diff-tree", "-p", "--binary", "--full-index", "--no-renames", "--no-color", "--no-ext-diff",
               "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/")
-
-
-class GitError(Exception):
-    pass
-
-
-class NotAGitRepository(GitError):
-    pass
 
 
 def clean_git_env(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -62,7 +62,7 @@ def register(subparsers: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from gitbot.checkpoints import CheckpointError, GitCommandError
-    from gitbot.record import NotAGitRepository
+    from gitbot.errors import NotAGitRepository
 
     if not getattr(args, "checkpoints_action", None):
         args.checkpoints_parser.print_help(sys.stderr)

@@ -98,8 +98,8 @@ def _flow(repo, command, *, model, max_cost, max_steps, policy_file, replay, tim
     if in_progress:
         return FlowOutcome(_config_error(f"refusing to run: {in_progress}"))
 
-    from gitbot.agent.run import ConfigError
     from gitbot.checks.sandboxed import CheckSandbox
+    from gitbot.errors import ConfigError
     from gitbot.verify import FixOutcome, FixRequest, fix_failing_check, load_check_policy, print_report
 
     # The check runs as the agent's commands do (the policy's sandbox, an allow-listed environment),

@@ -57,7 +57,7 @@ def main_check(args) -> int:
     try:
         policy = load_policy(args.repo, args.policy, base_ref=args.base_ref)
     except PolicyError as exc:
-        print(f"bad policy file: {exc}", file=sys.stderr)
+        print(exc, file=sys.stderr)
         return EXIT_BAD_POLICY
     if args.command is not None:
         decision = policy.check_command(args.command, tuple(args.allow_check))

@@ -20,15 +20,16 @@ def register(subparsers) -> None:
 def main(args) -> int:
     from gitbot.agent.result import exit_code_for
     from gitbot.agent.resume import resume_run
-    from gitbot.agent.run import ConfigError, check_repository
+    from gitbot.agent.run import check_repository
     from gitbot.checkpoints import CheckpointError
-    from gitbot.policy_loading import load_run_policy
+    from gitbot.errors import ConfigError
+    from gitbot.policy import load_policy
     from gitbot.progress import ConsoleReporter
     from gitbot.receipt import print_receipt, render_json
 
     try:
         repo = check_repository(args.repo)
-        result = resume_run(repo, args.run_id, policy=load_run_policy(repo, args.policy),
+        result = resume_run(repo, args.run_id, policy=load_policy(repo, args.policy),
                             reporter=ConsoleReporter())
     except (ConfigError, CheckpointError) as exc:
         print(f"gitbot: {exc}", file=sys.stderr)

@@ -31,8 +31,8 @@ def add_run_options(p) -> None:
 
 
 def main(args) -> int:
-    from gitbot.agent.run import ConfigError
     from gitbot.checkpoints import CheckpointError
+    from gitbot.errors import ConfigError
     from gitbot.task import Task
 
     try:
@@ -47,7 +47,7 @@ def main(args) -> int:
 
 
 def read_task_file(path: Path) -> str:
-    from gitbot.agent.run import ConfigError
+    from gitbot.errors import ConfigError
 
     try:
         return path.read_text(encoding="utf-8")
@@ -60,10 +60,10 @@ def read_task_file(path: Path) -> str:
 def prepare(args):
     """Repository, policy (with CLI limit overrides), provider and options, or ConfigError."""
     from gitbot.agent.run import DEFAULT_MODEL, RunOptions, check_repository, make_provider, with_limits
-    from gitbot.policy_loading import load_run_policy
+    from gitbot.policy import load_policy
 
     repo = check_repository(args.repo)
-    policy = load_run_policy(repo, args.policy)
+    policy = load_policy(repo, args.policy)
     policy = with_limits(policy, max_steps=args.max_steps, max_cost_usd=args.max_cost)
     provider = make_provider(args.model or DEFAULT_MODEL, replay=args.replay)
     return repo, policy, provider, RunOptions(model=provider.model)

@@ -210,8 +210,8 @@ class ActionRun:
     # ---------------------------------------------------------------- the whole job
 
     def execute(self) -> int:
-        from gitbot.agent.run import ConfigError
         from gitbot.checks import CheckCommandError
+        from gitbot.errors import ConfigError
 
         try:
             self.plan = self.make_plan()
@@ -335,7 +335,7 @@ class ActionRun:
 
         from gitbot.agent.run import DEFAULT_MODEL, RunOptions, run_task, with_limits
         from gitbot.llm.anthropic import AnthropicProvider
-        from gitbot.policy_loading import load_run_policy
+        from gitbot.policy import load_policy
 
         plan = self.plan
         assert plan is not None
@@ -358,7 +358,7 @@ class ActionRun:
 
         # The policy as the starting commit has it: nothing the agent writes can loosen it.
         policy_file = Path(self.inputs.policy) if self.inputs.policy else None
-        policy = load_run_policy(self.repo, policy_file, base_ref=start)
+        policy = load_policy(self.repo, policy_file, base_ref=start)
         policy = with_limits(policy, max_steps=self.inputs.max_steps, max_cost_usd=self.inputs.max_cost_usd)
         policy = self._sandboxed(policy)
         # The key goes to the client and nowhere else: never into os.environ, where child processes

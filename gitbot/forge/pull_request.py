@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gitbot.errors import GitError
 from gitbot.forge.github import ForgeError, GitHubRepo, PullData
 
 BOT_NAME = "github-actions[bot]"
@@ -67,10 +68,6 @@ CREDENTIAL_KEYS = r"^(http\.(.*\.)?extraheader|include\.path|includeif\..*\.path
 # Pushing workflow files needs the `workflows` permission, which the workflow token never has.
 UNPUSHABLE_PREFIX = ".github/workflows/"
 CREATE_PR_SETTING = "Allow GitHub Actions to create and approve pull requests"
-
-
-class GitError(Exception):
-    pass
 
 
 class BranchNotOurs(GitError):

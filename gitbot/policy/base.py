@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gitbot.errors import ConfigError
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -27,7 +29,7 @@ class Limits:
     command_timeout_seconds: float = 120
 
 
-class PolicyError(ValueError):
+class PolicyError(ConfigError, ValueError):
     """A policy file gitbot cannot use: says which file, which line (when known) and what was expected."""
 
     def __init__(self, file: str, line: int | None, message: str):
@@ -35,4 +37,4 @@ class PolicyError(ValueError):
         self.line = line
         self.message = message
         where = f"{self.file}:{line}" if line else self.file
-        super().__init__(f"{where}: {message}")
+        super().__init__(f"bad policy file: {where}: {message}")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from gitbot.agent.result import Status
-from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
 from tests.agent.test_loop import run
+from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
 
 NEW_MODULE = '''def greet(name):
     return f"hello {name}"

@@ -12,8 +12,8 @@ import pytest
 
 from gitbot.checkpoints import Checkpointer
 from gitbot.record import RunRecord, load_events
-from tests.conftest import run_gitbot
 from tests.checkpoints.test_checkpoints import _hold_lock_in_child, make_user_repo, user_state
+from tests.conftest import run_gitbot
 
 
 @pytest.fixture(autouse=True)

@@ -92,7 +92,7 @@ def test_policy_errors_name_file_line_and_expectation(tmp_path: Path, name: str)
     assert error.file == str(path)
     assert error.line == line, str(error)
     assert message in str(error)
-    assert str(error).startswith(f"{path}:{line}: ")
+    assert str(error).startswith(f"bad policy file: {path}:{line}: ")
 
 
 def test_no_policy_file_means_defaults(tmp_path: Path):
