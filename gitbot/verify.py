@@ -223,16 +223,20 @@ def fix_failing_check(request: FixRequest, first: CheckRun, *, provider=None, re
     about = {"confirm": confirm, "task_title": task.title, "first_failure": first_failure,
              "first_failure_path": first_failure_path}
 
+    from gitbot.agent.prepare import prepare_run
+    from gitbot.agent.run import run_task
+
     try:
-        policy, provider, options = _prepare_run(request, provider, policy)
+        run = prepare_run(repo, policy=policy, model=request.model, replay=request.replay, provider=provider,
+                          max_steps=request.max_steps, max_cost_usd=request.max_cost_usd,
+                          min_command_timeout=request.timeout)
     except ConfigError as exc:
         return cannot(str(exc), **about)
 
-    from gitbot.agent.run import run_task
-
-    say(f"asking the agent ({provider.model}) to fix it")
+    say(f"asking the agent ({run.provider.model}) to fix it")
     try:
-        result = run_task(task, repo, policy=policy, options=options, provider=provider, reporter=reporter)
+        result = run_task(task, run.repo, policy=run.policy, options=run.options, provider=run.provider,
+                          reporter=reporter)
     except ConfigError as exc:
         return cannot(str(exc), **about)
     except (CheckpointError, GitCommandError) as exc:  # another run holds the repository, a git failure
@@ -294,19 +298,6 @@ def _redacted(task):
     from gitbot.secrets import Secrets
 
     return dataclasses.replace(task, text=Secrets.from_environment().redact(task.text))
-
-
-def _prepare_run(request: FixRequest, provider, policy):
-    from gitbot.agent.run import DEFAULT_MODEL, RunOptions, make_provider, with_limits
-
-    overrides: dict[str, Any] = {"max_steps": request.max_steps, "max_cost_usd": request.max_cost_usd}
-    # The agent must be able to re-run the check itself within its command timeout.
-    current = getattr(policy.limits, "command_timeout_seconds", None)
-    if current is not None and current < request.timeout:
-        overrides["command_timeout_seconds"] = request.timeout
-    policy = with_limits(policy, **overrides)
-    provider = provider or make_provider(request.model or DEFAULT_MODEL, replay=request.replay)
-    return policy, provider, RunOptions(model=provider.model)
 
 
 # ---------------------------------------------------------------- did the agent change the check?
