@@ -8,7 +8,6 @@ and writing only what the guardrail accepts.
 from __future__ import annotations
 
 import os
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 from gitbot.tools.base import Tool, ToolContext, ToolError, ToolResult
 from gitbot.tools.guardrail import GuardrailReport, check_edit
+from gitbot.tools.listing import git_entries
 from gitbot.tools.paths import GIT_DIR_NAME, resolve
 
 WINDOW_LINES = 100  # SWE-agent's measured optimum: 30 lines cost 3.7 points, the whole file 5.3
@@ -426,43 +426,22 @@ def list_files(ctx: ToolContext, args: dict[str, Any]) -> str:
     if not path.is_dir():
         raise ToolError(f"{relpath} is a file, not a directory; use read_file to read it")
 
-    found = _git_listing(path)
+    entries = git_entries(path, recursive)
     source = ".gitignore respected"
-    if found is None:
-        found = _walk_listing(path)
+    if entries is None:
+        entries = sorted(_entries(_walk_listing(path), path, recursive))
         source = "not a git repository, so nothing is ignored"
-    entries = _entries(found, path, recursive)
-    prefix = "" if relpath == "." else f"{relpath}/"
-    entries = sorted(prefix + entry for entry in entries)
-
+    prefix = "" if relpath == "." else f"{relpath}/"  # only the entries shown get it
     where = "the repository root" if relpath == "." else f"{relpath}/"
     mode = "recursive" if recursive else "top level only; pass recursive=true for everything below"
     if not entries:
         return f"No files in {where} (it is empty, or everything in it is ignored by .gitignore)."
     parts = [f"{len(entries)} entries in {where} ({mode}; {source}; directories end with /):"]
-    parts += entries[:LIST_CAP]
+    parts += [prefix + entry for entry in entries[:LIST_CAP]]
     if len(entries) > LIST_CAP:
         parts.append(f"({len(entries) - LIST_CAP} more entries not shown; list a subdirectory "
                      f"or use search_files to narrow down)")
     return "\n".join(parts)
-
-
-def _git_listing(directory: Path) -> list[str] | None:
-    """Files under `directory` that git tracks or would track (untracked but not ignored)."""
-    # A git hook runs with GIT_DIR/GIT_INDEX_FILE set for the outer repository; they must not leak in.
-    environment = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
-    try:
-        completed = subprocess.run(
-            ["git", "-c", "core.quotepath=off", "ls-files", "-z", "--cached", "--others",
-             "--exclude-standard", "--", "."],
-            cwd=directory, capture_output=True, timeout=60, env=environment, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if completed.returncode != 0:
-        return None
-    names = completed.stdout.decode("utf-8", "surrogateescape").split("\0")
-    # The index can still hold files deleted from the working tree; show what is really there.
-    return sorted({name for name in names if name and os.path.lexists(directory / name)})
 
 
 def _walk_listing(directory: Path) -> list[str]:
