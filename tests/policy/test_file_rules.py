@@ -100,6 +100,30 @@ def test_read_rules(policy: Policy, path: str):
     assert fragment in decision.reason
 
 
+# Paths that lead through a symlink: only check_read, which resolves them, can judge those.
+THROUGH_SYMLINKS = {"innocent.txt", "escape/outside.txt"}
+
+
+@pytest.mark.parametrize("path", sorted(set(READS) - THROUGH_SYMLINKS))
+def test_a_walked_path_is_judged_as_check_read_judges_it(policy: Policy, path: str):
+    # check_read_walked serves paths found by a walk that follows no symlink (ripgrep's).
+    walked, full = policy.file_rules.check_read_walked(path), policy.check_read(path)
+    assert (walked.allowed, walked.reason) == (full.allowed, full.reason)
+
+
+def test_a_walked_path_costs_no_lstat(policy: Policy, monkeypatch):
+    policy.file_rules.check_read_walked("README.md")  # the repository's real path is looked up once
+    touched: list[object] = []
+    monkeypatch.setattr(os, "lstat", lambda *args, **kwargs: touched.append(args) or os.stat(*args, **kwargs))
+    denied = policy.file_rules.check_read_walked("config/server.pem")
+    allowed = policy.file_rules.check_read_walked("src/deep/er/app.py")
+    walked_touched = list(touched)
+    policy.check_read("src/deep/er/app.py")  # the full check does look at each component
+    monkeypatch.undo()
+    assert (denied.allowed, allowed.allowed, walked_touched) == (False, True, [])
+    assert touched
+
+
 @pytest.mark.parametrize("path", sorted(EDITS))
 def test_edit_rules(policy: Policy, path: str):
     allowed, fragment = EDITS[path]

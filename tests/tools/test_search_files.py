@@ -48,12 +48,13 @@ def numbered(output: str) -> list[tuple[int, str, str]]:
     return [(int(n), marker, text) for n, marker, text in found]
 
 
-def count_passes(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """Record the second, `rg --count` runs (the real ones still run)."""
-    passes: list[list[str]] = []
-    real_run = search._run
-    monkeypatch.setattr(search, "_run", lambda ctx, command: passes.append(command) or real_run(ctx, command))
-    return passes
+def rg_runs(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """Record every rg command search_files starts (they still run)."""
+    runs: list[list[str]] = []
+    real_init = search._Run.__init__
+    monkeypatch.setattr(search._Run, "__init__", lambda self, ctx, command: runs.append(command)
+                        or real_init(self, ctx, command))
+    return runs
 
 
 def test_results_are_grouped_by_file_with_one_line_of_context(ctx, repo):
@@ -102,12 +103,8 @@ def test_one_past_the_cap_shows_no_lines(ctx, repo):
     assert numbered(output) == []
 
 
-@pytest.mark.parametrize("budget, second_passes", [(search.DRAIN_BUDGET_BYTES, 0), (0, 1)],
-                         ids=["counted-from-the-stream", "counted-by-a-second-pass"])
-def test_past_the_cap_no_lines_are_shown_only_counts(ctx, repo, monkeypatch, budget, second_passes):
-    # Both ways of counting what lies past the cap give the same answer.
-    monkeypatch.setattr(search, "DRAIN_BUDGET_BYTES", budget)
-    passes = count_passes(monkeypatch)
+def test_past_the_cap_no_lines_are_shown_only_counts_from_one_rg_run(ctx, repo, monkeypatch):
+    runs = rg_runs(monkeypatch)
     write_matches(repo, {"a.txt": 30, "sub/b.txt": 20, "c.txt": 7})
     write(repo, "d.txt", "nothing\n")
 
@@ -118,21 +115,32 @@ def test_past_the_cap_no_lines_are_shown_only_counts(ctx, repo, monkeypatch, bud
     assert numbered(output) == []
     listed = re.findall(r"^  (\S+) \((\d+)\)$", output, re.MULTILINE)
     assert listed == [("a.txt", "30"), ("sub/b.txt", "20"), ("c.txt", "7")]
-    assert len(passes) == second_passes
+    assert len(runs) == 1  # counted in the same run that searched, no second pass
 
 
-@pytest.mark.parametrize("chunk", [7, search.DRAIN_CHUNK_BYTES], ids=["tiny-chunks", "default-chunks"])
+def test_within_the_cap_only_the_files_with_matches_are_read_again(ctx, repo, monkeypatch):
+    runs = rg_runs(monkeypatch)
+    write_matches(repo, {"a.txt": 3, "sub/b.txt": 2})
+    write(repo, "d.txt", "nothing\n")
+    output = search_files(ctx, {"path": ".", "regex": "^hit"})
+    assert output.startswith("Found 5 matches in 2 files")
+    assert len(runs) == 2
+    assert runs[1][runs[1].index("--") + 1:] == ["./a.txt", "./sub/b.txt"] or \
+        sorted(runs[1][runs[1].index("--") + 1:]) == ["./a.txt", "./sub/b.txt"]
+
+
+@pytest.mark.parametrize("chunk", [1, 7, search.READ_CHUNK_BYTES], ids=["bytes", "tiny-chunks", "default-chunks"])
 def test_counting_the_stream_is_exact_across_chunk_boundaries(ctx, repo, monkeypatch, chunk):
-    monkeypatch.setattr(search, "DRAIN_CHUNK_BYTES", chunk)
-    monkeypatch.setattr(search, "DRAIN_BUDGET_BYTES", 50_000_000)  # this tests the parsing, not the budget
+    monkeypatch.setattr(search, "READ_CHUNK_BYTES", chunk)
     names = [f"dir{i % 7}/file {i} \u00fc'q\"uote\\.txt" for i in range(120)]
     write_matches(repo, dict.fromkeys(names, 3))
-    passes = count_passes(monkeypatch)
+    write(repo, "blank-lines.txt", "hit\n\n\nhit\n\n")
+    write(repo, "late-binary.bin", b"hit\n" + b"x" * 200_000 + b"\n\0hit\n")
     output = search_files(ctx, {"path": ".", "regex": "^hit"})
-    assert passes == []  # counted from the stream, not by a second rg pass
-    assert output.startswith("Too many results: 360 matching lines in 120 files")
+    assert output.startswith("Too many results: 362 matching lines in 121 files")
     listed = re.findall(r"^  (.+) \((\d+)\)$", output, re.MULTILINE)
     assert listed == [(name, "3") for name in sorted(names)[:search.MAX_LISTED_FILES]]
+    assert search_files(ctx, {"path": ".", "regex": "^$"}).startswith("Found 3 matches in 1 file")
 
 
 def test_past_the_cap_the_file_list_is_itself_capped(ctx, repo):
@@ -268,11 +276,9 @@ def test_files_the_policy_denies_leave_no_trace(repo, monkeypatch):
         search_files(ctx, {"path": "secret/.env.txt", "regex": "API"})
 
     write_matches(repo, {"secret/many.txt": 10, "public/many.txt": 60})
-    for budget in (search.DRAIN_BUDGET_BYTES, 0):  # counted from the stream, then by a second pass
-        monkeypatch.setattr(search, "DRAIN_BUDGET_BYTES", budget)
-        capped = search_files(ctx, {"path": ".", "regex": "^hit"})
-        assert capped.startswith("Too many results: 60 matching lines in 1 file ")
-        assert "secret" not in capped
+    capped = search_files(ctx, {"path": ".", "regex": "^hit"})
+    assert capped.startswith("Too many results: 60 matching lines in 1 file ")
+    assert "secret" not in capped
 
 
 @pytest.mark.parametrize("args, message", [
@@ -299,3 +305,53 @@ def test_tool_definition():
     definition = SEARCH_FILES.definition()
     assert definition["input_schema"]["required"] == ["path", "regex"]
     assert "50" in definition["description"] and "narrow" in definition["description"].lower()
+
+
+def json_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make search_files answer from its single --json pass, the format that needs no counting trick."""
+    def refuse(*_args):
+        raise search.Unparseable("forced")
+    monkeypatch.setattr(search, "_count_pass", refuse)
+
+
+@pytest.fixture
+def varied(repo: Path) -> Path:
+    write_matches(repo, {"a.txt": 30, "sub/b.txt": 20, "sub/deeper/c.md": 4, "d.py": 1})
+    write(repo, "crlf.txt", "hit crlf\r\nfiller\r\nhit again\r\n")
+    write(repo, "long.txt", "x" * 900 + " hit " + "y" * 900 + "\n")
+    write(repo, "blank.txt", "\n\nhit\n\n")
+    write(repo, "unicode ü/naïve.txt", "hit ünïcode\n")
+    write(repo, "late.bin", b"hit early\n" + b"z" * 100_000 + b"\n\0hit late\n")
+    write(repo, "early.bin", b"\0hit\n")
+    write(repo, ".hidden/h.txt", "hit hidden\n")
+    write(repo, ".gitignore", "ignored/\n")
+    write(repo, "ignored/i.txt", "hit ignored\n")
+    with open(os.fsencode(repo) + b"/bad-\xff.txt", "wb") as stream:
+        stream.write(b"hit \xff byte\n")
+    return repo
+
+
+SEARCHES = [
+    {"path": ".", "regex": "^hit"}, {"path": ".", "regex": "hit"}, {"path": ".", "regex": "zz_nothing"},
+    {"path": ".", "regex": "^$"}, {"path": ".", "regex": "hit (crlf|again|early|ünïcode|\\S+ byte)"},
+    {"path": "sub", "regex": "^hit"}, {"path": "sub", "regex": "hit 1\\b"}, {"path": "a.txt", "regex": "hit 2"},
+    {"path": "late.bin", "regex": "hit"}, {"path": "long.txt", "regex": "hit"},
+    {"path": ".", "regex": "hit", "file_pattern": "*.md"}, {"path": ".", "regex": "hit [0-3]$"},
+]
+
+
+def test_the_counting_pass_answers_exactly_as_one_json_pass(ctx, varied, monkeypatch):
+    fast = [search_files(ctx, dict(args)) for args in SEARCHES]
+    json_only(monkeypatch)
+    assert fast == [search_files(ctx, dict(args)) for args in SEARCHES]
+
+
+def test_a_path_with_a_newline_is_answered_from_json_and_still_leaves_no_trace(repo, monkeypatch):
+    ctx = ToolContext(repo, DenySecrets(), Secrets())
+    write(repo, "secret/x\n\n./public.txt", "API_KEY=sk-abc\n")
+    write(repo, "public/odd\nname.txt", "API_KEY=read-it\n")
+    runs = rg_runs(monkeypatch)
+    output = search_files(ctx, {"path": ".", "regex": "API_KEY"})
+    assert "--json" in runs[-1] and "--heading" in runs[0]  # refused the blocks, asked rg for JSON
+    assert output.startswith("Found 1 match in 1 file")
+    assert "public/odd\nname.txt" in output and "sk-abc" not in output and "secret" not in output
