@@ -29,6 +29,7 @@ Prints; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import shutil
@@ -122,7 +123,7 @@ def bench_list_files(repo: Path, runs: int, status: float) -> None:
 WORD = re.compile(rb"\b[A-Za-z_][A-Za-z0-9_]{5,40}\b")
 
 
-def word_lines(repo: Path, files: list[str], sample: int = 600) -> tuple[Counter[bytes], float]:
+def word_lines(repo: Path, files: list[str], sample: int = 1500) -> tuple[Counter[bytes], float]:
     """Matching lines per word in a sample of the tracked files, and the factor to scale them to the tree."""
     step = max(1, len(files) // sample)
     counts: Counter[bytes] = Counter()
@@ -154,23 +155,30 @@ def calibrate_patterns(repo: Path) -> list[tuple[str, str]]:
     counts, scale = word_lines(repo, tracked(repo))
     estimated = sorted(((n * scale, w.decode()) for w, n in counts.items()), reverse=True)
 
-    def near(low: float, high: float, check: Callable[[str], bool], tries: int = 6) -> str | None:
-        pool = [w for n, w in estimated if low <= n <= high]
-        for word in pool[::max(1, len(pool) // tries)][:tries]:
-            if check(rf"\b{word}\b"):
-                return rf"\b{word}\b"
-        return None
+    def near(target: float, low: int, high: int, tries: int = 8) -> str | None:
+        """A word whose matching lines (counted by rg) fall in [low, high], or the closest tried."""
+        pool = sorted(estimated, key=lambda item: (abs(math.log(item[0] / target)), item[1]))
+        best: tuple[float, str] | None = None
+        for _, word in pool[:tries * 7:7]:
+            regex = rf"\b{word}\b"
+            actual = rg_lines(repo, regex)
+            if low <= actual <= high:
+                return regex
+            distance = abs(math.log(max(actual, 1) / target))
+            if actual and (best is None or distance < best[0]):
+                best = (distance, regex)
+        return best[1] if best else None
 
     patterns = [("no match", "zz_no_such_identifier_qq")]
-    for label, low, high, lo_ok, hi_ok in (("few matches", 3, 15, 1, 20), ("under cap", 20, 45, 10, 50),
-                                           ("over cap", 150, 400, 51, 2000)):
-        found = near(low, high, lambda r, lo=lo_ok, hi=hi_ok: lo <= rg_lines(repo, r) <= hi)
+    for label, target, low, high in (("few matches", 6, 1, 20), ("under cap", 30, 15, 50),
+                                     ("over cap", 250, 100, 1000)):
+        found = near(target, low, high)
         if found:
             patterns.append((label, found))
     # The old stream's weak spot: JSON with context a little over the drain budget (rg was killed
     # near its end and a --count pass followed). ~450 bytes of JSON per matching line with context.
     best: tuple[int, str] | None = None
-    for _, word in [(n, w) for n, w in estimated if 900 <= n <= 2600][::25][:8]:
+    for _, word in sorted(estimated, key=lambda item: abs(math.log(item[0] / 1400)))[:40:5]:
         size = rg_json_bytes(repo, rf"\b{word}\b")
         if DRAIN_BUDGET_BYTES < size and (best is None or size < best[0]):
             best = (size, rf"\b{word}\b")
