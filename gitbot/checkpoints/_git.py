@@ -102,12 +102,15 @@ def discover(repo: Path | str) -> RepoPaths:
     return RepoPaths(Path(lines[0]), Path(lines[1]), Path(lines[2]), lines[3] or "sha1")
 
 
-def user_head(paths: RepoPaths) -> str | None:
-    proc = run_git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], env=user_environ(), cwd=paths.work_tree,
+def user_head(paths: RepoPaths) -> tuple[str, str] | None:
+    """The user's HEAD commit and its tree, in one call; None before the first commit."""
+    # The trailing "--" keeps a file named like the revisions from making them ambiguous.
+    proc = run_git(["rev-parse", "HEAD^{commit}", "HEAD^{tree}", "--"], env=user_environ(), cwd=paths.work_tree,
                    ok=(0, 1, 128))
-    if proc.returncode != 0:
+    lines = proc.stdout.decode().split()
+    if proc.returncode != 0 or len(lines) < 2:
         return None  # no commits yet
-    return proc.stdout.decode().strip() or None
+    return lines[0], lines[1]
 
 
 @functools.cache
@@ -356,6 +359,9 @@ class ShadowRepo:
         """step -> checkpoint commit, for every ref refs/gitbot/<run_id>/<step>."""
         if not self.exists:
             return {}
+        if not (self.dir / "packed-refs").exists():
+            # The refs are loose files this module writes (set_refs): read them without starting git.
+            return self._loose_steps(self.dir / REF_ROOT / run_id)
         prefix = f"{REF_ROOT}/{run_id}/"
         out = self.git("for-each-ref", "--format=%(refname) %(objectname)", prefix).stdout.decode()
         steps: dict[int, str] = {}
@@ -364,6 +370,19 @@ class ShadowRepo:
             tail = ref[len(prefix):]
             if tail.isdigit():
                 steps[int(tail)] = commit
+        return steps
+
+    def _loose_steps(self, directory: Path) -> dict[int, str]:
+        try:
+            names = os.listdir(directory)
+        except (FileNotFoundError, NotADirectoryError):
+            return {}  # a new run
+        steps: dict[int, str] = {}
+        for name in names:
+            if name.isdigit() and name.isascii():
+                oid = (directory / name).read_text(encoding="ascii", errors="replace").strip()
+                if len(oid) in (40, 64) and all(c in "0123456789abcdef" for c in oid):
+                    steps[int(name)] = oid
         return steps
 
     def runs(self) -> list[str]:

@@ -42,6 +42,8 @@ import re
 import shutil
 import stat
 import statistics
+import subprocess
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -70,6 +72,9 @@ SLOW_MEDIAN_SECONDS = 2.0
 # How many recent per-step timings the slow-checkpoint decision looks at, and how many it needs.
 _TIMING_WINDOW = 10
 _TIMING_MIN_SAMPLES = 3
+
+# `ls-files -s -v` records of plain cached files and symlinks (tag H, stage 0 or not), the common case.
+_ORDINARY_RECORDS = (b"H 100644 ", b"H 100755 ", b"H 120000 ")
 
 _STATUS_ARGS = ("status", "--porcelain=v2", "-z", "--untracked-files=all", "--no-renames",
                 # A submodule counts as changed when its HEAD moves, not when its files do:
@@ -173,6 +178,8 @@ class Checkpointer:
         self._degraded_at_step: int | None = None
         # Set when the index was (re-)seeded: the next scan copies blobs only the user's index holds.
         self._keep_staged = False
+        self._seed_listing: _Listing | None = None
+        self._seed_tree: str | None = None  # HEAD's tree when the index was seeded
         since = per_response_from(self.paths, run_id) if steps else None
         if since is not None:  # a resumed run stays in the mode it had degraded to
             self._mode = "per_response"
@@ -283,7 +290,11 @@ class Checkpointer:
 
     def _update_and_write_tree(self, touched: list[str] | None) -> str:
         if touched is None or self._keep_staged or not self._add_touched(touched):
-            self._scan_all()
+            seed_tree = self._seed_tree if self._keep_staged else None
+            if not self._scan_all() and seed_tree:
+                # Nothing differs from the freshly seeded index, and status compared it with HEAD:
+                # the tree is HEAD's (a clean checkout, as in CI), and write-tree need not read the index.
+                return seed_tree
         return self.shadow.out("write-tree", index=self.index)
 
     def _seed_index(self) -> None:
@@ -293,6 +304,9 @@ class Checkpointer:
         for stale in (self.index, self.index.with_name(self.index.name + ".lock")):
             stale.unlink(missing_ok=True)
         self._changed = None
+        if self._seed_listing is not None:  # from a seeding whose scan failed
+            self._seed_listing.discard()
+            self._seed_listing = None
         user_index = self.paths.user_index
         if user_index.is_file():
             tmp = self.index.with_name(f".{self.index.name}.{os.getpid()}.seed")
@@ -310,32 +324,37 @@ class Checkpointer:
         head = user_head(self.paths)
         if head:
             # status compares HEAD with the index; HEAD == the seeded index's commit keeps that cheap.
-            self.shadow.set_refs({"HEAD": head})
+            self.shadow.set_refs({"HEAD": head[0]})
+        self._seed_tree = head[1] if head else None
         if not self.index.exists():
             return
         self._keep_staged = True
-        # One pass over the seeded entries: gitlinks are recorded by reference, and
-        # assume-unchanged and skip-worktree bits (set by the user for their own reasons, or by a
-        # sparse checkout) would hide our changes.
-        out = self.shadow.git("ls-files", "-z", "-s", "-v", index=self.index).stdout
+        # One pass over the seeded entries finds gitlinks and the assume-unchanged and skip-worktree
+        # bits that would hide our changes; it runs while the first scan's status does (_fix_seeded).
+        self._seed_listing = _Listing(self.shadow, self.index)
+
+    def _fix_seeded(self) -> list[str]:
+        """After the first status of a seeded index: record gitlinks by reference, clear the bits the
+        user set for their own reasons (or a sparse checkout did), and re-add entries whose stored form
+        is filtered. Returns the paths the status could not judge, which the scan must look at."""
+        listing, self._seed_listing = self._seed_listing, None
+        if listing is None:
+            return []
+        out = listing.output()
+        records = out.split(b"\0")
+        # Nearly every record is "H <mode> <sha> <stage>\t<path>" for a file or symlink: nothing to do.
+        # Only the rest is parsed (this runs once per run, over every entry of a big index).
         assume_unchanged: list[bytes] = []
         skip_worktree: list[bytes] = []
-        entries: dict[bytes, tuple[str, str]] = {}
-        has_attributes = False
-        for record in out.split(b"\0"):
-            if not record:
-                continue
+        for record in (r for r in records if r and not r.startswith(_ORDINARY_RECORDS)):
             meta, _, path = record.partition(b"\t")
             tag, mode, sha = meta[:1], meta[2:8].decode(), meta[9:].split(b" ")[0].decode()
-            entries[path] = (mode, sha)
             if mode == GITLINK_MODE:
                 self._not_captured[os.fsdecode(path)] = _gitlink_reason(sha)
             if tag.islower():
                 assume_unchanged.append(path)
             if tag in (b"S", b"s"):
                 skip_worktree.append(path)
-            if path == b".gitattributes" or path.endswith(b"/.gitattributes"):
-                has_attributes = True
         if assume_unchanged:
             self.shadow.git("update-index", "--no-assume-unchanged", "-z", "--stdin", index=self.index,
                             input=b"\0".join(assume_unchanged) + b"\0")
@@ -345,29 +364,42 @@ class Checkpointer:
         if present:
             self.shadow.git("update-index", "--no-skip-worktree", "-z", "--stdin", index=self.index,
                             input=b"\0".join(present) + b"\0")
+        filtered: list[bytes] = []
+        has_attributes = b"\t.gitattributes\0" in out or b"/.gitattributes\0" in out
         if has_attributes or self._attribute_files_outside_the_tree():
-            self._rehash_filtered(entries)
+            filtered = self._rehash_filtered(records)
+        return [os.fsdecode(p) for p in dict.fromkeys(assume_unchanged + present + filtered)]
 
     def _attribute_files_outside_the_tree(self) -> bool:
         return bool(self.shadow.user_settings.get("attributesfile")) or any(
             p.is_file() for p in (self.paths.common_dir / "info" / "attributes", Path("/etc/gitattributes")))
 
-    def _rehash_filtered(self, entries: dict[bytes, tuple[str, str]]) -> None:
+    def _rehash_filtered(self, records: list[bytes]) -> list[bytes]:
         """Entries with a `filter` attribute hold the user's *clean* form (an LFS pointer); the shadow
         runs no filters, so it must store what is on disk. Re-adding them without stat data makes
-        the next scan hash the file as it is."""
+        the next scan hash the file as it is. `records`: the seeded index as `ls-files -s -v` lists it.
+        Returns the paths re-added."""
         env = user_environ()
         env["GIT_OPTIONAL_LOCKS"] = "0"
-        proc = run_git(["-c", "core.fsmonitor=false", "ls-files", "-z", "--", ":(attr:filter)"], env=env,
-                       cwd=self.repo, ok=(0, 1, 128))
+        # `:(attr:filter)` would only match `filter` set without a value; a driver name (filter=lfs)
+        # is "specified", so: everything except where the attribute is unspecified.
+        proc = run_git(["-c", "core.fsmonitor=false", "ls-files", "-z", "--", ".", ":(exclude,attr:!filter)"],
+                       env=env, cwd=self.repo, ok=(0, 1, 128))
         if proc.returncode != 0:
             log.warning("could not list files with a filter attribute: %s", proc.stderr.decode("utf-8", "replace"))
-            return
-        records = b"".join(b"%s %s\t%s\0" % (entries[p][0].encode(), entries[p][1].encode(), p)
-                           for p in dict.fromkeys(proc.stdout.split(b"\0"))
-                           if p in entries and entries[p][0] != GITLINK_MODE)
-        if records:
-            self.shadow.git("update-index", "-z", "--index-info", index=self.index, input=records)
+            return []
+        filtered = {p for p in proc.stdout.split(b"\0") if p}
+        if not filtered:
+            return []
+        entries: dict[bytes, tuple[bytes, bytes]] = {}
+        for record in records:
+            meta, _, path = record.partition(b"\t")
+            if path in filtered and meta[2:8] != GITLINK_MODE.encode():
+                entries[path] = (meta[2:8], meta[9:].split(b" ")[0])
+        if entries:
+            self.shadow.git("update-index", "-z", "--index-info", index=self.index,
+                            input=b"".join(b"%s %s\t%s\0" % (mode, sha, path) for path, (mode, sha) in entries.items()))
+        return list(entries)
 
     def _add_touched(self, touched: list[str]) -> bool:
         """The fast path: update only the named paths. False when it cannot decide (scan instead)."""
@@ -414,10 +446,16 @@ class Checkpointer:
                                      if b"add '%s'\n" % fs(p) in out or b"remove '%s'\n" % fs(p) in out)
         return True
 
-    def _scan_all(self) -> None:
-        """The general path: ask git what differs from the index, and update just those paths."""
+    def _scan_all(self) -> bool:
+        """The general path: ask git what differs from the index, and update just those paths.
+        False when status found nothing at all to look at."""
         out = self.shadow.git(*_STATUS_ARGS, index=self.index).stdout
+        unjudged = self._fix_seeded()
         candidates, tracked, staged = _status_paths(out)
+        if unjudged:
+            known = set(candidates)
+            candidates += [p for p in unjudged if p not in known]
+            tracked.update(unjudged)
         if self._keep_staged:
             # Right after seeding, index entries that differ from HEAD name blobs only the user's
             # index holds; keep them, or the user's `git gc` may prune what a checkpoint needs.
@@ -468,6 +506,7 @@ class Checkpointer:
             self.shadow.git("update-index", "--replace", "-z", "--index-info", index=self.index, input=records)
         if self._changed is not None:
             self._changed.update(changed)
+        return bool(candidates)
 
     def _real_parents(self, rel: str, dirs: dict[str, bool]) -> bool:
         """Whether every parent directory of `rel` is a real directory (not a symlink, not a file)."""
@@ -595,6 +634,38 @@ class Checkpointer:
         if rel == ".." or rel.startswith("../"):
             raise ValueError(f"{raw} is outside the repository {self.repo}")
         return rel
+
+
+class _Listing:
+    """`git ls-files -s -v` of the freshly seeded index, running in the background while the first
+    status runs. Both only read the seed (status writes its refreshed index by rename, which leaves
+    this reader's file intact); its output goes to a file so that a full pipe never stalls it."""
+
+    def __init__(self, shadow: ShadowRepo, index: Path) -> None:
+        self._args = ["ls-files", "-z", "-s", "-v"]
+        self._stdout, self._stderr = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115 - closed in output() or discard()
+        self._process = subprocess.Popen(["git", *self._args], env=shadow.env(index), cwd=shadow.paths.work_tree,
+                                         stdin=subprocess.DEVNULL, stdout=self._stdout, stderr=self._stderr)
+
+    def output(self) -> bytes:
+        try:
+            returncode = self._process.wait()
+            self._stdout.seek(0)
+            self._stderr.seek(0)
+            if returncode != 0:
+                raise GitCommandError(self._args, returncode, self._stderr.read())
+            return self._stdout.read()
+        finally:
+            self._close()
+
+    def discard(self) -> None:
+        self._process.kill()
+        self._process.wait()
+        self._close()
+
+    def _close(self) -> None:
+        self._stdout.close()
+        self._stderr.close()
 
 
 def _status_paths(out: bytes) -> tuple[list[str], set[str], list[str]]:

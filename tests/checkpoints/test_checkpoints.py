@@ -186,6 +186,25 @@ def test_touched_fast_path_captures_what_a_full_scan_would(repo: Path) -> None:
     assert user_state(repo) == before
 
 
+def test_a_runs_steps_are_read_from_its_loose_refs_and_from_packed_ones(repo: Path) -> None:
+    cp = Checkpointer(repo, "run-a")
+    taken = {0: cp.take(0).commit}
+    (repo / "src" / "app.py").write_text("print('v2')\n")
+    taken[1] = cp.take(1).commit
+    taken[12] = cp.take(12, touched=["src/app.py"]).commit
+    Checkpointer(repo, "run-ab").take(0)  # a run whose name starts like it must not mix in
+    shadow = repo / ".git" / "gitbot" / "shadow"
+    listed = subprocess.run(["git", f"--git-dir={shadow}", "for-each-ref", "--format=%(refname) %(objectname)",
+                             "refs/gitbot/run-a/"], capture_output=True, text=True, check=True).stdout
+    assert {int(ref.rsplit("/", 1)[1]): oid for ref, oid in (line.split() for line in listed.splitlines())} == taken
+    assert cp.shadow.run_steps("run-a") == taken
+    assert cp.shadow.run_steps("run-none") == {}
+    subprocess.run(["git", f"--git-dir={shadow}", "pack-refs", "--all"], check=True)
+    assert not (shadow / "refs" / "gitbot" / "run-a").exists() or not list((shadow / "refs/gitbot/run-a").iterdir())
+    assert Checkpointer(repo, "run-a").shadow.run_steps("run-a") == taken
+    assert Checkpointer(repo, "run-a").last_step == 12
+
+
 def test_take_rejects_bad_steps_and_bad_arguments(repo: Path) -> None:
     cp = Checkpointer(repo, "run-a")
     cp.take(0)
@@ -709,6 +728,18 @@ def test_files_with_a_filter_attribute_are_captured_as_on_disk_not_in_clean_form
     assert user_state(repo) == before
 
 
+def test_a_filtered_file_whose_stat_data_git_trusts_is_still_captured_as_on_disk(repo: Path) -> None:
+    git(repo, "config", "filter.fake.clean", "tr a-z A-Z")
+    git(repo, "config", "filter.fake.smudge", "cat")
+    (repo / ".gitattributes").write_text("*.bin filter=fake\n")
+    (repo / "model.bin").write_text("real weights v1\n")
+    time.sleep(1.1)  # the index is written a second after the file: its stat data is not racy, so
+    git(repo, "add", ".gitattributes", "model.bin")  # no status re-reads the file; only the re-hash does
+    git(repo, "commit", "-q", "-m", "model")
+    step0 = Checkpointer(repo, "run-a").take(0)
+    assert shadow_show(repo, f"{step0.commit}:model.bin") == b"real weights v1\n"
+
+
 def test_staged_content_survives_the_users_gc(repo: Path) -> None:
     (repo / "src" / "app.py").write_text("print('staged, never committed')\n")
     git(repo, "add", "src/app.py")  # the blob is only in the user's index
@@ -787,6 +818,30 @@ def test_skip_worktree_entries_that_exist_are_scanned(repo: Path) -> None:
     assert (repo / "poetry.lock").read_text() == "my local lock, hidden from git status\n"
     assert "S poetry.lock" in git(repo, "ls-files", "-v", "poetry.lock")
     assert user_state(repo) == before
+
+
+def test_assume_unchanged_entries_are_scanned_even_in_an_otherwise_clean_checkout(repo: Path) -> None:
+    # A clean checkout otherwise: status sees nothing, so only the seeded index's bits show the edit.
+    git(repo, "update-index", "--assume-unchanged", "poetry.lock")
+    (repo / "poetry.lock").write_text("edited behind git's back\n")
+    assert git(repo, "status", "--porcelain") == ""
+    before = user_state(repo)
+    step0 = Checkpointer(repo, "run-a").take(0)
+    assert shadow_show(repo, f"{step0.commit}:poetry.lock") == b"edited behind git's back\n"
+    assert "h poetry.lock" in git(repo, "ls-files", "-v", "poetry.lock")
+    assert user_state(repo) == before
+
+
+def test_a_clean_checkout_is_checkpointed_as_heads_tree(repo: Path) -> None:
+    assert git(repo, "status", "--porcelain") == ""
+    step0 = Checkpointer(repo, "run-a").take(0)
+    shadow = repo / ".git" / "gitbot" / "shadow"
+    tree = subprocess.run(["git", f"--git-dir={shadow}", "rev-parse", f"{step0.commit}^{{tree}}"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert tree == git(repo, "rev-parse", "HEAD^{tree}").strip()
+    (repo / "src" / "app.py").write_text("print('v2')\n")
+    step1 = Checkpointer(repo, "run-b").take(0)  # a dirty one is written from the index
+    assert shadow_show(repo, f"{step1.commit}:src/app.py") == b"print('v2')\n"
 
 
 def test_steps_without_a_checkpoint_in_per_response_mode_are_refused_not_stood_in_for(repo: Path) -> None:
