@@ -26,7 +26,8 @@ from bench.gen_repo import make_repo
 from gitbot.policy import Policy
 from gitbot.secrets import Secrets
 from gitbot.tools.base import ToolContext
-from gitbot.tools.definitions import CACHE_PATH_IN_GIT_DIR, STATS, list_code_definition_names, supports
+from gitbot.tools.definitions import STATS, list_code_definition_names, supports
+from gitbot.tools.tag_cache import CACHE_PATH_IN_GIT_DIR
 
 
 def source_directories(repo: Path) -> list[str]:

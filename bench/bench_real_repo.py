@@ -257,13 +257,8 @@ def definition_dirs(repo: Path, count: int) -> list[str]:
 
 
 def bench_definitions(repo: Path, runs: int, directories: list[str]) -> None:
-    from gitbot.tools.definitions import (
-        CACHE_PATH_IN_GIT_DIR,
-        STATS,
-        find_git_dir,
-        list_code_definition_names,
-        supports,
-    )
+    from gitbot.tools.definitions import STATS, find_git_dir, list_code_definition_names, supports
+    from gitbot.tools.tag_cache import CACHE_PATH_IN_GIT_DIR
 
     ctx = ToolContext(repo, load_policy(repo), Secrets())
     located = find_git_dir(repo)

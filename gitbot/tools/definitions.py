@@ -4,12 +4,11 @@ The queries are data files in gitbot/tools/tags/<language>.scm (definitions only
 references). Like Cline, a directory is scanned one level deep: the model asks again on a
 subdirectory or a file, which keeps each answer small.
 
-Parsed tags are cached in `<git dir>/gitbot/cache/definitions.sqlite`, keyed by the
-repository-relative path and validated by size and mtime_ns, so a second call on an unchanged
-tree parses nothing. SQLite rather than one JSON file: a directory's rows are read without
-loading the whole cache, and concurrent runs on one repository are serialised by SQLite's own
-locking. The cache is an optimisation only: when it is locked, unreadable or corrupt, the
-tool parses and (for a corrupt file) replaces it with a fresh one.
+Parsing is most of the cost (tree-sitter parses ~5x slower than ctags reads), so only what the
+answer shows is parsed: a directory's files in order until MAX_DEFINITIONS are found, the files
+after that only counted. Many files to parse are split between this process and a forked child
+(tools/parallel.py). Parsed tags are cached by path, size and mtime (tools/tag_cache.py), so a
+second call on an unchanged tree parses nothing.
 """
 
 from __future__ import annotations
@@ -18,27 +17,27 @@ import hashlib
 import importlib.metadata
 import json
 import os
-import sqlite3
 import subprocess
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache, lru_cache, partial
 from pathlib import Path, PurePosixPath
-from typing import Any, NamedTuple
+from typing import Any
 
 from tree_sitter import Node, Parser, Query, QueryCursor
 
 from gitbot.tools.base import Tool, ToolContext, ToolError
+from gitbot.tools.parallel import map_split
 from gitbot.tools.paths import resolve
 from gitbot.tools.search import rg_binary
+from gitbot.tools.tag_cache import Definition, TagCache, parent_of
 from gitbot.treesitter import language_for, language_name, parser_for
 
 MAX_DEFINITIONS = 200
 MAX_FILE_BYTES = 2_000_000  # bigger "source" files are generated or minified: their tags are noise
 LISTING_TIMEOUT_SECONDS = 30
+PARALLEL_MIN_BYTES = 256 * 1024  # less to parse (~20 ms) and forking a second parser costs more than it saves
 TAGS_DIR = Path(__file__).resolve().parent / "tags"
-CACHE_PATH_IN_GIT_DIR = Path("gitbot") / "cache" / "definitions.sqlite"
 CACHE_SCHEMA = 1  # bump when the cached row format changes
 
 # Which query file serves which grammar (tsx uses the TypeScript queries).
@@ -53,13 +52,6 @@ NAMESPACE_LIKE = {"module", "namespace"}
 FUNCTION_LIKE = {"function", "method", "constructor"}
 # How a kind reads in the languages whose keyword differs from the kind's name.
 KEYWORDS = {"python": {"function": "def", "method": "def"}, "ruby": {"function": "def", "method": "def"}}
-
-
-class Definition(NamedTuple):  # a NamedTuple: thousands are rebuilt from the cache per call
-    line: int  # 1-based line of the definition's name
-    kind: str  # class, function, method, struct, interface, trait, impl, type, enum, module, ...
-    name: str
-    depth: int  # how many class-like or namespace-like definitions enclose it
 
 
 class ParseStats:
@@ -186,140 +178,6 @@ def _cache_version() -> str:
     return digest.hexdigest()[:16]
 
 
-_TABLES = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS tags (path TEXT PRIMARY KEY, dir TEXT NOT NULL, size INTEGER NOT NULL,
-                                 mtime_ns INTEGER NOT NULL, definitions TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS tags_by_dir ON tags (dir);
-CREATE TABLE IF NOT EXISTS listings (dir TEXT PRIMARY KEY, key TEXT NOT NULL, files TEXT NOT NULL);
-"""
-
-
-class TagCache:
-    """Definitions by (path, size, mtime_ns), and directory listings by what they depend on, in one
-    SQLite file. Every failure means "no cache", never an error."""
-
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        self._db: sqlite3.Connection | None = None
-        self._pending: list[tuple[str, str, int, int, str]] = []
-        self._pending_listings: list[tuple[str, str, str]] = []
-        if path is not None:
-            self._db = self._open(path)
-
-    @classmethod
-    def for_git_dir(cls, git_dir: Path | None) -> TagCache:
-        return cls(git_dir / CACHE_PATH_IN_GIT_DIR if git_dir is not None else None)
-
-    def _open(self, path: Path) -> sqlite3.Connection | None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            return self._connect(path)
-        except sqlite3.DatabaseError:
-            # Not a database (truncated, overwritten): build a fresh one beside it and swap it in
-            # with an atomic rename, so a concurrent reader sees either the old file or the new one.
-            try:
-                fresh = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-                fresh.unlink(missing_ok=True)
-                self._connect(fresh).close()
-                os.replace(fresh, path)
-                return self._connect(path)
-            except (sqlite3.Error, OSError):
-                return None
-        except OSError:
-            return None
-
-    @staticmethod
-    def _connect(path: Path) -> sqlite3.Connection:
-        db = sqlite3.connect(path, timeout=2.0, isolation_level=None)
-        try:
-            version = _cache_version()
-            db.executescript(_TABLES)
-            row = db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
-            if row is None or row[0] != version:
-                with db:
-                    db.execute("BEGIN IMMEDIATE")
-                    db.execute("DELETE FROM tags")
-                    db.execute("DELETE FROM listings")
-                    db.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (version,))
-        except sqlite3.OperationalError:
-            # Locked by another writer for longer than the timeout: read what we can, skip the upkeep.
-            pass
-        except sqlite3.DatabaseError:
-            db.close()
-            raise
-        return db
-
-    def lookup(self, paths: Iterable[str]) -> dict[str, tuple[int, int, list[Definition]]]:
-        """Cached rows for these repository-relative paths (by their directories: one query each)."""
-        if self._db is None:
-            return {}
-        wanted = set(paths)
-        found: dict[str, tuple[int, int, list[Definition]]] = {}
-        try:
-            for directory in {_parent(p) for p in wanted}:
-                for path, size, mtime_ns, data in self._db.execute(
-                        "SELECT path, size, mtime_ns, definitions FROM tags WHERE dir = ?", (directory,)):
-                    if path in wanted:
-                        found[path] = (size, mtime_ns, list(map(Definition._make, json.loads(data))))
-        except (sqlite3.Error, ValueError, TypeError):
-            return {}
-        return found
-
-    def store(self, path: str, size: int, mtime_ns: int, definitions: list[Definition]) -> None:
-        rows = [[d.line, d.kind, d.name, d.depth] for d in definitions]
-        self._pending.append((path, _parent(path), size, mtime_ns, json.dumps(rows, separators=(",", ":"))))
-
-    def listing(self, directory: str, key: str) -> list[str] | None:
-        """The files of `directory` as last listed, if what the listing depends on is unchanged."""
-        if self._db is None:
-            return None
-        try:
-            row = self._db.execute("SELECT key, files FROM listings WHERE dir = ?", (directory,)).fetchone()
-            return json.loads(row[1]) if row is not None and row[0] == key else None
-        except (sqlite3.Error, ValueError):
-            return None
-
-    def store_listing(self, directory: str, key: str, files: list[str]) -> None:
-        self._pending_listings.append((directory, key, json.dumps(files)))
-
-    def forget_missing(self, directory: str, present: set[str]) -> None:
-        """Drop rows of files that left `directory`, so the cache does not grow without bound."""
-        if self._db is None:
-            return
-        try:
-            stale = [path for (path,) in self._db.execute("SELECT path FROM tags WHERE dir = ?", (directory,))
-                     if path not in present]
-            if stale:
-                with self._db:
-                    self._db.executemany("DELETE FROM tags WHERE path = ?", [(p,) for p in stale])
-        except sqlite3.Error:
-            pass
-
-    def close(self) -> None:
-        if self._db is None:
-            return
-        try:
-            if self._pending or self._pending_listings:
-                with self._db:
-                    self._db.execute("BEGIN IMMEDIATE")
-                    self._db.executemany("INSERT OR REPLACE INTO tags VALUES (?, ?, ?, ?, ?)", self._pending)
-                    self._db.executemany("INSERT OR REPLACE INTO listings VALUES (?, ?, ?)",
-                                         self._pending_listings)
-        except sqlite3.Error:
-            pass  # another run holds the lock: these files get parsed again next time
-        finally:
-            self._pending.clear()
-            self._pending_listings.clear()
-            self._db.close()
-            self._db = None
-
-
-def _parent(relpath: str) -> str:
-    parent, slash, _ = relpath.rpartition("/")
-    return parent if slash else "."
-
-
 def find_git_dir(start: Path) -> tuple[Path, Path] | None:
     """(work tree root, git dir) for a path, like `git rev-parse --absolute-git-dir` without the subprocess.
 
@@ -354,13 +212,13 @@ def _definitions_of(root: Path, relpaths: list[str],
                     cache: TagCache) -> tuple[list[_FileDefinitions], list[str]]:
     """Definitions per file (cache first) and the files skipped for being too large."""
     cached = cache.lookup(relpaths)
-    results: list[_FileDefinitions] = []
+    results: list[_FileDefinitions | None] = []
     too_large: list[str] = []
-    base = str(root)
+    to_parse: list[tuple[int, str, str, os.stat_result]] = []  # (place in results, path, language, stat)
+    base = str(root)  # plain strings: the loop runs per file on every call
     for relpath in relpaths:
-        absolute = os.path.join(base, relpath)  # plain strings: this loop runs per file on every call
         try:
-            status = os.stat(absolute)
+            status = os.stat(os.path.join(base, relpath))
         except OSError:
             continue  # vanished between listing and reading
         if status.st_size > MAX_FILE_BYTES:
@@ -369,16 +227,28 @@ def _definitions_of(root: Path, relpaths: list[str],
         language = _supported_language(os.path.splitext(relpath)[1].lower())
         hit = cached.get(relpath)
         if hit is not None and hit[0] == status.st_size and hit[1] == status.st_mtime_ns:
-            definitions = hit[2]
+            results.append(_FileDefinitions(relpath, language, hit[2]))
         else:
-            try:
-                with open(absolute, "rb") as source:
-                    definitions = extract_definitions(source.read(), language)
-            except OSError:
-                continue
+            to_parse.append((len(results), relpath, language, status))
+            results.append(None)
+    for language in {language for _, _, language, _ in to_parse}:  # compiled before a fork: the child has them
+        _query(language), _parser(language)
+    parsed_before, tasks = STATS.files_parsed, [(relpath, language) for _, relpath, language, _ in to_parse]
+    parsed = map_split(partial(_parse_file, base), tasks, [s.st_size for *_, s in to_parse], min_weight=PARALLEL_MIN_BYTES)
+    STATS.files_parsed = parsed_before + sum(definitions is not None for definitions in parsed)  # the child's too
+    for (place, relpath, language, status), definitions in zip(to_parse, parsed, strict=True):
+        if definitions is not None:  # None: unreadable
             cache.store(relpath, status.st_size, status.st_mtime_ns, definitions)
-        results.append(_FileDefinitions(relpath, language, definitions))
-    return results, too_large
+            results[place] = _FileDefinitions(relpath, language, definitions)
+    return [result for result in results if result is not None], too_large
+
+
+def _parse_file(base: str, task: tuple[str, str]) -> list[Definition] | None:
+    try:
+        data = Path(base, task[0]).read_bytes()
+    except OSError:
+        return None
+    return extract_definitions(data, task[1])
 
 
 def file_outline(path: Path) -> list[tuple[int, str, str]]:
@@ -399,7 +269,7 @@ def file_outline(path: Path) -> list[tuple[int, str, str]]:
         language = _supported_language(path.suffix.lower())
         return [(d.line, d.kind, d.name) for d in extract_definitions(source, language)]
     root, git_dir = located
-    cache = TagCache.for_git_dir(git_dir)
+    cache = TagCache.for_git_dir(git_dir, _cache_version())
     try:
         results, _ = _definitions_of(root, [path.relative_to(root).as_posix()], cache)
     finally:
@@ -419,7 +289,7 @@ def list_code_definition_names(ctx: ToolContext, args: dict[str, Any]) -> str:
                         f"{', '.join(sorted(QUERY_FILES))}. Use read_file to read it.")
     located = find_git_dir(root)
     git_dir = located[1] if located else None
-    cache = TagCache.for_git_dir(git_dir)
+    cache = TagCache.for_git_dir(git_dir, _cache_version())
     try:
         hidden = 0
         subdirectories: list[str] = []
@@ -484,7 +354,7 @@ def _listing_key(root: Path, git_dir: Path | None, relpath: str) -> list[Any] | 
             key.append(_stamp(os.path.join(base, directory, name)))
         if directory == ".":
             break
-        directory = _parent(directory)
+        directory = parent_of(directory)
     global_config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "git"
     for path in (global_config / "ignore", global_config / "config", Path.home() / ".gitconfig"):
         key.append(_stamp(str(path)))

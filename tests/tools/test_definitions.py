@@ -16,13 +16,13 @@ from gitbot.secrets import Secrets
 from gitbot.tools import definitions
 from gitbot.tools.base import ToolContext, ToolDenied, ToolError
 from gitbot.tools.definitions import (
-    CACHE_PATH_IN_GIT_DIR,
     LIST_CODE_DEFINITION_NAMES,
     MAX_DEFINITIONS,
     STATS,
     file_outline,
     list_code_definition_names,
 )
+from gitbot.tools.tag_cache import CACHE_PATH_IN_GIT_DIR
 
 
 @pytest.fixture
@@ -413,6 +413,26 @@ def test_second_call_on_an_unchanged_tree_parses_nothing(ctx, repo):
     status = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=repo, capture_output=True,
                             text=True, check=True).stdout
     assert status.strip() == "?? src/"
+
+
+def test_many_files_are_parsed_on_two_cores_with_the_same_answer(ctx, repo, monkeypatch):
+    for filename, source, _ in SNIPPETS.values():
+        for copy in range(6):
+            write(repo, f"mixed/{copy}_{filename}", source)
+    cache = cache_file(repo)
+
+    def cold(min_bytes: int) -> tuple[str, int]:
+        monkeypatch.setattr(definitions, "PARALLEL_MIN_BYTES", min_bytes)
+        cache.unlink(missing_ok=True)
+        before = STATS.files_parsed
+        return list_code_definition_names(ctx, {"path": "mixed"}), STATS.files_parsed - before
+
+    alone, parsed_alone = cold(1 << 40)
+    split, parsed_split = cold(0)  # a forked child parses about half of them
+    assert split == alone and parsed_split == parsed_alone == 6 * len(SNIPPETS)
+    before = STATS.files_parsed
+    assert list_code_definition_names(ctx, {"path": "mixed"}) == alone  # the child's results were cached too
+    assert STATS.files_parsed == before
 
 
 def test_file_outline_uses_the_same_cache(repo):
