@@ -14,7 +14,8 @@ Sections (each figure is the median of --runs interleaved runs, printed as `tool
   checkpoints  the first checkpoint of a run (Checkpointer() + take(0)) and per-step ones after a
                file edit (touched=[path]) and after a command (full scan), against `git status`
   definitions  list_code_definition_names cold (cache deleted) and warm on the directories with the
-               most source files, against `ctags` over the same files
+               most source files (or --definition-dir), against `ctags` over the same files; with
+               --definition-tree, one call per directory of a whole tree against one ctags run
   fixcheck     `gitbot fix-check -- true` against `git status` and against `python -c pass`
   harness      harness overhead per step of an agent run on the loopback Messages API (wall time
                minus server time, minus the command's own run time), for execute_command steps and
@@ -287,6 +288,43 @@ def bench_definitions(repo: Path, runs: int, directories: list[str]) -> None:
         print(line("  warm", warm, floors))
 
 
+def bench_definitions_tree(repo: Path, runs: int, top: str) -> None:
+    """One call per directory holding source files under `top` (the tool is one level deep), cold
+    then warm, against one ctags run over every one of those files."""
+    from gitbot.tools.definitions import STATS, list_code_definition_names, supports
+    from gitbot.tools.tag_cache import CACHE_PATH_IN_GIT_DIR
+
+    ctx = ToolContext(repo, load_policy(repo), Secrets())
+    prefix = "" if top == "." else top.rstrip("/") + "/"
+    files = [rel for rel in tracked(repo) if rel.startswith(prefix) and supports(rel)
+             and not any(part.startswith(".") for part in rel.split("/")[:-1])]
+    directories = sorted({os.path.dirname(rel) or "." for rel in files})
+    cache = repo / ".git" / CACHE_PATH_IN_GIT_DIR
+    names = "\n".join(files).encode()
+
+    def one_pass() -> None:
+        for directory in directories:
+            list_code_definition_names(ctx, {"path": directory})
+
+    def cold() -> None:
+        cache.unlink(missing_ok=True)
+        one_pass()
+
+    def ctags() -> None:
+        subprocess.run(["ctags", "-f", "-", "--sort=no", "-L", "-"], cwd=repo, input=names, capture_output=True,
+                       check=False)
+
+    parsed = STATS.files_parsed
+    times = interleaved({"ctags": ctags, "cold": cold}, runs)
+    parsed = (STATS.files_parsed - parsed) // (runs + 1)
+    warm = interleaved({"warm": one_pass}, runs)["warm"]
+    print(f"  {top} as a tree: {len(directories)} directories, {len(files)} source files, {parsed} parsed per "
+          f"cold pass")
+    print(line("  floor: ctags over all of them", times["ctags"], {}))
+    print(line("  cold, one call per directory", times["cold"], {"ctags": times["ctags"]}))
+    print(line("  warm, one call per directory", warm, {"ctags": times["ctags"]}))
+
+
 # ---------------------------------------------------------------- fix-check
 
 def bench_fixcheck(repo: Path, runs: int, gitbot: str) -> None:
@@ -357,6 +395,8 @@ def main() -> None:
     parser.add_argument("--definition-dir", action="append", default=[],
                         help="a directory for the definitions figures (repeatable; default: the two with the most "
                              "source files)")
+    parser.add_argument("--definition-tree", action="append", default=[],
+                        help="a directory whose every subdirectory gets a call, cold and warm (repeatable)")
     parser.add_argument("--steps", type=int, default=4, help="extra steps for the harness figure")
     parser.add_argument("--gitbot", default=str(Path(sys.executable).with_name("gitbot")),
                         help="the gitbot executable for fix-check (measure a `pip install .`, not editable)")
@@ -394,6 +434,8 @@ def run(repo: Path, chosen: list[str], options: argparse.Namespace) -> None:
             bench_checkpoints(repo, options.runs, status, str(os.getpid()))
         if "definitions" in chosen:
             bench_definitions(repo, options.runs, options.definition_dir or definition_dirs(repo, 2))
+            for top in options.definition_tree:
+                bench_definitions_tree(repo, min(options.runs, 3), top)
         if "fixcheck" in chosen:
             bench_fixcheck(repo, options.runs, options.gitbot)
         if "harness" in chosen:

@@ -37,6 +37,7 @@ MAX_DEFINITIONS = 200
 MAX_FILE_BYTES = 2_000_000  # bigger "source" files are generated or minified: their tags are noise
 LISTING_TIMEOUT_SECONDS = 30
 PARALLEL_MIN_BYTES = 256 * 1024  # less to parse (~20 ms) and forking a second parser costs more than it saves
+FIRST_CHUNK_BYTES = 32 * 1024  # a directory's first parse; each next one doubles
 TAGS_DIR = Path(__file__).resolve().parent / "tags"
 CACHE_SCHEMA = 1  # bump when the cached row format changes
 
@@ -208,13 +209,15 @@ class _FileDefinitions:
     definitions: list[Definition]
 
 
-def _definitions_of(root: Path, relpaths: list[str],
-                    cache: TagCache) -> tuple[list[_FileDefinitions], list[str]]:
-    """Definitions per file (cache first) and the files skipped for being too large."""
+def _definitions_of(root: Path, relpaths: list[str], cache: TagCache,
+                    enough: int | None = None) -> tuple[list[_FileDefinitions], list[str], int]:
+    """Definitions per file in order (cache first), the files skipped for being too large, and how
+    many files were left unread: with `enough`, files are parsed in order only until that many
+    definitions are known (chunks grow from a few files, so a directory whose first files fill
+    the answer parses little more than those)."""
     cached = cache.lookup(relpaths)
-    results: list[_FileDefinitions | None] = []
+    pending: list[tuple[str, str, os.stat_result, list[Definition] | None]] = []  # None: to parse
     too_large: list[str] = []
-    to_parse: list[tuple[int, str, str, os.stat_result]] = []  # (place in results, path, language, stat)
     base = str(root)  # plain strings: the loop runs per file on every call
     for relpath in relpaths:
         try:
@@ -224,23 +227,45 @@ def _definitions_of(root: Path, relpaths: list[str],
         if status.st_size > MAX_FILE_BYTES:
             too_large.append(relpath)
             continue
-        language = _supported_language(os.path.splitext(relpath)[1].lower())
         hit = cached.get(relpath)
-        if hit is not None and hit[0] == status.st_size and hit[1] == status.st_mtime_ns:
-            results.append(_FileDefinitions(relpath, language, hit[2]))
-        else:
-            to_parse.append((len(results), relpath, language, status))
-            results.append(None)
-    for language in {language for _, _, language, _ in to_parse}:  # compiled before a fork: the child has them
+        valid = hit is not None and hit[0] == status.st_size and hit[1] == status.st_mtime_ns
+        pending.append((relpath, _supported_language(os.path.splitext(relpath)[1].lower()), status,
+                        hit[2] if hit is not None and valid else None))
+    results: list[_FileDefinitions] = []
+    found, position, unread, budget = 0, 0, 0, FIRST_CHUNK_BYTES
+    while position < len(pending):
+        end, size = position + 1, pending[position][2].st_size
+        if pending[position][3] is None:  # a run of files to parse, up to `budget` bytes
+            while end < len(pending) and pending[end][3] is None and size < budget:
+                size, end = size + pending[end][2].st_size, end + 1
+            budget *= 2
+        run = pending[position:end]
+        fresh = iter(_parse_all(base, [(path, language) for path, language, _, known in run if known is None],
+                                [status.st_size for _, _, status, known in run if known is None]))
+        for relpath, language, status, definitions in run:
+            if definitions is None:
+                definitions = next(fresh)
+                if definitions is not None:  # None: unreadable
+                    cache.store(relpath, status.st_size, status.st_mtime_ns, definitions)
+            if enough is not None and found >= enough:
+                unread += 1  # past the answer: counted, not shown (whether or not this run parsed it)
+            elif definitions is not None:
+                results.append(_FileDefinitions(relpath, language, definitions))
+                found += len(definitions)
+        position = end
+        if enough is not None and found >= enough:
+            unread += len(pending) - position
+            break
+    return results, too_large, unread
+
+
+def _parse_all(base: str, tasks: list[tuple[str, str]], sizes: list[int]) -> list[list[Definition] | None]:
+    for language in {language for _, language in tasks}:  # compiled before a fork: the child has them
         _query(language), _parser(language)
-    parsed_before, tasks = STATS.files_parsed, [(relpath, language) for _, relpath, language, _ in to_parse]
-    parsed = map_split(partial(_parse_file, base), tasks, [s.st_size for *_, s in to_parse], min_weight=PARALLEL_MIN_BYTES)
+    parsed_before = STATS.files_parsed
+    parsed = map_split(partial(_parse_file, base), tasks, sizes, min_weight=PARALLEL_MIN_BYTES)
     STATS.files_parsed = parsed_before + sum(definitions is not None for definitions in parsed)  # the child's too
-    for (place, relpath, language, status), definitions in zip(to_parse, parsed, strict=True):
-        if definitions is not None:  # None: unreadable
-            cache.store(relpath, status.st_size, status.st_mtime_ns, definitions)
-            results[place] = _FileDefinitions(relpath, language, definitions)
-    return [result for result in results if result is not None], too_large
+    return parsed
 
 
 def _parse_file(base: str, task: tuple[str, str]) -> list[Definition] | None:
@@ -271,7 +296,7 @@ def file_outline(path: Path) -> list[tuple[int, str, str]]:
     root, git_dir = located
     cache = TagCache.for_git_dir(git_dir, _cache_version())
     try:
-        results, _ = _definitions_of(root, [path.relative_to(root).as_posix()], cache)
+        results, _, _ = _definitions_of(root, [path.relative_to(root).as_posix()], cache)
     finally:
         cache.close()
     return [(d.line, d.kind, d.name) for d in results[0].definitions] if results else []
@@ -304,12 +329,13 @@ def list_code_definition_names(ctx: ToolContext, args: dict[str, Any]) -> str:
                     hidden += 1
             subdirectories = sorted(entry.name + "/" for entry in os.scandir(absolute)
                                     if entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."))
-        results, too_large = _definitions_of(root, files, cache)
+        results, too_large, unread = _definitions_of(root, files, cache,
+                                                     enough=MAX_DEFINITIONS if absolute.is_dir() else None)
         if absolute.is_dir():
             cache.forget_missing(relpath, set(files))
     finally:
         cache.close()
-    return _render(relpath, results, too_large, hidden, subdirectories, scanned=len(files))
+    return _render(relpath, results, too_large, hidden, subdirectories, scanned=len(files), unread=unread)
 
 
 # ---------------------------------------------------------------- directory listings
@@ -387,16 +413,15 @@ def _run_listing(ctx: ToolContext, relpath: str) -> list[str]:
 
 
 def _render(relpath: str, results: list[_FileDefinitions], too_large: list[str], hidden: int,
-            subdirectories: list[str], scanned: int) -> str:
+            subdirectories: list[str], scanned: int, unread: int = 0) -> str:
     with_definitions = [r for r in results if r.definitions]
     out: list[str] = []
     shown = 0
-    left_definitions = left_files = 0
+    left_definitions, left_in = 0, ""
     for result in with_definitions:
         room = MAX_DEFINITIONS - shown
-        if room <= 0:
+        if room <= 0:  # (results stop at the file that fills the answer; the rest is `unread`)
             left_definitions += len(result.definitions)
-            left_files += 1
             continue
         if out:
             out.append("")
@@ -407,16 +432,17 @@ def _render(relpath: str, results: list[_FileDefinitions], too_large: list[str],
             out.append(f"{definition.line:>4} | {'  ' * definition.depth}{label} {definition.name}")
         shown += min(room, len(result.definitions))
         if len(result.definitions) > room:
-            left_definitions += len(result.definitions) - room
-            left_files += 1
+            left_definitions, left_in = left_definitions + len(result.definitions) - room, result.path
     notes: list[str] = []
     if left_definitions and scanned == 1:
         notes.append(f"({_count(left_definitions, 'more definition')} not shown; the output is capped at "
                      f"{MAX_DEFINITIONS}. Use search_files to find a particular definition.)")
-    elif left_definitions:
-        notes.append(f"({_count(left_definitions, 'more definition')} in {_count(left_files, 'file')} not "
-                     f"shown; the output is capped at {MAX_DEFINITIONS}. Call list_code_definition_names on "
-                     f"a single file to see its definitions.)")
+    elif left_definitions or unread:
+        # Files past the cap are not parsed (that is most of the cost), so they are counted, not summed.
+        parts = [f"{_count(left_definitions, 'more definition')} in {left_in}"] if left_definitions else []
+        parts += [_count(unread, "more file")] if unread else []
+        notes.append(f"({' and '.join(parts)} not shown; the output is capped at {MAX_DEFINITIONS}. Call "
+                     f"list_code_definition_names on a single file to see its definitions.)")
     if too_large:
         notes.append(f"(Skipped, larger than {MAX_FILE_BYTES // 1_000_000} MB: {', '.join(too_large)}.)")
     if hidden:

@@ -374,13 +374,26 @@ def test_output_is_capped_with_a_count_of_the_rest(ctx, repo):
     output = list_code_definition_names(ctx, {"path": "big"})
     assert len(entries(output)) == MAX_DEFINITIONS
     assert entries(output)[-1] == (3 * 19 + 1, 0, "def c19")  # 90 + 90 + 20 shown
-    assert "(40 more definitions in 2 files not shown; the output is capped at 200." in output
+    assert ("(30 more definitions in big/c.py and 1 more file not shown; the output is capped at 200. "
+            "Call list_code_definition_names on a single file to see its definitions.)") in output
     assert "big/d.py" not in output
 
     write(repo, "one.py", many_functions(MAX_DEFINITIONS + 5))
     single = list_code_definition_names(ctx, {"path": "one.py"})
     assert len(entries(single)) == MAX_DEFINITIONS
     assert "(5 more definitions not shown; the output is capped at 200. Use search_files" in single
+
+
+def test_files_past_the_cap_are_counted_not_parsed(ctx, repo):
+    for number in range(150):
+        write(repo, f"wide/m{number:03}.py", many_functions(40, f"m{number:03}_"))
+    before = STATS.files_parsed
+    output = list_code_definition_names(ctx, {"path": "wide"})
+    parsed = STATS.files_parsed - before
+    assert len(entries(output)) == MAX_DEFINITIONS and entries(output)[-1][2] == "def m004_39"
+    assert "(145 more files not shown; the output is capped at 200." in output
+    assert 5 <= parsed < 50  # the first five fill the answer; parsing stops after the first 32 KB
+    assert list_code_definition_names(ctx, {"path": "wide"}) == output  # the same answer from the cache
 
 
 def test_very_large_files_are_skipped_and_named(ctx, repo):
