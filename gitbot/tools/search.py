@@ -50,6 +50,7 @@ MATCH_LEAD_CHARS = 100  # when a long line is clipped, how much is kept before t
 MAX_LISTED_FILES = 20  # files named in the over-the-cap summary
 SEARCH_TIMEOUT_SECONDS = 60
 READ_CHUNK_BYTES = 1 << 20
+MAX_READ_BYTES = 16 << 20  # past this, a file's lines are fetched by rg rather than read whole
 PIPE_BYTES = 1 << 20
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 END_MARKER = b'\n{"type":"end"'
@@ -86,14 +87,14 @@ class _Scan:
 class _Counted:
     """The counting pass: matching lines per readable file, by the path rg printed."""
 
-    files: list[tuple[bytes, str, int]] = field(default_factory=list)  # (raw path, shown path, lines)
+    files: list[tuple[bytes, str, int, tuple[int, ...]]] = field(default_factory=list)  # raw, shown, lines, offsets
     binary_files: list[str] = field(default_factory=list)
     returncode: int = 0
     stderr: str = ""
 
     @property
     def matches(self) -> int:
-        return sum(lines for _, _, lines in self.files)
+        return sum(lines for _, _, lines, _ in self.files)
 
 
 def search_files(ctx: ToolContext, args: dict[str, Any]) -> str:
@@ -118,12 +119,15 @@ def search_files(ctx: ToolContext, args: dict[str, Any]) -> str:
     if counted.returncode == 2 and not counted.files and not counted.binary_files:
         raise ToolError(_rg_error(regex, counted.stderr))
     if counted.matches > MAX_MATCHES:
-        return _too_many([(path, lines) for _, path, lines in counted.files], where)
+        return _too_many([(path, lines) for _, path, lines, _ in counted.files], where)
     if not counted.files:
         return _render(_Scan(binary_files=counted.binary_files), where)
-    # Within the cap: the lines themselves, with context, from just the files that hold them.
-    paths = [os.fsdecode(raw) for raw, _, _ in counted.files]
-    scan = _scan(ctx, [rg_binary(), "--json", "--context", "1", "--no-config", "--regexp", regex, "--", *paths])
+    # Within the cap: the lines themselves, with context, read at the offsets rg gave; or, when that
+    # cannot be done exactly (a long line needs the match's column), from rg over just those files.
+    scan = _scan_at_offsets(ctx, counted)
+    if scan is None:
+        paths = [os.fsdecode(raw) for raw, _, _, _ in counted.files]
+        scan = _scan(ctx, [rg_binary(), "--json", "--context", "1", "--no-config", "--regexp", regex, "--", *paths])
     scan.binary_files += counted.binary_files
     return _answer(scan, regex, where)
 
@@ -151,19 +155,21 @@ def _readable(ctx: ToolContext) -> Callable[[str], object]:
 def _count_pass(ctx: ToolContext, search: list[str], relpath: str, single: bool) -> _Counted:
     """One rg run over the tree; Unparseable when its output cannot be split into files for certain."""
     target = os.fsencode(relpath)
-    reader = BlockReader(single=target) if single else BlockReader(prefix=b"./" if relpath == "." else target + b"/")
+    wanted = 4 * MAX_MATCHES  # offsets of the first lines, to show them without asking rg again
+    reader = BlockReader(single=target, offsets=wanted) if single else \
+        BlockReader(prefix=b"./" if relpath == "." else target + b"/", offsets=wanted)
     readable = _readable(ctx)
     counted = _Counted()
 
     def take(blocks: list[Block]) -> None:
-        for raw, lines, binary in blocks:
+        for raw, lines, binary, offsets in blocks:
             path = raw.decode("utf-8", "replace").removeprefix("./")
             if not readable(path):
                 continue  # a file the model may not read leaves no trace (see the module docstring)
             if binary:
                 counted.binary_files.append(path)
             elif lines:
-                counted.files.append((raw, path, lines))
+                counted.files.append((raw, path, lines, offsets))
 
     # --max-columns: only a line's existence counts here, so a long one prints as a short stand-in.
     command = [rg_binary(), "--heading", "--null", "--with-filename", "--byte-offset", "--max-columns=8", *search]
@@ -173,6 +179,60 @@ def _count_pass(ctx: ToolContext, search: list[str], relpath: str, single: bool)
         take(reader.close())
     counted.returncode, counted.stderr = run.returncode, run.stderr
     return counted
+
+
+# ---------------------------------------------------------------- lines at known offsets
+
+def _scan_at_offsets(ctx: ToolContext, counted: _Counted) -> _Scan | None:
+    """The matching lines and their context read from the files at the offsets the counting pass
+    gave, as `--json --context 1` would have shown them; None when that cannot be exact: offsets
+    missing, a file with a byte-order mark (rg transcodes it), a file too big to read whole, a
+    matching line long enough to need the match's column, or a file changed since rg read it."""
+    scan = _Scan()
+    for raw, path, lines, offsets in counted.files:
+        # The path came from a walk that follows no symlink; the full check confirms it still leads there.
+        if len(offsets) != lines or not ctx.policy.check_read(path):
+            return None
+        try:
+            descriptor = os.open(os.path.join(ctx.repo, os.fsdecode(raw)), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(descriptor, "rb") as stream:
+                data = stream.read(MAX_READ_BYTES + 1)
+        except OSError:
+            return None
+        hits = _hits_at(path, data, sorted(offsets))
+        if hits is None or len(data) > MAX_READ_BYTES:
+            return None
+        scan.files.append(hits)
+        scan.matches += hits.matches
+    return scan
+
+
+def _hits_at(path: str, data: bytes, offsets: list[int]) -> _FileHits | None:
+    if data.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
+        return None
+    hits = _FileHits(path)
+    number, counted_to = 1, 0
+    for offset in offsets:
+        if offset >= len(data) or (offset and data[offset - 1] != 0x0A):
+            return None  # not a line start any more: the file changed
+        number += data.count(b"\n", counted_to, offset)
+        counted_to = offset
+        text = _line_at(data, offset)
+        if len(text) > MAX_LINE_CHARS:
+            return None  # clipping keeps the match in view: that needs its column
+        hits.lines[number] = (text, 0)
+        hits.matches += 1
+        if number > 1 and number - 1 not in hits.lines:
+            hits.lines[number - 1] = (_line_at(data, data.rfind(b"\n", 0, offset - 1) + 1), None)
+        end = data.find(b"\n", offset)
+        if 0 <= end < len(data) - 1:
+            hits.lines.setdefault(number + 1, (_line_at(data, end + 1), None))
+    return hits
+
+
+def _line_at(data: bytes, start: int) -> str:
+    end = data.find(b"\n", start)
+    return data[start:len(data) if end < 0 else end].decode("utf-8", "replace").rstrip("\r\n")
 
 
 # ---------------------------------------------------------------- the JSON pass

@@ -37,20 +37,24 @@ class Block(NamedTuple):  # a NamedTuple: one per file with matches, tens of tho
     path: bytes  # as rg printed it (relative to rg's working directory, "./" prefix and all)
     lines: int  # matching lines printed before any binary warning
     binary: bool  # rg found a NUL and stopped (its lines are not shown, as for any binary file)
+    offsets: tuple[int, ...] = ()  # where the matching lines start, while the reader still collects them
 
 
 class BlockReader:
     """Feed rg's output in chunks of any size; complete blocks come out of each feed and of close.
 
     `prefix`: what every path starts with (b"./" for a search of ".", b"src/" for "src"), or
-    `single`: the one file that was searched."""
+    `single`: the one file that was searched. `offsets`: how many matching lines, over the whole
+    output, get their byte offset read (the rest are only counted)."""
 
-    def __init__(self, *, prefix: bytes | None = None, single: bytes | None = None) -> None:
+    def __init__(self, *, prefix: bytes | None = None, single: bytes | None = None, offsets: int = 0) -> None:
         self._prefix = prefix
         self._single = single
         self._buffer = bytearray()
         self._path: bytes | None = None  # the block being read; None between blocks
         self._lines = 0
+        self._offsets_left = offsets
+        self._offsets: list[int] = []
 
     def feed(self, chunk: bytes) -> list[Block]:
         self._buffer += chunk
@@ -65,6 +69,7 @@ class BlockReader:
                     break
                 self._path = self._checked(bytes(buffer[position:nul]))
                 self._lines = 0
+                self._offsets = []
                 position = nul + 1
                 continue
             # Inside a block the buffer always resumes at a line start, and lines are never empty.
@@ -79,6 +84,7 @@ class BlockReader:
             before = buffer.rfind(b"\n", position, last) if last >= 0 else -1
             if before >= 0:
                 self._lines += buffer.count(b"\n", position, before + 1)
+                self._collect(buffer, position, before + 1)
                 position = before + 1
             break
         del buffer[:position]
@@ -88,7 +94,8 @@ class BlockReader:
         """The output ended: the last block has no blank line after it."""
         buffer = self._buffer
         if self._path is not None:
-            block = self._finish(buffer, 0, len(buffer)) if buffer else Block(self._path, self._lines, False)
+            block = self._finish(buffer, 0, len(buffer)) if buffer else Block(self._path, self._lines, False,
+                                                                                tuple(self._offsets))
             buffer.clear()
             return [block]
         if not buffer:
@@ -112,8 +119,20 @@ class BlockReader:
         path, lines = self._path, self._lines + buffer.count(b"\n", start, end)
         assert path is not None
         self._path = None
+        self._collect(buffer, start, end)
+        offsets = tuple(self._offsets)
         last = max(buffer.rfind(b"\n", start, end - 1) + 1, start)
         if buffer[last] in _DIGITS and path[0] not in _DIGITS:
-            return Block(path, lines, False)  # an OFFSET:line line, not a warning that starts with the path
+            return Block(path, lines, False, offsets)  # an OFFSET:line line, not a warning with the path
         binary = any(buffer.startswith(path + ending, last) for ending in _BINARY_ENDINGS)
-        return Block(path, lines - binary, binary)
+        return Block(path, lines - binary, binary, offsets)
+
+    def _collect(self, buffer: bytearray, start: int, end: int) -> None:
+        """The offsets of the lines from `start` to `end` (whole lines), while any are still wanted."""
+        if self._offsets_left <= 0:
+            return
+        for line in bytes(buffer[start:end]).split(b"\n")[:self._offsets_left]:
+            number, colon, _ = line.partition(b":")
+            if colon and number.isdigit():  # (not the binary warning)
+                self._offsets.append(int(number))
+                self._offsets_left -= 1

@@ -118,15 +118,24 @@ def test_past_the_cap_no_lines_are_shown_only_counts_from_one_rg_run(ctx, repo, 
     assert len(runs) == 1  # counted in the same run that searched, no second pass
 
 
-def test_within_the_cap_only_the_files_with_matches_are_read_again(ctx, repo, monkeypatch):
+def test_within_the_cap_the_lines_come_from_the_same_run(ctx, repo, monkeypatch):
     runs = rg_runs(monkeypatch)
     write_matches(repo, {"a.txt": 3, "sub/b.txt": 2})
     write(repo, "d.txt", "nothing\n")
     output = search_files(ctx, {"path": ".", "regex": "^hit"})
     assert output.startswith("Found 5 matches in 2 files")
-    assert len(runs) == 2
-    assert runs[1][runs[1].index("--") + 1:] == ["./a.txt", "./sub/b.txt"] or \
-        sorted(runs[1][runs[1].index("--") + 1:]) == ["./a.txt", "./sub/b.txt"]
+    assert numbered(output.split("sub/b.txt\n")[1]) == [(1, ":", "hit 0"), (2, "-", "filler"), (3, "-", "filler"),
+                                                       (4, ":", "hit 1"), (5, "-", "filler")]
+    assert len(runs) == 1  # read at the offsets rg printed, not searched again
+
+
+def test_a_long_matching_line_is_fetched_by_rg_from_just_its_file(ctx, repo, monkeypatch):
+    runs = rg_runs(monkeypatch)
+    write(repo, "long.txt", "x" * 900 + " needle " + "y" * 900 + "\n")
+    write(repo, "other.txt", "no match here\n")
+    output = search_files(ctx, {"path": ".", "regex": "needle"})
+    assert "… [line clipped, 1,808 chars]" in output and " needle " in output  # clipped around the match
+    assert len(runs) == 2 and runs[1][runs[1].index("--") + 1:] == ["./long.txt"]
 
 
 @pytest.mark.parametrize("chunk", [1, 7, search.READ_CHUNK_BYTES], ids=["bytes", "tiny-chunks", "default-chunks"])
@@ -328,6 +337,9 @@ def varied(repo: Path) -> Path:
     write(repo, "ignored/i.txt", "hit ignored\n")
     with open(os.fsencode(repo) + b"/bad-\xff.txt", "wb") as stream:
         stream.write(b"hit \xff byte\n")
+    write(repo, "edges.txt", "hit a\nhit b\nfiller\n\nhit c")  # adjacent, blank, no final newline
+    write(repo, "bom.txt", "\ufeffhit bom\nnext\n")
+    write(repo, "utf16.txt", "hit u16\nnext\n".encode("utf-16"))
     return repo
 
 
@@ -337,6 +349,8 @@ SEARCHES = [
     {"path": "sub", "regex": "^hit"}, {"path": "sub", "regex": "hit 1\\b"}, {"path": "a.txt", "regex": "hit 2"},
     {"path": "late.bin", "regex": "hit"}, {"path": "long.txt", "regex": "hit"},
     {"path": ".", "regex": "hit", "file_pattern": "*.md"}, {"path": ".", "regex": "hit [0-3]$"},
+    {"path": ".", "regex": "hit [abc]$|^filler$"}, {"path": "edges.txt", "regex": "^"},
+    {"path": ".", "regex": "hit (bom|u16)"}, {"path": ".", "regex": "\\xff|byte"},
 ]
 
 
