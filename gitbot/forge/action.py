@@ -43,7 +43,7 @@ from gitbot.forge.event import (
 from gitbot.forge.github import ForgeError, GitHubRepo, PullData, connect
 from gitbot.forge.inputs import ActionInputs, InputError, read_inputs
 from gitbot.forge.issue_task import STATUS_MARKER, IssueText, build_issue_task, clean_title, select_comments
-from gitbot.forge.leaks import Leak, PublishSecrets, scan_diff
+from gitbot.forge.leaks import Leak, scan_diff
 from gitbot.forge.mdsafe import code_span, fenced, md_cell
 from gitbot.forge.permissions import check_actors
 from gitbot.forge.pr_body import (
@@ -111,10 +111,10 @@ def run_action(environ: dict[str, str] | None = None, *, stdout: TextIO | None =
         return _run_action(environ, io, secrets)
 
 
-def known_secrets(environ: dict[str, str]) -> PublishSecrets:
+def known_secrets(environ: dict[str, str]) -> Secrets:
     """Every secret gitbot can know: secret-named variables, the token and key inputs and any other
     secret-named input (Secrets also covers the base64 form the token takes in an extraheader)."""
-    secrets = PublishSecrets.from_environment(environ)
+    secrets = Secrets.from_environment(environ)
     secrets.add(environ.get("INPUT_GITHUB-TOKEN", "").strip())
     secrets.add(environ.get("INPUT_ANTHROPIC-API-KEY", "").strip())
     for name, value in environ.items():
@@ -141,7 +141,7 @@ def secrets_out_of_environment(secrets: Secrets) -> Iterator[None]:
         os.environ.update(removed)
 
 
-def _run_action(environ: dict[str, str], io: ActionsIO, secrets: PublishSecrets) -> int:
+def _run_action(environ: dict[str, str], io: ActionsIO, secrets: Secrets) -> int:
     try:
         inputs = read_inputs(environ)
         ctx = read_context(environ)
@@ -615,15 +615,18 @@ class ActionRun:
 
     def refuse_leaks(self, result: RunResult, leaks: list[Leak]) -> int:
         """The change holds something that looks like a secret: nothing is pushed, and nobody is shown it."""
-        where = ", ".join(f"{code_span(leak.path)} ({leak.kind})" for leak in leaks[:10])
+        where = ", ".join(code_span(leak.where()) for leak in leaks[:10])
         more = f" and {len(leaks) - 10} more" if len(leaks) > 10 else ""
         message = (
             f"gitbot did not push its change: the diff adds what looks like a secret in {where}{more}. "
             "Nothing was pushed and no pull request was opened; the value is not shown anywhere. Check "
-            "whether a credential reached the repository's files, and rotate it if it is real."
+            "whether a credential reached the repository's files, and rotate it if it is real. (A false "
+            "positive, such as a test fixture, can be marked with `gitbot: allow-secret` on its line in the "
+            "repository; gitbot does not accept the marker on a line its own change adds.)"
         )
         self.io.error(
-            "the change contains a secret-like value; nothing was pushed",
+            f"the change contains a secret-like value ({', '.join(leak.where() for leak in leaks[:10])}); "
+            "nothing was pushed",
             title="gitbot: secret in the change",
         )
         self.comment(f"⛔ {message}\n\n{receipt_markdown(result)}\n\n[workflow run]({self.ctx.run_url})")
