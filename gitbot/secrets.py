@@ -18,6 +18,7 @@ import os
 import re
 import urllib.parse
 from dataclasses import dataclass, field
+from typing import Any
 
 from gitbot import secretscan
 from gitbot.secretscan import REDACTED, Finding
@@ -148,3 +149,27 @@ class Secrets:
                 text = secretscan.replace(text, known)
         text, shaped = secretscan.redact(text, honour_markers=honour_markers)
         return text, known + shaped
+
+    def scrub_data(self, data: Any) -> tuple[Any, list[Finding]]:
+        """`data` (JSON-like: dicts, lists, strings, numbers) with every string scrubbed, keys included;
+        a copy where anything changed. Findings' lines are those of the string they were in."""
+        if isinstance(data, str):
+            return self.scrub(data)
+        if isinstance(data, dict):
+            found: list[Finding] = []
+            out = {}
+            for key, value in data.items():
+                key, in_key = self.scrub_data(key)
+                value, in_value = self.scrub_data(value)
+                out[key] = value
+                found += in_key + in_value
+            return (out, found) if found else (data, found)
+        if isinstance(data, (list, tuple)):
+            found = []
+            items = []
+            for item in data:
+                item, in_item = self.scrub_data(item)
+                items.append(item)
+                found += in_item
+            return (items, found) if found else (data, found)
+        return data, []

@@ -172,7 +172,11 @@ class Agent:
     # -- one reply ----------------------------------------------------------------------------
     def _handle(self, reply: ModelReply) -> Stop | None:
         s = self.state
-        self.conversation.add_assistant(reply.content or [{"type": "text", "text": EMPTY_REPLY}])
+        # The model's own words go back to it in every later request: a secret it wrote (into a file it
+        # creates, say) is replaced there too. The tool calls run with the input as given. (The record
+        # scrubs and reports its copy of the reply.)
+        self.conversation.add_assistant(_scrubbed_content(reply.content, self.ctx.secrets)
+                                        or [{"type": "text", "text": EMPTY_REPLY}])
         tool_uses = reply.tool_uses
         if reply.stop_reason == "refusal":
             return Stop(Status.ERROR, f"the model refused to continue: {reply.text or '(no explanation)'}")
@@ -258,7 +262,8 @@ class Agent:
             outcome, text = "error", f"{name} failed unexpectedly: {type(exc).__name__}: {exc}"
             self.record.event("tool_crash", step=step,
                               traceback=self.ctx.secrets.redact(encodable(traceback.format_exc())))
-        text = self.ctx.secrets.redact(encodable(text) if text.strip() else "(no output)")
+        text, stopped = self.ctx.secrets.scrub(encodable(text) if text.strip() else "(no output)")
+        self.record.secrets_stopped(f"step {step} ({name} output)", stopped)
         is_error = outcome != "ok"
         checkpoint = self._checkpoint_after_tool(step, tool, touched)
         duration = time.monotonic() - started
@@ -297,6 +302,19 @@ class Agent:
         self.record.event("checkpoint", step=step, commit=taken.commit,
                           seconds=round(taken.seconds, 4), files_changed=taken.to_event()["files_changed"],
                           reason="per-response mode")
+
+
+def _scrubbed_content(content: list[dict[str, Any]], secrets) -> list[dict[str, Any]]:
+    """Text and tool-call inputs scrubbed; thinking blocks are left as they are, since their signature
+    covers their text and the API refuses an altered one."""
+    out = []
+    for block in content:
+        if block.get("type") == "text":
+            block = {**block, "text": secrets.redact(block.get("text", ""))}
+        elif block.get("type") == "tool_use":
+            block = {**block, "input": secrets.scrub_data(block.get("input"))[0]}
+        out.append(block)
+    return out
 
 
 def _target(args: Any) -> str:

@@ -62,14 +62,15 @@ def resume_run(repo: Path, run_id: str, *, policy: Policy, provider: Provider | 
     cut_off = _unfinished_tool_calls(events, conversation)
 
     with RunLock(repo), _sigterm_as_interrupt():
-        record = RunRecord(repo, run_id)
+        record = RunRecord(repo, run_id, secrets=ctx.secrets)
         restored = ""
         if any(call["name"] in CHANGES_FILES for call in cut_off if call["started"] and not call["finished"]):
             report = restore(repo, run_id, Checkpointer(repo, run_id).last_step, force=True)
             restored = "The work tree was restored to the last checkpoint. "
             record.event("resume_restore", step=report.after_step, written=len(report.written),
                          removed=len(report.removed))
-        checkpointer = Checkpointer(repo, run_id)  # after a restore: it recorded steps of its own
+        # After a restore (it recorded steps of its own); the run's read_deny rules are in its manifests.
+        checkpointer = Checkpointer(repo, run_id, read_deny=policy.read_deny)
         results = [_result_for(call, restored) for call in cut_off]
         if not cut_off and conversation.messages[-1]["role"] == "assistant":
             # Killed after a reply without tool calls, before its nudge was recorded.

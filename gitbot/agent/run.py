@@ -86,15 +86,18 @@ def run_task(task: Task, repo: Path, *, policy: Policy, options: RunOptions | No
     provider = provider or make_provider(options.model)
     run_id = options.run_id or new_run_id()
     tools, ctx = tool_context(repo, policy, secrets, task.check_command, options.review_on_submit)
+    first_text, stopped_in_task = ctx.secrets.scrub(first_user_message(task, repo, policy))
     conversation = Conversation(system=system_prompt(), tools=[t.definition() for t in tools],
-                                first_user_text=ctx.secrets.redact(first_user_message(task, repo, policy)))
+                                first_user_text=first_text)
     prices = load_prices()
     budget = options.context_budget_tokens or context_budget(prices, provider.model)
 
     with RunLock(repo), _sigterm_as_interrupt():
-        record = RunRecord(repo, run_id)
+        record = RunRecord(repo, run_id, secrets=ctx.secrets)
+        record.secrets_stopped("the task and the first message", stopped_in_task)
         try:
-            checkpointer = Checkpointer(repo, run_id)
+            # Files the agent may not read are not stored either: the store is uploaded as an artifact.
+            checkpointer = Checkpointer(repo, run_id, read_deny=policy.read_deny)
             first = checkpointer.take(0)
         except KeyboardInterrupt:
             return close_record(record, RunResult(status=Status.ERROR, run_id=run_id, model=provider.model,
@@ -137,6 +140,10 @@ def drive(agent: Agent, record: RunRecord, checkpointer, *, policy: Policy, run_
 
 def close_record(record: RunRecord, result: RunResult) -> RunResult:
     record.event("run_end", status=result.status.value, summary=result.summary)
+    note = record.stop_note()
+    if note:
+        result.warnings.append(note)
+        result.extra["secrets_stopped"] = list(record.stopped)
     record.write_result(result.to_dict())
     record.close()
     return result

@@ -16,9 +16,14 @@ ref points at the previous commit.
 Not captured, and listed as such: files above the size cap (default 10 MB, or
 GITBOT_CHECKPOINT_SIZE_CAP; hashing and storing them on every step would cost more than the
 checkpoint is worth), nested repositories and submodules (recorded by reference: a gitlink to
-their HEAD; their `.git` is never renamed or entered), and files that cannot be read. Ignored
-files are never captured: git's ignore rules decide, and there is no built-in exclusion list (so
-lockfiles, .env files and build scripts restore fine).
+their HEAD; their `.git` is never renamed or entered), files that cannot be read, and files the
+policy's `read_deny` rules match (an untracked `.env`: the store is uploaded as the Action's
+artifact, and a secret must not reach it; tracked ones are dropped from the private index too, so
+their blobs are never copied in). The run's read_deny rules are written into every checkpoint's
+manifest, so a restore or resume of the run excludes the same files without being told, and never
+deletes or overwrites one because no checkpoint holds it. Ignored files are never captured: git's
+ignore rules decide, and there is no other built-in exclusion list (so lockfiles and build
+scripts restore fine).
 
 What the seeded index must not be trusted for (fixed up at seeding):
 - stat data the user's git could not vouch for: the copy keeps the index's mtime, so git's
@@ -61,6 +66,7 @@ from gitbot.checkpoints._git import (
     user_head,
 )
 from gitbot.checkpoints.errors import GitCommandError, UnknownRun, json_safe_path
+from gitbot.policy.files import glob_regex
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +144,7 @@ class Checkpointer:
     """Takes a run's checkpoints. One instance per run; the caller holds the RunLock meanwhile."""
 
     def __init__(self, repo: Path | str, run_id: str, *, size_cap_bytes: int | None = None,
-                 slow_median_seconds: float = SLOW_MEDIAN_SECONDS):
+                 slow_median_seconds: float = SLOW_MEDIAN_SECONDS, read_deny: Sequence[str] = ()):
         validate_run_id(run_id)
         if size_cap_bytes is None:
             size_cap_bytes = size_cap_from_env()
@@ -163,6 +169,10 @@ class Checkpointer:
             self._last_commit = steps[self._last_step]
             self._last_tree, manifest = self.shadow.read_commit(self._last_commit)
             self._not_captured = dict(manifest.get("not_captured", {}))
+            # A run keeps the read_deny rules it started with (and gains any it is given now).
+            read_deny = (*manifest.get("read_deny", ()), *read_deny)
+        self.read_deny: tuple[str, ...] = tuple(dict.fromkeys(read_deny))
+        self._denied = _deny_matcher(self.read_deny)
         # Paths whose index entries changed since the last recorded tree, so a checkpoint's
         # files_changed needs no tree diff; None when unknown (then diff the trees).
         self._changed: set[str] | None = set()
@@ -336,6 +346,18 @@ class Checkpointer:
                 skip_worktree.append(path)
             if path == b".gitattributes" or path.endswith(b"/.gitattributes"):
                 has_attributes = True
+        if self._denied is not None:
+            # Tracked files the policy denies reading leave the private index: status then reports them
+            # as untracked, and every scan passes them by (its staged blobs are never kept either).
+            denied = [p for p in entries if self._denied(os.fsdecode(p))]
+            if denied:
+                self.shadow.git("update-index", "--force-remove", "-z", "--stdin", index=self.index,
+                                input=b"\0".join(denied) + b"\0")
+                for p in denied:
+                    del entries[p]
+                    self._not_captured[os.fsdecode(p)] = READ_DENY_REASON
+                assume_unchanged = [p for p in assume_unchanged if p in entries]
+                skip_worktree = [p for p in skip_worktree if p in entries]
         if assume_unchanged:
             self.shadow.git("update-index", "--no-assume-unchanged", "-z", "--stdin", index=self.index,
                             input=b"\0".join(assume_unchanged) + b"\0")
@@ -495,6 +517,8 @@ class Checkpointer:
             return None
 
     def _why_not_capturable(self, rel: str, st: os.stat_result) -> str | None:
+        if self._denied is not None and self._denied(rel):
+            return READ_DENY_REASON
         if stat.S_ISLNK(st.st_mode):
             return None
         if not stat.S_ISREG(st.st_mode):
@@ -529,6 +553,8 @@ class Checkpointer:
         else:
             manifest = {"run": self.run_id, "step": step, "size_cap": self.size_cap_bytes,
                         "not_captured": self._not_captured}
+            if self.read_deny:
+                manifest["read_deny"] = list(self.read_deny)
             title = f"gitbot checkpoint: run {self.run_id} step {step}" + (f" ({reason})" if reason else "")
             # ensure_ascii keeps undecodable file names as \\udcXX escapes: valid JSON, lossless.
             message = f"{title}\n\n{MANIFEST_PREFIX}{json.dumps(manifest, sort_keys=True)}\n"
@@ -643,6 +669,32 @@ def _is_nested_repo(directory: Path) -> bool:
 
 
 GITLINK_REASON = "git repository (nested repository or submodule) recorded by reference at "
+READ_DENY_REASON = "matches the policy's files.read_deny; never stored in a checkpoint"
+
+
+def _deny_matcher(patterns: Sequence[str]):
+    """A function telling whether a repository-relative path matches one of the read_deny globs (as
+    the policy matches them: case-insensitively, `**` across directories), or None without rules.
+    `**/NAME` rules (all the defaults) are matched against the file name alone, four times faster
+    than the whole path: seeding matches every tracked file."""
+    if not patterns:
+        return None
+    names = [p[3:] for p in patterns if p.startswith("**/") and "/" not in p[3:] and "**" not in p[3:]]
+    paths = [p for p in patterns if not (p.startswith("**/") and p[3:] in names)]
+
+    def combined(globs: list[str]) -> re.Pattern[str] | None:
+        # The whole alternation must match the whole text (`a|b\Z` would anchor only b).
+        return re.compile("(?:" + "|".join(f"(?:{glob_regex(g, path_mode=True)})" for g in globs) + r")\Z",
+                          re.IGNORECASE | re.DOTALL) if globs else None
+
+    by_name, by_path = combined(names), combined(paths)
+
+    def denied(rel: str) -> bool:
+        if by_name is not None and by_name.match(rel, rel.rfind("/") + 1):
+            return True
+        return by_path is not None and by_path.match(rel) is not None
+
+    return denied
 
 
 def _gitlink_reason(sha: str) -> str:

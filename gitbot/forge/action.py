@@ -206,6 +206,7 @@ class ActionRun:
         self.issue_comments: list[Any] | None = None
         self.plan: Plan | None = None
         self.sandbox_off = False  # the repository's policy turned the sandbox off: said loudly everywhere
+        self.artifact_notes: list[str] | None = None  # None until the artifact is prepared
 
     # ---------------------------------------------------------------- the whole job
 
@@ -241,6 +242,25 @@ class ActionRun:
 
             self.io.untrusted(traceback.format_exc(), heading="gitbot crashed:")
             return self.fail(f"internal error: {type(exc).__name__}: {exc}", ExitCode.INFRA)
+        finally:
+            self.keep_artifact()
+
+    def keep_artifact(self) -> list[str]:
+        """Prepare the one directory action.yml uploads: the run records and checkpoint store, scanned
+        (forge/artifact.py). Once per job; what it stopped is said in the log and returned for the report."""
+        from gitbot.forge.artifact import ARTIFACT_DIR_NAME, prepare_artifact
+
+        if self.artifact_notes is None:
+            self.artifact_notes = []
+            if self.ctx.runner_temp is not None:
+                try:
+                    report = prepare_artifact(self.repo, self.ctx.runner_temp / ARTIFACT_DIR_NAME, self.secrets)
+                    self.artifact_notes = report.notes()
+                except Exception as exc:  # noqa: BLE001 - no artifact is better than a crash or an unscanned one
+                    self.artifact_notes = [f"The run record was not uploaded: preparing it failed ({exc})."]
+            for note in self.artifact_notes:
+                self.io.warning(note, title="gitbot: artifact")
+        return self.artifact_notes
 
     def make_plan(self) -> Plan:
         t = self.trigger
@@ -384,6 +404,7 @@ class ActionRun:
                 reporter=_Reporter(self.io),
             )
             after = self._check("after the agent") if before is not None and result.files_changed else None
+        self.keep_artifact()  # the record is complete: its scanned copy, and what the scan stopped, go in the report
         verdict = self._verdict(result, before, after)
         commit = None
         left_out: list[prmod.LeftOut] = []
@@ -531,6 +552,8 @@ class ActionRun:
                 "code, not in the test."
             )
         notes += left_out_notes(left_out)
+        notes += stopped_notes(result)
+        notes += self.artifact_notes or []
         pr = None
         status = result.status.value
         receipt = receipt_markdown(result)
@@ -629,8 +652,9 @@ class ActionRun:
             "nothing was pushed",
             title="gitbot: secret in the change",
         )
-        self.comment(f"⛔ {message}\n\n{receipt_markdown(result)}\n\n[workflow run]({self.ctx.run_url})")
-        self.io.write_summary(f"## gitbot refused to push\n\n{message}\n\n{receipt_markdown(result)}\n")
+        warnings = _warnings(self.artifact_notes or [])
+        self.comment(f"⛔ {message}\n\n{warnings}{receipt_markdown(result)}\n\n[workflow run]({self.ctx.run_url})")
+        self.io.write_summary(f"## gitbot refused to push\n\n{message}\n\n{warnings}{receipt_markdown(result)}\n")
         self.io.set_outputs(_outputs("secret_found", result=result))
         return ExitCode.GAVE_UP
 
@@ -689,6 +713,17 @@ def request_costs(repo: Path, run_id: str) -> dict[int, StepCost]:
     except (OSError, ValueError):
         return {}
     return costs
+
+
+def stopped_notes(result: RunResult) -> list[str]:
+    """Where the secret scanner stopped values on their way to the model or the record (record.py)."""
+    stops = result.extra.get("secrets_stopped") or []
+    if not stops:
+        return []
+    shown = "; ".join(md_cell(str(stop)) for stop in stops[:10])
+    more = f"; and {len(stops) - 10} more" if len(stops) > 10 else ""
+    return [f"The secret scanner replaced secret-like values before they reached the model or the run record: "
+            f"{shown}{more}. Check where they came from, and rotate them if they are real."]
 
 
 def restore_hint(run_id: str, actions_run_id: str) -> str:

@@ -396,7 +396,9 @@ def execute_command(ctx: ToolContext, args: dict[str, Any]) -> str:
                               timeout=timeout, read_only=read_only, hidden_files=hidden)
     except OSError as exc:
         raise ToolError(f"the command could not be started: {exc}") from exc
-    return ctx.secrets.redact(format_outcome(outcome, timeout_note))
+    # No redaction here: the loop scrubs every tool's output before the model or the record sees it,
+    # and says where it replaced something (agent/loop.py).
+    return format_outcome(outcome, timeout_note)
 
 
 def format_outcome(outcome: CommandOutcome, note: str = "") -> str:
