@@ -86,6 +86,9 @@ class Plan:
     fetch_also: str | None = None  # the branch holding start_sha, when it is not the base
     issue: int | None = None
     context_line: str = ""
+    # Where the policy is read from: the PR's base branch for an issue, the default branch (or the
+    # configured base-branch) for a failed run, never the commit under test, which could loosen it.
+    policy_branch: str | None = None
 
 
 @dataclass
@@ -326,6 +329,7 @@ class ActionRun:
         )
         base = self.inputs.base_branch or t.head_branch
         return Plan(
+            policy_branch=self.inputs.base_branch or self.forge.default_branch,
             task=self._redacted(task),
             base=base,
             branch=t.branch,
@@ -376,9 +380,15 @@ class ActionRun:
                 )
         prmod.start_branch(self.repo, plan.branch, start)
 
-        # The policy as the starting commit has it: nothing the agent writes can loosen it.
+        # The policy as the base branch has it (the default branch for a failed run): neither the agent
+        # nor the branch under test can loosen it.
+        policy_tip = base_tip
+        if plan.policy_branch and plan.policy_branch != plan.base:
+            policy_tip = prmod.fetch(self.repo, plan.policy_branch, auth=self.auth)
+            if policy_tip is None:
+                raise prmod.GitError(f"origin has no branch {plan.policy_branch!r} to read the policy from")
         policy_file = Path(self.inputs.policy) if self.inputs.policy else None
-        policy = load_policy(self.repo, policy_file, base_ref=start)
+        policy = load_policy(self.repo, policy_file, base_ref=policy_tip)
         policy = with_limits(policy, max_steps=self.inputs.max_steps, max_cost_usd=self.inputs.max_cost_usd)
         policy = self._sandboxed(policy)
         # The key goes to the client and nowhere else: never into os.environ, where child processes
