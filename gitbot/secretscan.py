@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 
 REDACTED = "[REDACTED]"
 ALLOW_MARKERS = ("gitbot: allow-secret", "pragma: allowlist secret")
+MIN_MATCH_CHARS = 10  # no rule matches fewer characters (a record event has many short strings)
 _ALLOW = re.compile("|".join(re.escape(m) for m in ALLOW_MARKERS))
 
 
@@ -201,6 +202,8 @@ def _rule_spans(rule: Rule, text: str, lowered: str | None) -> list[tuple[int, i
 
 def scan(text: str, *, honour_markers: bool = True) -> list[Finding]:
     """Every secret-shaped span of `text`, in order, overlaps merged (see the module doc)."""
+    if len(text) < MIN_MATCH_CHARS:
+        return []
     lowered = text.lower()
     if len(lowered) != len(text):  # a character whose lower case is longer: offsets would shift
         lowered = None
