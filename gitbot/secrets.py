@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gitbot import secretscan
-from gitbot.secretscan import REDACTED, Finding
+from gitbot.secretscan import REDACTED, Finding  # noqa: F401  (REDACTED: callers import it from here)
 
 # Environment variables whose values are secrets whatever their content.
 SECRET_ENV_NAMES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "GITHUB_TOKEN", "GH_TOKEN",

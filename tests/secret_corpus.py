@@ -62,10 +62,10 @@ def planted() -> dict[str, tuple[str, str]]:
         "github fine-grained pat": ("", "github_pat_11" + rand(UPPER, 20, 23) + "_" + rand(ALNUM, 59, 24)),
         "gitlab pat": ("", "glpat-" + rand(URLSAFE, 20, 25)),
         "gitlab runner token": ("", "glrt-" + rand(URLSAFE, 20, 26)),
-        "slack bot token": ("", f"xoxb-{rand(string.digits, 12, 27)}-{rand(string.digits, 13, 28)}-"
-                                f"{rand(ALNUM, 24, 29)}"),
-        "slack webhook": ("", f"https://hooks.slack.com/services/T{rand(UPPER, 8, 30)}/B{rand(UPPER, 10, 31)}/"
-                              f"{rand(ALNUM, 24, 32)}"),
+        "slack bot token": ("", (f"xoxb-{rand(string.digits, 12, 27)}-{rand(string.digits, 13, 28)}-"
+                                 f"{rand(ALNUM, 24, 29)}")),
+        "slack webhook": ("", (f"https://hooks.slack.com/services/T{rand(UPPER, 8, 30)}/B{rand(UPPER, 10, 31)}/"
+                               f"{rand(ALNUM, 24, 32)}")),
         "stripe live key": ("", "sk_live_" + rand(ALNUM, 24, 33)),
         "stripe restricted key": ("", "rk_live_" + rand(ALNUM, 24, 34)),
         "stripe webhook secret": ("", "whsec_" + rand(ALNUM, 32, 35)),

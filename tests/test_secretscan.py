@@ -55,7 +55,7 @@ def test_the_allow_marker_on_the_line_or_the_line_above_keeps_a_false_positive(m
 
 
 def test_a_private_key_is_replaced_as_a_whole_block_even_without_its_end():
-    text, value = PLANTED["rsa private key"]
+    text, _ = PLANTED["rsa private key"]
     cut = text[: len(text) // 2]
     cleaned, [finding] = redact(cut)
     assert finding.kind == "private-key" and cleaned.strip() == f"key:\n{REDACTED}"

@@ -732,8 +732,11 @@ def stopped_notes(result: RunResult) -> list[str]:
         return []
     shown = "; ".join(md_cell(str(stop)) for stop in stops[:10])
     more = f"; and {len(stops) - 10} more" if len(stops) > 10 else ""
-    return [f"The secret scanner replaced secret-like values before they reached the model or the run record: "
-            f"{shown}{more}. Check where they came from, and rotate them if they are real."]
+    note = (
+        f"The secret scanner replaced secret-like values before they reached the model or the run record: "
+        f"{shown}{more}. Check where they came from, and rotate them if they are real."
+    )
+    return [note]
 
 
 def restore_hint(run_id: str, actions_run_id: str) -> str:

@@ -20,6 +20,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from gitbot.forge.github import CommentData
+
 # strip_hidden and its markers are used from here too (comments, titles): one function, in hidden_text.
 from gitbot.forge.hidden_text import COLLAPSED, COLLAPSED_END, strip_hidden  # noqa: F401
 from gitbot.forge.mdsafe import neutralise

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gitbot.secretscan import ALLOW_MARKERS
 from gitbot.secrets import KNOWN_SECRET, Secrets
+from gitbot.secretscan import ALLOW_MARKERS
 
 HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
