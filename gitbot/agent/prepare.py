@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitbot.agent.run import DEFAULT_MODEL, RunOptions, check_repository, make_provider, with_limits
+from gitbot import git
+from gitbot.agent.run import DEFAULT_MODEL, RunOptions, make_provider, with_limits
 from gitbot.llm.base import Provider
 from gitbot.policy import Policy, load_policy
 
@@ -30,7 +31,7 @@ def prepare_run(repo: Path, *, policy: Policy | None = None, policy_file: Path |
     read from `policy_file` or the repository, at `base_ref` when given, so a change under review
     cannot loosen its own policy. `min_command_timeout`: the agent must be able to re-run the check
     it is fixing within its command timeout."""
-    repo = check_repository(repo)
+    repo = git.repo_root(repo)
     if policy is None:
         policy = load_policy(repo, policy_file, base_ref=base_ref)
     timeout = policy.limits.command_timeout_seconds
