@@ -95,7 +95,7 @@ class Verdict:
 
 
 def run_action(environ: dict[str, str] | None = None, *, stdout: TextIO | None = None) -> int:
-    from gitbot.sandbox import protect_process_environ
+    from gitbot.sandbox.env import protect_process_environ
 
     # The runner started this process with the key and the token in its environment, and
     # /proc/<pid>/environ keeps showing that original block whatever os.environ becomes: a
@@ -210,8 +210,8 @@ class ActionRun:
     # ---------------------------------------------------------------- the whole job
 
     def execute(self) -> int:
-        from gitbot.checks import CheckCommandError
         from gitbot.errors import ConfigError
+        from gitbot.sandbox.command import CannotStart
 
         try:
             self.plan = self.make_plan()
@@ -232,7 +232,7 @@ class ActionRun:
             return self.fail(str(exc), ExitCode.GAVE_UP)
         except SandboxUnavailable as exc:
             return self.fail(str(exc), ExitCode.CONFIG)
-        except (ConfigError, CheckCommandError) as exc:
+        except (ConfigError, CannotStart) as exc:
             return self.fail(f"configuration: {exc}", ExitCode.CONFIG)
         except (ForgeError, prmod.GitError) as exc:
             return self.fail(str(exc), ExitCode.INFRA)
@@ -367,11 +367,11 @@ class ActionRun:
         provider = AnthropicProvider(self.inputs.model or DEFAULT_MODEL, client=client)
         open_pr = self.forge.open_pull(plan.branch)
 
-        from gitbot.checks.sandboxed import CheckSandbox
+        from gitbot.sandbox.runner import Runner
 
         # The check runs where the agent's commands run: sandboxed, allow-listed environment. After the
         # agent it executes code the agent wrote, so it must never see the tokens.
-        self._checks = CheckSandbox(policy, self.repo)
+        self._runner = Runner(policy, self.repo)
         with self.io.commands_stopped():
             before = self._check("before the agent")
             result = run_task(
@@ -431,7 +431,7 @@ class ActionRun:
         off explicitly (then every report says so loudly). "auto" would run the agent's commands without a
         sandbox, with network, wherever bubblewrap does not work — on GitHub's Ubuntu 24.04 runners unless
         action.yml's sandbox setup step ran."""
-        from gitbot import sandbox
+        from gitbot.sandbox.bwrap import probe
 
         if policy.sandbox_mode == "off":
             self.sandbox_off = True
@@ -441,7 +441,7 @@ class ActionRun:
             )
             return policy
         policy = dataclasses.replace(policy, sandbox_mode="required")
-        status = sandbox.probe()
+        status = probe()
         if not status.available:
             raise SandboxUnavailable(
                 f"gitbot runs the agent's commands only inside the bubblewrap sandbox, and {status.description}. "
@@ -457,12 +457,12 @@ class ActionRun:
     def _check(self, when: str):
         if not self.inputs.check_command:
             return None
-        run = self._checks.run(self.inputs.check_command, CHECK_TIMEOUT_SECONDS)
+        run = self._runner.run_check(self.inputs.check_command, CHECK_TIMEOUT_SECONDS)
         self.io.info(f"check {when}: {run.describe()}")
         return run
 
     def _verdict(self, result: RunResult, before, after) -> Verdict:
-        from gitbot.verify import is_test_or_check_config
+        from gitbot.fixcheck.tampering import is_test_or_check_config
 
         tests_modified = [p for p in result.files_changed if is_test_or_check_config(p)]
         command = self.inputs.check_command
