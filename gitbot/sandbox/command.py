@@ -11,7 +11,7 @@ process group (and the command's pids cgroup, when there is one) gets SIGTERM, t
 Processes a command leaves running in the background are stopped when it exits.
 
 This module is on the git hook's fast path: only the standard library's process pieces are
-imported at module level; processes.py (cgroups, /proc scans) is imported only when needed.
+imported at module level (processes.py keeps to them too).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import time
 from collections import deque
 
 from gitbot.errors import ConfigError
+from gitbot.sandbox import processes
 
 TYPE_CHECKING = False  # importing typing for TYPE_CHECKING costs milliseconds on every commit
 if TYPE_CHECKING:
@@ -237,37 +238,22 @@ def run_command(argv: list[str], cwd: str | os.PathLike, *, env: dict[str, str] 
     except BaseException:
         # Ctrl-C or SIGTERM reached gitbot mid-command: the command must not outlive it (it is in its own
         # session, so the terminal's signal never reached it).
-        _stop(process, pgid, limit)
+        processes.stop(process, pgid, limit)
         raise
     if timed_out:
-        _stop(process, pgid, limit)
-        from gitbot.sandbox.processes import KILL_GRACE_SECONDS
-
+        processes.stop(process, pgid, limit)
         notes.append(f"The command timed out after {timeout:g} s and was stopped: its whole process group "
-                     f"was sent SIGTERM, then SIGKILL after {KILL_GRACE_SECONDS:g} s.")
-    elif _group_exists(pgid) or limit is not None and limit.pids():
-        from gitbot.sandbox import processes
-
-        if processes.leftovers(pgid, limit):
-            # The command is done but left background processes behind: stop them too.
-            processes.kill_all(pgid, limit)
-            notes.append("Background processes the command started were stopped when it finished.")
+                     f"was sent SIGTERM, then SIGKILL after {processes.KILL_GRACE_SECONDS:g} s.")
+    elif processes.leftovers(pgid, limit):
+        # The command is done but left background processes behind: stop them too.
+        processes.kill_all(pgid, limit)
+        notes.append("Background processes the command started were stopped when it finished.")
     _drain(process, output, echo)
     process.stdout.close()
     exit_code = process.wait()
     return CommandRun(display, None if timed_out else exit_code, output.text(), time.monotonic() - started,
                       timed_out=timed_out, output_bytes=output.total_bytes, timeout=timeout,
                       truncated=output.truncated, notes=notes, sandboxed=sandboxed)
-
-
-def _group_exists(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _pidfd(pid: int) -> int | None:
@@ -344,12 +330,6 @@ def _drain(process: subprocess.Popen, output: BoundedOutput, echo) -> None:
         if echo is not None:
             echo.write(chunk.decode("utf-8", "replace"))
             echo.flush()
-
-
-def _stop(process: subprocess.Popen, pgid: int, limit) -> None:
-    from gitbot.sandbox.processes import stop
-
-    stop(process, pgid, limit)
 
 
 def run_check(cmd: list[str] | str, cwd: str | os.PathLike, timeout: float | None = DEFAULT_TIMEOUT_SECONDS, *,

@@ -9,14 +9,15 @@ background processes behind.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import resource
-import shutil
 import signal
-import threading
 import time
-from pathlib import Path
-from typing import Self
+
+TYPE_CHECKING = False  # on the hook's fast path (through command.py): no typing, pathlib or resource
+if TYPE_CHECKING:
+    from typing import Self
 
 # Per-file size cap for commands (RLIMIT_FSIZE), so a runaway writer cannot fill the disk.
 MAX_FILE_BYTES = 4 << 30
@@ -41,8 +42,10 @@ def _own_cgroup_dirs() -> list[tuple[str, str]]:
     """(kind, directory) of this process's cgroups that can hold a pids limit: ("v1", pids dir) or
     ("v2", unified dir)."""
     try:
-        membership = Path("/proc/self/cgroup").read_text().splitlines()
-        mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+        with open("/proc/self/cgroup") as handle:
+            membership = handle.read().splitlines()
+        with open("/proc/self/mountinfo") as handle:
+            mounts = handle.read().splitlines()
     except OSError:
         return []
     v1_root = v2_root = None
@@ -69,8 +72,7 @@ class ProcessLimit:
     a pids cgroup (exact, also for root), and RLIMIT_NPROC (works for non-root users; root ignores it).
     Also caps file size. Use as a context manager; `launcher(argv)` prefixes the command."""
 
-    _counter = 0
-    _counter_lock = threading.Lock()
+    _numbers = itertools.count(1)  # next() on a count is atomic in CPython: no lock needed
 
     def __init__(self, max_processes: int = MAX_PROCESSES, max_file_bytes: int = MAX_FILE_BYTES):
         self.max_processes = max_processes
@@ -88,9 +90,7 @@ class ProcessLimit:
         return self
 
     def _make_cgroup(self) -> str | None:
-        with ProcessLimit._counter_lock:
-            ProcessLimit._counter += 1
-            name = f"gitbot-{os.getpid()}-{ProcessLimit._counter}"
+        name = f"gitbot-{os.getpid()}-{next(ProcessLimit._numbers)}"
         for kind, parent in _own_cgroup_dirs():
             directory = os.path.join(parent, name)
             try:
@@ -129,7 +129,7 @@ class ProcessLimit:
                   'ulimit -f "$3" || exit 126; shift 3; exec "$@"')
         procs = os.path.join(self.cgroup, "cgroup.procs") if self.cgroup else ""
         blocks = str(self.max_file_bytes // 1024)  # bash counts -f in 1024-byte blocks
-        bash = shutil.which("bash", path="/usr/bin:/bin") or "/bin/bash"
+        bash = next((path for path in ("/usr/bin/bash", "/bin/bash") if os.access(path, os.X_OK)), "/bin/bash")
         return [bash, "-c", script, "gitbot-launch", procs, str(self.nproc or ""), blocks, *argv]
 
     def pids(self) -> list[int]:
@@ -188,13 +188,20 @@ def _remove_cgroup(directory: str) -> None:
 # A command's process group
 
 
-def group_alive(pgid: int) -> bool:
+def group_exists(pgid: int) -> bool:
+    """Is any process (a zombie too) left in the group? One syscall."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    return True
+
+
+def group_alive(pgid: int) -> bool:
+    if not group_exists(pgid):
+        return False
     # Something in the group exists; it only counts if it is not a zombie.
     members = []
     for entry in os.listdir("/proc"):
