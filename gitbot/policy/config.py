@@ -16,9 +16,9 @@ from typing import Any
 from gitbot import git
 from gitbot.errors import GitError
 from gitbot.policy.base import Limits, PolicyError
-from gitbot.policy.commands import split_pattern
 from gitbot.policy.defaults import DEFAULT_POLICY_PATH, SANDBOX_MODES
 from gitbot.policy.files import GlobError, validate_path_glob
+from gitbot.policy.judge import split_pattern
 
 # table -> key -> kind
 SCHEMA: dict[str, dict[str, str]] = {
