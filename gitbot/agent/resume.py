@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from gitbot import git
 from gitbot.agent.conversation import Conversation
 from gitbot.agent.loop import Agent, LoopState
 from gitbot.agent.result import RunResult, Status, StepRecord
@@ -21,7 +22,6 @@ from gitbot.agent.run import (
     ConfigError,
     _sigterm_as_interrupt,
     bind_policy,
-    check_repository,
     context_budget,
     drive,
     make_provider,
@@ -47,7 +47,7 @@ def resume_run(repo: Path, run_id: str, *, policy: Policy, provider: Provider | 
                secrets: Secrets | None = None, reporter=None) -> RunResult:
     from gitbot.checkpoints import Checkpointer, RunLock, restore
 
-    repo = check_repository(repo)
+    repo = git.repo_root(repo)
     events = _events(repo, run_id)
     start = next(e for e in events if e["event"] == "run_start")
     if start.get("replay"):

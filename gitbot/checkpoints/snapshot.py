@@ -53,7 +53,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitbot.checkpoints._git import (
+from gitbot import git
+from gitbot.checkpoints.errors import json_safe_path
+from gitbot.checkpoints.shadow import (
     GITLINK_MODE,
     MANIFEST_PREFIX,
     REF_ROOT,
@@ -61,12 +63,13 @@ from gitbot.checkpoints._git import (
     ShadowRepo,
     discover,
     fs,
-    run_git,
-    user_environ,
+    modes_file,
+    per_response_from,
     user_head,
+    validate_run_id,
 )
-from gitbot.checkpoints.errors import GitCommandError, UnknownRun, json_safe_path
-from gitbot.policy.files import glob_regex
+from gitbot.git import GitCommandError
+from gitbot.policy.files import path_matcher
 
 log = logging.getLogger(__name__)
 
@@ -93,30 +96,6 @@ def size_cap_from_env() -> int:
         raise ValueError(f"{SIZE_CAP_ENV}={raw!r} is not a size: use a number of bytes, optionally with a K, M "
                          "or G suffix (e.g. 10M)")
     return int(match.group(1)) * 1024 ** " kmg".index(match.group(2).lower() or " ")
-
-
-def _modes_file(shadow_dir: Path, run_id: str) -> Path:
-    return shadow_dir / "modes" / f"{run_id}.json"
-
-
-def per_response_from(paths: RepoPaths, run_id: str) -> int | None:
-    """The first step a run checkpointed only once per model response (None: per step throughout).
-    Steps from there on have no checkpoint of their own unless a response ended at them."""
-    try:
-        data = json.loads(_modes_file(paths.shadow_dir, run_id).read_text())
-    except (OSError, ValueError):
-        return None
-    value = data.get("per_response_from") if isinstance(data, dict) else None
-    return value if isinstance(value, int) else None
-
-
-def validate_run_id(run_id: str) -> str:
-    ok = (isinstance(run_id, str) and 0 < len(run_id) <= 200 and run_id[0].isalnum()
-          and all(c.isalnum() or c in "._-" for c in run_id) and ".." not in run_id
-          and not run_id.endswith(".lock"))
-    if not ok:
-        raise UnknownRun(f"{run_id!r} is not a valid run id (letters, digits, '.', '_', '-')")
-    return run_id
 
 
 @dataclass
@@ -172,7 +151,7 @@ class Checkpointer:
             # A run keeps the read_deny rules it started with (and gains any it is given now).
             read_deny = (*manifest.get("read_deny", ()), *read_deny)
         self.read_deny: tuple[str, ...] = tuple(dict.fromkeys(read_deny))
-        self._denied = _deny_matcher(self.read_deny)
+        self._denied = path_matcher(self.read_deny)
         # Paths whose index entries changed since the last recorded tree, so a checkpoint's
         # files_changed needs no tree diff; None when unknown (then diff the trees).
         self._changed: set[str] | None = set()
@@ -378,10 +357,8 @@ class Checkpointer:
         """Entries with a `filter` attribute hold the user's *clean* form (an LFS pointer); the shadow
         runs no filters, so it must store what is on disk. Re-adding them without stat data makes
         the next scan hash the file as it is."""
-        env = user_environ()
-        env["GIT_OPTIONAL_LOCKS"] = "0"
-        proc = run_git(["-c", "core.fsmonitor=false", "ls-files", "-z", "--", ":(attr:filter)"], env=env,
-                       cwd=self.repo, ok=(0, 1, 128))
+        proc = git.run(["-c", "core.fsmonitor=false", "ls-files", "-z", "--", ":(attr:filter)"], cwd=self.repo,
+                       ok=(0, 1, 128))
         if proc.returncode != 0:
             log.warning("could not list files with a filter attribute: %s", proc.stderr.decode("utf-8", "replace"))
             return
@@ -535,10 +512,8 @@ class Checkpointer:
 
     def _nested_head(self, directory: Path) -> str | None:
         """HEAD of a nested repository or submodule, read without entering or changing it."""
-        env = user_environ()
-        env.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": str(self.shadow.dir),
-                    "GIT_DIR": str(directory / ".git")})
-        proc = run_git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], env=env, cwd=directory, ok=(0, 1, 128))
+        env = git.isolated_env(self.shadow.dir, {"GIT_DIR": str(directory / ".git")})
+        proc = git.run(["rev-parse", "-q", "--verify", "HEAD^{commit}"], env=env, cwd=directory, ok=(0, 1, 128))
         if proc.returncode != 0:
             return None  # no commits yet, or not a repository git can read
         return proc.stdout.decode().strip() or None
@@ -590,7 +565,7 @@ class Checkpointer:
             self._degraded_at_step = step
             # Steps after this one may have no checkpoint of their own; list/diff/restore must know
             # not to stand in the last checkpoint for them. (A resumed run stays in this mode.)
-            modes = _modes_file(self.shadow.dir, self.run_id)
+            modes = modes_file(self.shadow.dir, self.run_id)
             modes.parent.mkdir(exist_ok=True)
             tmp = modes.with_name(f".{modes.name}.{os.getpid()}.tmp")
             tmp.write_text(json.dumps({"per_response_from": step + 1}) + "\n")
@@ -670,31 +645,6 @@ def _is_nested_repo(directory: Path) -> bool:
 
 GITLINK_REASON = "git repository (nested repository or submodule) recorded by reference at "
 READ_DENY_REASON = "matches the policy's files.read_deny; never stored in a checkpoint"
-
-
-def _deny_matcher(patterns: Sequence[str]):
-    """A function telling whether a repository-relative path matches one of the read_deny globs (as
-    the policy matches them: case-insensitively, `**` across directories), or None without rules.
-    `**/NAME` rules (all the defaults) are matched against the file name alone, four times faster
-    than the whole path: seeding matches every tracked file."""
-    if not patterns:
-        return None
-    names = [p[3:] for p in patterns if p.startswith("**/") and "/" not in p[3:] and "**" not in p[3:]]
-    paths = [p for p in patterns if not (p.startswith("**/") and p[3:] in names)]
-
-    def combined(globs: list[str]) -> re.Pattern[str] | None:
-        # The whole alternation must match the whole text (`a|b\Z` would anchor only b).
-        return re.compile("(?:" + "|".join(f"(?:{glob_regex(g, path_mode=True)})" for g in globs) + r")\Z",
-                          re.IGNORECASE | re.DOTALL) if globs else None
-
-    by_name, by_path = combined(names), combined(paths)
-
-    def denied(rel: str) -> bool:
-        if by_name is not None and by_name.match(rel, rel.rfind("/") + 1):
-            return True
-        return by_path is not None and by_path.match(rel) is not None
-
-    return denied
 
 
 def _gitlink_reason(sha: str) -> str:

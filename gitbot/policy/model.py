@@ -8,7 +8,6 @@ from functools import cached_property
 from pathlib import Path
 
 from gitbot.policy.base import Decision, Limits
-from gitbot.policy.commands import CommandRule, compile_rule, judge_command
 from gitbot.policy.defaults import (
     DEFAULT_COMMAND_ALLOW,
     DEFAULT_COMMAND_DENY,
@@ -19,6 +18,7 @@ from gitbot.policy.defaults import (
     DEFAULT_SANDBOX_MODE,
 )
 from gitbot.policy.files import FileRules
+from gitbot.policy.judge import CommandRule, compile_rule, judge_command
 
 
 @dataclass

@@ -100,7 +100,7 @@ def test_a_reopened_run_keeps_its_rules_and_other_runs_are_unaffected(repo: Path
                                   "secrets/a/b", "config/x.secret", "config/a/x.secret", "src/envfile", "a.env",
                                   "deep/.netrc", ".envrc", "key.py", "a/b.KEY"])
 def test_the_store_excludes_exactly_what_the_policy_denies_reading(path: str) -> None:
-    from gitbot.checkpoints.snapshot import _deny_matcher
+    from gitbot.policy.files import path_matcher as _deny_matcher
     from gitbot.policy.files import FileRules
 
     rules = (*DEFAULT_READ_DENY, "secrets/**", "config/*.secret")
