@@ -100,8 +100,8 @@ def test_a_reopened_run_keeps_its_rules_and_other_runs_are_unaffected(repo: Path
                                   "secrets/a/b", "config/x.secret", "config/a/x.secret", "src/envfile", "a.env",
                                   "deep/.netrc", ".envrc", "key.py", "a/b.KEY"])
 def test_the_store_excludes_exactly_what_the_policy_denies_reading(path: str) -> None:
-    from gitbot.policy.files import path_matcher as _deny_matcher
     from gitbot.policy.files import FileRules
+    from gitbot.policy.files import path_matcher as _deny_matcher
 
     rules = (*DEFAULT_READ_DENY, "secrets/**", "config/*.secret")
     assert _deny_matcher(rules)(path) == (not FileRules(rules, (), ()).check_read(path))
