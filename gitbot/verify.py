@@ -92,6 +92,8 @@ class FixRequest:
     display: str  # how it is shown and given to the agent (shell-quoted)
     timeout: float
     model: str | None = None
+    provider: str | None = None  # None: the policy's [model] provider, else anthropic
+    base_url: str | None = None
     max_cost_usd: float | None = None
     max_steps: int | None = None
     policy_file: Path | None = None
@@ -297,7 +299,8 @@ def _redacted(task):
 
 
 def _prepare_run(request: FixRequest, provider, policy):
-    from gitbot.agent.run import DEFAULT_MODEL, RunOptions, make_provider, with_limits
+    from gitbot.agent.run import RunOptions, with_limits
+    from gitbot.llm.providers import make_provider
 
     overrides: dict[str, Any] = {"max_steps": request.max_steps, "max_cost_usd": request.max_cost_usd}
     # The agent must be able to re-run the check itself within its command timeout.
@@ -305,7 +308,8 @@ def _prepare_run(request: FixRequest, provider, policy):
     if current is not None and current < request.timeout:
         overrides["command_timeout_seconds"] = request.timeout
     policy = with_limits(policy, **overrides)
-    provider = provider or make_provider(request.model or DEFAULT_MODEL, replay=request.replay)
+    provider = provider or make_provider(request.model, replay=request.replay, provider=request.provider,
+                                         base_url=request.base_url, settings=policy.model)
     return policy, provider, RunOptions(model=provider.model)
 
 

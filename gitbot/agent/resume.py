@@ -54,7 +54,11 @@ def resume_run(repo: Path, run_id: str, *, policy: Policy, provider: Provider | 
         raise ConfigError(f"run {run_id} was a replay; there is nothing to resume")
     # The limits are the run's own: resuming continues one budget, it does not grant a new one.
     policy = bind_policy(replace(policy, limits=Limits(**start["limits"])), repo)
-    provider = provider or make_provider(start["model"])
+    # The same provider and model; where it is (base URL, region, credentials) comes from the same
+    # configuration as before: the policy's [model] table and the environment.
+    recorded = start.get("provider", "anthropic")
+    provider = provider or make_provider(start["model"], provider=None if recorded == "replay" else recorded,
+                                         settings=policy.model)
     tools, ctx = tool_context(repo, policy, secrets, start.get("check_command"), start.get("review_on_submit", True))
     conversation = Conversation(system=system_prompt(), tools=[t.definition() for t in tools],
                                 first_user_text=start["first_message"])
@@ -83,9 +87,9 @@ def resume_run(repo: Path, run_id: str, *, policy: Policy, provider: Provider | 
         agent = Agent(provider=provider, tools=tools, ctx=ctx, conversation=conversation, record=record,
                       prices=prices, limits=policy.limits, max_tokens=start["max_tokens"],
                       context_budget_tokens=start.get("context_budget_tokens")
-                      or context_budget(prices, provider.model),
+                      or context_budget(prices, provider),
                       reporter=reporter or _null(), checkpointer=checkpointer, state=state)
-        if state.cost is None or prices.price(provider.model) is None:
+        if state.cost is None or prices.price(provider.model, provider.endpoint) is None:
             agent.state.cost = None
         agent.last_checkpoint = checkpointer.last_commit
         if results:

@@ -58,7 +58,8 @@ def main(args) -> int:
         return _config_error("no check command given: gitbot fix-check [options] -- CMD [ARGS…]")
     if args.timeout is not None and args.timeout <= 0:
         return _config_error("--timeout must be a positive number of seconds")
-    outcome = fix_check_flow(args.repo, argv, model=args.model, max_cost=args.max_cost,
+    outcome = fix_check_flow(args.repo, argv, model=args.model, provider=args.provider, base_url=args.base_url,
+                             max_cost=args.max_cost,
                              max_steps=args.max_steps, policy_file=args.policy, replay=args.replay,
                              timeout=args.timeout, commit=args.commit, confirm=args.confirm,
                              json_output=args.json, progress_label="[replay] " if args.replay else "")
@@ -66,7 +67,7 @@ def main(args) -> int:
 
 
 def fix_check_flow(repo: Path, command: list[str] | str, *, model: str | None = None,
-                   max_cost: float | None = None, max_steps: int | None = None,
+                   provider: str | None = None, base_url: str | None = None, max_cost: float | None = None, max_steps: int | None = None,
                    policy_file: Path | None = None, replay: Path | None = None,
                    timeout: float | None = None, commit: bool = False, confirm: bool = True,
                    json_output: bool = False, progress_label: str = "") -> FlowOutcome:
@@ -75,16 +76,16 @@ def fix_check_flow(repo: Path, command: list[str] | str, *, model: str | None = 
     from gitbot.checks.worktree import GitError
 
     try:
-        return _flow(repo, command, model=model, max_cost=max_cost, max_steps=max_steps, policy_file=policy_file,
-                     replay=replay, timeout=timeout, commit=commit, confirm=confirm, json_output=json_output,
-                     progress_label=progress_label)
+        return _flow(repo, command, model=model, provider=provider, base_url=base_url, max_cost=max_cost,
+                     max_steps=max_steps, policy_file=policy_file, replay=replay, timeout=timeout, commit=commit,
+                     confirm=confirm, json_output=json_output, progress_label=progress_label)
     except (CheckpointError, GitCommandError, GitError) as exc:
         # Another run holds the repository, or git refused something: say so, no traceback.
         return FlowOutcome(_config_error(f"cannot continue: {exc}"))
 
 
-def _flow(repo, command, *, model, max_cost, max_steps, policy_file, replay, timeout, commit, confirm,
-          json_output, progress_label) -> FlowOutcome:
+def _flow(repo, command, *, model, provider, base_url, max_cost, max_steps, policy_file, replay, timeout, commit,
+          confirm, json_output, progress_label) -> FlowOutcome:
     from gitbot.checks import DEFAULT_TIMEOUT_SECONDS, CheckCommandError
     from gitbot.checks.runner import display_command
     from gitbot.checks.worktree import NotAGitRepository, operation_in_progress, repo_root
@@ -127,6 +128,7 @@ def _flow(repo, command, *, model, max_cost, max_steps, policy_file, replay, tim
         from gitbot.progress import ConsoleReporter
 
         request = FixRequest(repo=repo, command=command, display=display, timeout=timeout, model=model,
+                             provider=provider, base_url=base_url,
                              max_cost_usd=max_cost, max_steps=max_steps, policy_file=policy_file,
                              replay=replay, confirm_failure=confirm, echo=echo,
                              progress=lambda text: print(f"gitbot: {text}", file=sys.stderr))

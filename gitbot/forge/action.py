@@ -331,10 +331,8 @@ class ActionRun:
             return self._work()
 
     def _work(self) -> int:
-        import anthropic
-
-        from gitbot.agent.run import DEFAULT_MODEL, RunOptions, run_task, with_limits
-        from gitbot.llm.anthropic import AnthropicProvider
+        from gitbot.agent.run import RunOptions, run_task, with_limits
+        from gitbot.llm.providers import make_provider
         from gitbot.policy import load_policy
 
         plan = self.plan
@@ -362,9 +360,12 @@ class ActionRun:
         policy = with_limits(policy, max_steps=self.inputs.max_steps, max_cost_usd=self.inputs.max_cost_usd)
         policy = self._sandboxed(policy)
         # The key goes to the client and nowhere else: never into os.environ, where child processes
-        # (git, the check command) would inherit it.
-        client = anthropic.Anthropic(api_key=self.inputs.anthropic_api_key, max_retries=0)
-        provider = AnthropicProvider(self.inputs.model or DEFAULT_MODEL, client=client)
+        # (git, the check command) would inherit it. Cloud credentials are read from the job's environment
+        # as it was when gitbot started (they are out of os.environ too).
+        key = {"anthropic": self.inputs.anthropic_api_key, "openai": self.inputs.openai_api_key}
+        provider = make_provider(self.inputs.model, provider=self.inputs.provider, base_url=self.inputs.base_url,
+                                 settings=policy.model, api_key=key.get(self.inputs.provider) or None,
+                                 environ=self.io.environ)
         open_pr = self.forge.open_pull(plan.branch)
 
         from gitbot.checks.sandboxed import CheckSandbox
