@@ -118,6 +118,8 @@ def _cloud_credentials_failure(exc: Exception) -> Failure | None:
 def _check_complete(message: Any) -> None:
     """A reply the loop can use has content, a stop_reason and usage; a stream cut before its end, or a
     body missing fields, does not (the SDK builds such messages without complaint)."""
+    if isinstance(message, str):  # the SDK hands back the text of a body that is not JSON (an HTML page)
+        raise MalformedReply(f"the reply is not a message: {message[:80]!r}")
     stop_reason = getattr(message, "stop_reason", None)
     if not isinstance(getattr(message, "content", None), list):
         raise MalformedReply("the reply has no content list")
