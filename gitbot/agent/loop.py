@@ -136,11 +136,13 @@ class Agent:
             return self._limit(Status.TIME_LIMIT, f"stopped at the wall-time limit of "
                                                   f"{self.limits.max_wall_seconds:g} s: {exc}")
         except ProviderError as exc:
+            # A server's error text may echo what it was sent: redacted like everything else kept or shown.
+            message = self.ctx.secrets.redact(encodable(str(exc)))
             details = {}
             if exc.unexpected:  # nobody classified it: the record keeps the whole story, the console one line
                 details["traceback"] = self.ctx.secrets.redact(encodable("".join(traceback.format_exception(exc))))
-            self.record.event("error", message=str(exc), **details)
-            return Stop(Status.ERROR, f"provider error: {exc}")
+            self.record.event("error", message=message, **details)
+            return Stop(Status.ERROR, f"provider error: {message}")
         finally:
             self.reporter.done_waiting()
         s.steps += 1

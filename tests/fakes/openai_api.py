@@ -26,7 +26,8 @@ per valid request: text blocks become the message's `content` (joined by newline
   object after its first chunk; a 500 when not streaming); "missing_fields" (a completion without choices
   or usage; a stream that ends with [DONE] and no finish_reason).
 
-Validation, as the real API does it (400 invalid_request_error, 401 for a wrong key, 404 for another
+Validation, as the real API does it (400 invalid_request_error, 401 for a wrong key unless the server was
+made with api_key=None, as self-hosted servers take any key; 404 for another
 path; each refusal appended to `errors` as "path: status type: message"): known fields only; a model and
 a non-empty message list; not both max_tokens and max_completion_tokens; stream_options only with stream;
 function tools with valid, unique names; roles system/developer/user/assistant/tool with the content each
@@ -242,7 +243,9 @@ def validate_chat_request(body: Any) -> None:
 class FakeChatCompletionsAPI(FakeMessagesAPI):
     """A scripted Chat Completions API on 127.0.0.1:<free port>; a context manager (or .start() / .stop())."""
 
-    def __init__(self, script: list[dict], *, api_key: str = "sk-test-openai-key", min_cacheable_tokens: int = 1024):
+    def __init__(self, script: list[dict], *, api_key: str | None = "sk-test-openai-key",
+                 min_cacheable_tokens: int = 1024):
+        # api_key None: any key or none is accepted, as self-hosted servers (vLLM, Ollama) do.
         super().__init__(script, api_key=api_key)
         self.min_cacheable_tokens = min_cacheable_tokens
         self._prefixes: set[str] = set()
@@ -265,7 +268,7 @@ class FakeChatCompletionsAPI(FakeMessagesAPI):
     def _decide(self, method: str, path: str, headers: dict, raw: bytes, body: Any, record: dict) -> tuple:
         if method != "POST" or path != CHAT_PATH:
             raise _Refusal(404, "invalid_request_error", f"Invalid URL ({method} {path})")
-        if headers.get("authorization") != f"Bearer {self.api_key}":
+        if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
             raise _Refusal(401, "invalid_request_error", "Incorrect API key provided.")
         if body is None:
             raise _invalid("We could not parse the JSON body of your request.")
