@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -143,7 +144,12 @@ def _vertex(model: str, url: str | None, settings: ModelSettings, api_key: str |
             # longer in os.environ, where google.auth.default would look.
             path = env.get("GOOGLE_APPLICATION_CREDENTIALS")
             if path:
-                credentials, found_project = google.auth.load_credentials_from_file(path, scopes=list(VERTEX_SCOPES))
+                # The file the environment names is trusted exactly as google.auth.default trusts it (which
+                # silences the same warning about files from untrusted sources).
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    credentials, found_project = google.auth.load_credentials_from_file(
+                        path, scopes=list(VERTEX_SCOPES))
             else:
                 credentials, found_project = google.auth.default(scopes=list(VERTEX_SCOPES))
         except google.auth.exceptions.DefaultCredentialsError as exc:

@@ -96,6 +96,7 @@ class FakeVertexAPI(FakeMessagesAPI):
         self._public_key = key.public_key()
         pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                 serialization.NoEncryption()).decode()
+        Path(directory).mkdir(parents=True, exist_ok=True)
         path = Path(directory) / "service-account.json"
         path.write_text(json.dumps({"type": "service_account", "project_id": self.project,
                                     "private_key_id": "fake-key-1", "private_key": pem,
