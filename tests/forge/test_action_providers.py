@@ -112,3 +112,33 @@ def test_the_install_step_adds_the_providers_extra(tmp_path: Path, provider: str
     assert done.returncode == 0, done.stderr
     assert log.read_text().splitlines()[-1].endswith(f"--disable-pip-version-check {installed}")
     assert "pwned" not in done.stdout
+
+
+def readme_oidc_examples() -> list[str]:
+    text = (ACTION.parent / "README.md").read_text()
+    section = text.split("### Bedrock or Vertex AI on Actions, with OIDC", 1)[1].split("\n## ", 1)[0]
+    return [block.split("\n", 1)[1] for block in section.split("```")[1::2] if block.startswith("yaml")]
+
+
+def test_the_readme_oidc_examples_use_real_inputs_and_pass_actionlint(tmp_path: Path):
+    from tests.forge.test_action_definition import run_actionlint
+
+    inputs = set(yaml.safe_load(ACTION.read_text())["inputs"])
+    examples = readme_oidc_examples()
+    assert len(examples) == 2
+    steps = []
+    for n, example in enumerate(examples):
+        text = example.replace("<sha>", "0" * 40).replace("<owner>/gitbot", "octo-org/gitbot")
+        parsed = yaml.safe_load(text if n == 0 else "steps:\n" + text)
+        steps += parsed["steps"]
+        gitbot = next(s for s in parsed["steps"] if s["uses"].startswith("octo-org/gitbot@"))
+        assert set(gitbot["with"]) <= inputs and gitbot["with"]["provider"] in ("bedrock", "vertex")
+    assert yaml.safe_load(examples[0].replace("<sha>", "x"))["permissions"]["id-token"] == "write"
+    workflow = {"name": "gitbot", "on": {"issues": {"types": ["labeled"]}},
+                "permissions": yaml.safe_load(examples[0].replace("<sha>", "x"))["permissions"],
+                "jobs": {"fix": {"runs-on": "ubuntu-latest", "steps": steps}}}
+    path = tmp_path / ".github" / "workflows" / "gitbot.yml"
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump(workflow, sort_keys=False))
+    done = run_actionlint(path, cwd=tmp_path)
+    assert (done.returncode, done.stdout + done.stderr) == (0, "")
