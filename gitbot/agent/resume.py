@@ -54,11 +54,11 @@ def resume_run(repo: Path, run_id: str, *, policy: Policy, provider: Provider | 
         raise ConfigError(f"run {run_id} was a replay; there is nothing to resume")
     # The limits are the run's own: resuming continues one budget, it does not grant a new one.
     policy = bind_policy(replace(policy, limits=Limits(**start["limits"])), repo)
-    # The same provider and model; where it is (base URL, region, credentials) comes from the same
-    # configuration as before: the policy's [model] table and the environment.
+    # The same provider, model and endpoint as before (a run must not move to another host when resumed);
+    # credentials and region come from the environment, prices from the policy's [model] table.
     recorded = start.get("provider", "anthropic")
     provider = provider or make_provider(start["model"], provider=None if recorded == "replay" else recorded,
-                                         settings=policy.model)
+                                         base_url=start.get("base_url"), settings=policy.model)
     tools, ctx = tool_context(repo, policy, secrets, start.get("check_command"), start.get("review_on_submit", True))
     conversation = Conversation(system=system_prompt(), tools=[t.definition() for t in tools],
                                 first_user_text=start["first_message"])

@@ -172,7 +172,8 @@ def finish(agent: Agent, stop: Stop, *, run_id: str, model: str, replay: bool, c
 def endpoint_fields(provider: Provider) -> dict:
     """What run_start keeps of the provider, for the record and for `gitbot resume` to call the same one."""
     endpoint = provider.endpoint
-    return {"provider": endpoint.provider, "endpoint_host": endpoint.host, "region": endpoint.region}
+    return {"provider": endpoint.provider, "endpoint_host": endpoint.host, "base_url": endpoint.base_url,
+            "region": endpoint.region}
 
 
 def context_budget(prices, provider: Provider) -> int:

@@ -52,6 +52,7 @@ class Endpoint:
 
     provider: str = "anthropic"  # anthropic | bedrock | vertex | openai | replay
     host: str | None = None
+    base_url: str | None = None  # the endpoint when not the provider's default (kept for `gitbot resume`)
     region: str | None = None
     price: ModelPrice | None = None
     context_window: int | None = None

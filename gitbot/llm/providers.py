@@ -74,7 +74,7 @@ def make_provider(model: str | None = None, *, replay: Path | None = None, provi
 
 def _endpoint(name: str, url: str | None, settings: ModelSettings, region: str | None = None) -> Endpoint:
     host = urlsplit(url).netloc if url else None
-    return Endpoint(provider=name, host=host, region=region, price=settings.price,
+    return Endpoint(provider=name, host=host, base_url=url, region=region, price=settings.price,
                     context_window=settings.context_window)
 
 

@@ -136,3 +136,19 @@ def test_a_provider_without_its_model_or_credentials_is_a_config_error(buggy_rep
     proc = run_gitbot(["run", "--task", "x", "--repo", str(buggy_repo), "--provider", "openai", "--model", "m"])
     assert proc.returncode == 2 and "OPENAI_API_KEY is not set" in proc.stderr
     assert not runs_dir(buggy_repo).exists()
+
+
+def test_resume_goes_back_to_the_same_endpoint(buggy_repo: Path):
+    from tests.fakes.openai_api import fault
+
+    script = [SCRIPT[0], fault("quota"), *SCRIPT[1:]]
+    with FakeChatCompletionsAPI(script) as api, FakeChatCompletionsAPI([]) as decoy:
+        first = run_gitbot(["run", "--task", "Fix mean()", "--repo", str(buggy_repo), "--json", "--provider",
+                            "openai", "--model", "m", "--base-url", api.base_url], env={"OPENAI_API_KEY": api.api_key})
+        assert first.returncode == 3 and "quota exhausted" in json.loads(first.stdout)["summary"]
+        run_id = json.loads(first.stdout)["run_id"]
+        # The environment now points elsewhere: the resumed run must still talk to the server it started with.
+        resumed = run_gitbot(["resume", run_id, "--repo", str(buggy_repo), "--json"], env=decoy.env())
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["status"] == "completed" and decoy.requests == []
+    assert len(api.requests) == 5 and api.errors == []
