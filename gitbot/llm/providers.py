@@ -72,10 +72,13 @@ def make_provider(model: str | None = None, *, replay: Path | None = None, provi
     return build(model, url, settings, api_key, env)
 
 
-def _endpoint(name: str, url: str | None, settings: ModelSettings, region: str | None = None) -> Endpoint:
-    host = urlsplit(url).netloc if url else None
-    return Endpoint(provider=name, host=host, base_url=url, region=region, price=settings.price,
-                    context_window=settings.context_window)
+def _endpoint(name: str, explicit: str | None, used: str | None, settings: ModelSettings,
+              region: str | None = None, default_host: str | None = None) -> Endpoint:
+    """`explicit`: the base URL the configuration chose (kept, so a resumed run goes back to it); `used`:
+    the one the client talks to (explicit, or the SDK's own variable), shown unless it is the default."""
+    host = urlsplit(used).netloc if used else None
+    return Endpoint(provider=name, host=None if host == default_host else host, base_url=explicit, region=region,
+                    price=settings.price, context_window=settings.context_window)
 
 
 def _anthropic(model: str, url: str | None, settings: ModelSettings, api_key: str | None, env) -> Provider:
@@ -86,11 +89,11 @@ def _anthropic(model: str, url: str | None, settings: ModelSettings, api_key: st
 
     from gitbot.llm.anthropic import AnthropicProvider
 
-    url = url or env.get("ANTHROPIC_BASE_URL") or None
+    used = url or env.get("ANTHROPIC_BASE_URL") or None
     kwargs = {"api_key": api_key} if api_key else {}
-    client = anthropic.Anthropic(base_url=url, max_retries=0, **kwargs)
-    shown = url if url and urlsplit(url).netloc != "api.anthropic.com" else None
-    return AnthropicProvider(model, client=client, endpoint=_endpoint("anthropic", shown, settings))
+    client = anthropic.Anthropic(base_url=used, max_retries=0, **kwargs)
+    endpoint = _endpoint("anthropic", url, used, settings, default_host="api.anthropic.com")
+    return AnthropicProvider(model, client=client, endpoint=endpoint)
 
 
 def _bedrock(model: str, url: str | None, settings: ModelSettings, api_key: str | None, env) -> Provider:
@@ -118,9 +121,9 @@ def _bedrock(model: str, url: str | None, settings: ModelSettings, api_key: str 
         raise ConfigError("no AWS credentials found for the bedrock provider: configure them the standard way "
                           "(AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, SSO, an instance role; on "
                           "Actions aws-actions/configure-aws-credentials with OIDC), or AWS_BEARER_TOKEN_BEDROCK")
-    url = url or env.get("ANTHROPIC_BEDROCK_BASE_URL") or None
-    client = AnthropicBedrock(aws_region=region, base_url=url, max_retries=0, api_key=bearer or None, **keys)
-    return AnthropicProvider(model, client=client, endpoint=_endpoint("bedrock", url, settings, region))
+    used = url or env.get("ANTHROPIC_BEDROCK_BASE_URL") or None
+    client = AnthropicBedrock(aws_region=region, base_url=used, max_retries=0, api_key=bearer or None, **keys)
+    return AnthropicProvider(model, client=client, endpoint=_endpoint("bedrock", url, used, settings, region))
 
 
 def _vertex(model: str, url: str | None, settings: ModelSettings, api_key: str | None, env) -> Provider:
@@ -160,9 +163,9 @@ def _vertex(model: str, url: str | None, settings: ModelSettings, api_key: str |
         project = project or found_project
     if not project:
         raise ConfigError("the vertex provider needs a Google Cloud project: set ANTHROPIC_VERTEX_PROJECT_ID")
-    url = url or env.get("ANTHROPIC_VERTEX_BASE_URL") or None
-    client = AnthropicVertex(region=region, project_id=project, base_url=url, max_retries=0, **kwargs)
-    return AnthropicProvider(model, client=client, endpoint=_endpoint("vertex", url, settings, region))
+    used = url or env.get("ANTHROPIC_VERTEX_BASE_URL") or None
+    client = AnthropicVertex(region=region, project_id=project, base_url=used, max_retries=0, **kwargs)
+    return AnthropicProvider(model, client=client, endpoint=_endpoint("vertex", url, used, settings, region))
 
 
 def _openai(model: str, url: str | None, settings: ModelSettings, api_key: str | None, env) -> Provider:
@@ -170,16 +173,16 @@ def _openai(model: str, url: str | None, settings: ModelSettings, api_key: str |
 
     from gitbot.llm.openai import OpenAIProvider
 
-    url = url or env.get("OPENAI_BASE_URL") or None
+    used = url or env.get("OPENAI_BASE_URL") or None
     key = api_key or env.get("OPENAI_API_KEY")
     if not key:
-        if not url:
+        if not used:
             raise ConfigError("OPENAI_API_KEY is not set: the openai provider needs a key for api.openai.com "
                               "(or a base URL: --base-url, OPENAI_BASE_URL, or base_url in [model])")
         key = "unused"  # self-hosted servers (vLLM, Ollama, LM Studio) ignore it; the SDK wants one
-    client = openai.OpenAI(api_key=key, base_url=url, max_retries=0)
-    shown = url if url and urlsplit(url).netloc != OPENAI_DEFAULT_HOST else None
-    return OpenAIProvider(model, client=client, endpoint=_endpoint("openai", shown, settings),
+    client = openai.OpenAI(api_key=key, base_url=used, max_retries=0)
+    return OpenAIProvider(model, client=client,
+                          endpoint=_endpoint("openai", url, used, settings, default_host=OPENAI_DEFAULT_HOST),
                           max_output_tokens=settings.max_output_tokens)
 
 
