@@ -7,6 +7,7 @@ scanning the text for the key inside its table.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 import subprocess
 import tomllib
@@ -213,7 +214,7 @@ def _validate(value: Any, kind: str, table: str, key: str, source: str, locate: 
             raise fail(f"{where} must be {expected}, got {value!r}")
         return value.strip()
     if kind == "price":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != value:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             raise fail(f"{where} must be {expected}, got {value!r}")
         return float(value)
     if kind == "bool":

@@ -67,9 +67,9 @@ def test_a_body_changed_after_signing_is_refused_and_a_session_token_is_required
     with FakeBedrockAPI([text_turn("never")]) as api:
         response = signed_post(api, f"/model/{MODEL}/invoke", body.encode(), body.replace("x", "y").encode())
     assert response.status_code == 403 and response.headers["x-amzn-errortype"].startswith("InvalidSignature")
-    with FakeBedrockAPI([text_turn("never")], session_token="sts-token") as api:
-        with pytest.raises(anthropic.PermissionDeniedError):
-            client(api, aws_session_token=None).messages.create(**BODY)  # signed without the token
+    with FakeBedrockAPI([text_turn("never")], session_token="sts-token") as api, \
+            pytest.raises(anthropic.PermissionDeniedError):
+        client(api, aws_session_token=None).messages.create(**BODY)  # signed without the token
 
 
 @pytest.mark.parametrize("change,words", [({"model": MODEL}, "extraneous key [model]"),

@@ -15,13 +15,13 @@ from tests.conftest import gitbot_env, make_repo
 pytestmark = pytest.mark.slow
 
 SDKS = ("anthropic", "openai", "boto3", "botocore", "google", "httpx2")
-PROBE = """
+PROBE = f"""
 import json, sys
 from gitbot.cli import main
 code = main(sys.argv[1:])
-loaded = sorted({name.split(".")[0] for name in sys.modules} & set(%r))
-print(json.dumps({"code": code, "sdks": loaded}))
-""" % (SDKS,)
+loaded = sorted({{name.split(".")[0] for name in sys.modules}} & set({SDKS!r}))
+print(json.dumps({{"code": code, "sdks": loaded}}))
+"""
 
 
 def probe(repo: Path, *args: str) -> dict:
