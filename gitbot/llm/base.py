@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from gitbot.llm.usage import Usage
-
-if TYPE_CHECKING:
-    from gitbot.llm.pricing import ModelPrice
+from gitbot.llm.usage import ModelPrice, Usage
 
 
 @dataclass

@@ -13,47 +13,21 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitbot.llm.usage import Usage
+from gitbot.llm.usage import DEFAULT_CONTEXT_WINDOW, ModelPrice, Usage
 
 if TYPE_CHECKING:
     from gitbot.llm.base import Endpoint
 
 PRICES_FILE = Path(__file__).resolve().parent.parent / "data" / "prices.toml"
-PER_MILLION = 1_000_000
-DEFAULT_CONTEXT_WINDOW = 200_000
 # Bedrock: an optional inference-profile prefix (us., eu., global., ...), the provider, the model,
 # an optional version suffix (-v1:0, -v1). An ARN names the model (or profile) after its last "/".
 BEDROCK_ID = re.compile(r"^(?:(?P<geo>[a-z]{2,6}(?:-[a-z]+)?)\.)?anthropic\.(?P<model>.+?)(?:-v\d+(?::\d+)?)?$")
 DATED = re.compile(r"-\d{8}$")
-
-
-@dataclass(frozen=True)
-class ModelPrice:
-    input: float
-    output: float
-    cache_write: float
-    cache_read: float
-    context_window: int = DEFAULT_CONTEXT_WINDOW
-    tier_above_tokens: int | None = None
-    tier: ModelPrice | None = None
-
-    def cost(self, usage: Usage) -> float:
-        if self.tier is not None and self.tier_above_tokens is not None \
-                and usage.prompt_tokens > self.tier_above_tokens:
-            return self.tier.cost(usage)
-        return (usage.input_tokens * self.input + usage.output_tokens * self.output
-                + usage.cache_creation_input_tokens * self.cache_write
-                + usage.cache_read_input_tokens * self.cache_read) / PER_MILLION
-
-    def scaled(self, factor: float) -> ModelPrice:
-        return replace(self, input=self.input * factor, output=self.output * factor,
-                       cache_write=self.cache_write * factor, cache_read=self.cache_read * factor,
-                       tier=self.tier.scaled(factor) if self.tier is not None else None)
 
 
 @dataclass(frozen=True)
