@@ -22,6 +22,8 @@ from gitbot.secrets import Secrets
 from gitbot.task import Task
 from tests.fakes.messages_api import FakeMessagesAPI, fault, tool_turn
 
+pytestmark = pytest.mark.slow  # real runs: git, checkpoints, the record
+
 SECRET = "sk-planted-secret-value-0123456789"
 # A reply shape nobody anticipated: a tool call whose function is null (a buggy OpenAI-compatible server).
 ODD_REPLY = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
@@ -71,7 +73,6 @@ def test_the_traceback_is_redacted(buggy_repo: Path):
     assert SECRET not in record and SECRET not in result.summary
 
 
-@pytest.mark.slow
 def test_a_classified_failure_records_no_traceback(buggy_repo: Path):
     with FakeMessagesAPI([fault("401"), tool_turn(("attempt_completion", {"result": "x"}))]) as api:
         client = anthropic.Anthropic(base_url=api.url, api_key=api.api_key, max_retries=0)
