@@ -15,27 +15,16 @@ import datetime as _dt
 import json
 import os
 import secrets as _secrets
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gitbot.errors import NotAGitRepository
-
-
-def git_dir(repo: Path) -> Path:
-    """The absolute .git directory of the work tree at `repo` (worktrees get their own)."""
-    try:
-        out = subprocess.run(["git", "rev-parse", "--absolute-git-dir"], cwd=repo, capture_output=True,
-                             text=True, check=True).stdout.strip()
-    except (subprocess.CalledProcessError, FileNotFoundError, NotADirectoryError) as exc:
-        raise NotAGitRepository(f"{repo} is not inside a git work tree") from exc
-    return Path(out)
+from gitbot import git
 
 
 def gitbot_dir(repo: Path) -> Path:
-    return git_dir(repo) / "gitbot"
+    return git.git_dir(repo) / "gitbot"
 
 
 def runs_dir(repo: Path) -> Path:

@@ -14,22 +14,22 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from gitbot import git
 from gitbot.agent.conversation import Conversation
 from gitbot.agent.loop import Agent, LoopState
 from gitbot.agent.result import RunResult, Status, StepRecord
 from gitbot.agent.run import (
-    ConfigError,
     _sigterm_as_interrupt,
     bind_policy,
-    check_repository,
     context_budget,
     drive,
-    make_provider,
     system_prompt,
     tool_context,
 )
+from gitbot.errors import ConfigError
 from gitbot.llm.base import Provider
 from gitbot.llm.pricing import load_prices
+from gitbot.llm.providers import make_provider
 from gitbot.llm.usage import Usage
 from gitbot.policy import Limits, Policy
 from gitbot.record import RunRecord, load_events, load_result, runs_dir
@@ -47,7 +47,7 @@ def resume_run(repo: Path, run_id: str, *, policy: Policy, provider: Provider | 
                secrets: Secrets | None = None, reporter=None) -> RunResult:
     from gitbot.checkpoints import Checkpointer, RunLock, restore
 
-    repo = check_repository(repo)
+    repo = git.repo_root(repo)
     events = _events(repo, run_id)
     start = next(e for e in events if e["event"] == "run_start")
     if start.get("replay"):

@@ -15,10 +15,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from gitbot import git
 from gitbot.agent.conversation import Conversation
 from gitbot.agent.loop import Agent, Stop, build_result
 from gitbot.agent.result import RunResult, Status
-from gitbot.errors import ConfigError
 from gitbot.llm.base import Provider
 from gitbot.llm.pricing import load_prices
 from gitbot.llm.providers import DEFAULT_MODEL, make_provider
@@ -49,24 +49,12 @@ class RunOptions:
     context_budget_tokens: int | None = None
 
 
-def check_repository(repo: Path) -> Path:
-    repo = Path(repo).resolve()
-    if not repo.is_dir():
-        raise ConfigError(f"{repo} is not a directory")
-    try:
-        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=repo, capture_output=True, text=True,
-                             check=True).stdout.strip()
-    except subprocess.CalledProcessError:
-        raise ConfigError(f"{repo} is not a git work tree (run `git init` first, or pass --repo)") from None
-    return Path(top)
-
-
 def run_task(task: Task, repo: Path, *, policy: Policy, options: RunOptions | None = None,
              provider: Provider | None = None, secrets: Secrets | None = None, reporter=None) -> RunResult:
     from gitbot.checkpoints import Checkpointer, RunLock
 
     options = options or RunOptions()
-    repo = check_repository(repo)
+    repo = git.repo_root(repo)
     policy = bind_policy(policy, repo)
     provider = provider or make_provider(options.model)
     run_id = options.run_id or new_run_id()
@@ -109,7 +97,7 @@ def drive(agent: Agent, record: RunRecord, checkpointer, *, policy: Policy, run_
     try:
         stop = agent.run()
         result = finish(agent, stop, run_id=run_id, model=provider.model, replay=provider.is_replay,
-                        checkpointer=checkpointer, sandbox=_sandbox_description(policy))
+                        checkpointer=checkpointer, sandbox=agent.ctx.runner.receipt_line)
     except KeyboardInterrupt:
         result = build_result(Stop(Status.ERROR, "interrupted (Ctrl-C or SIGTERM)"), agent, run_id=run_id,
                               model=provider.model, files_changed=[], replay=provider.is_replay)
@@ -235,14 +223,6 @@ def project_instructions(repo: Path, policy: Policy | None = None) -> str:
             continue
         texts.append(f"--- {name} ---\n{printable(text).strip()}")
     return "\n\n".join(texts)
-
-
-def _sandbox_description(policy: Policy) -> str:
-    try:
-        from gitbot.sandbox import describe
-    except ImportError:
-        return "none"
-    return describe(policy)
 
 
 @contextmanager

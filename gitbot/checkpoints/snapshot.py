@@ -48,7 +48,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitbot.checkpoints._git import (
+from gitbot import git
+from gitbot.checkpoints.errors import json_safe_path
+from gitbot.checkpoints.shadow import (
     GITLINK_MODE,
     MANIFEST_PREFIX,
     REF_ROOT,
@@ -56,11 +58,12 @@ from gitbot.checkpoints._git import (
     ShadowRepo,
     discover,
     fs,
-    run_git,
-    user_environ,
+    modes_file,
+    per_response_from,
     user_head,
+    validate_run_id,
 )
-from gitbot.checkpoints.errors import GitCommandError, UnknownRun, json_safe_path
+from gitbot.git import GitCommandError
 
 log = logging.getLogger(__name__)
 
@@ -87,30 +90,6 @@ def size_cap_from_env() -> int:
         raise ValueError(f"{SIZE_CAP_ENV}={raw!r} is not a size: use a number of bytes, optionally with a K, M "
                          "or G suffix (e.g. 10M)")
     return int(match.group(1)) * 1024 ** " kmg".index(match.group(2).lower() or " ")
-
-
-def _modes_file(shadow_dir: Path, run_id: str) -> Path:
-    return shadow_dir / "modes" / f"{run_id}.json"
-
-
-def per_response_from(paths: RepoPaths, run_id: str) -> int | None:
-    """The first step a run checkpointed only once per model response (None: per step throughout).
-    Steps from there on have no checkpoint of their own unless a response ended at them."""
-    try:
-        data = json.loads(_modes_file(paths.shadow_dir, run_id).read_text())
-    except (OSError, ValueError):
-        return None
-    value = data.get("per_response_from") if isinstance(data, dict) else None
-    return value if isinstance(value, int) else None
-
-
-def validate_run_id(run_id: str) -> str:
-    ok = (isinstance(run_id, str) and 0 < len(run_id) <= 200 and run_id[0].isalnum()
-          and all(c.isalnum() or c in "._-" for c in run_id) and ".." not in run_id
-          and not run_id.endswith(".lock"))
-    if not ok:
-        raise UnknownRun(f"{run_id!r} is not a valid run id (letters, digits, '.', '_', '-')")
-    return run_id
 
 
 @dataclass
@@ -356,10 +335,8 @@ class Checkpointer:
         """Entries with a `filter` attribute hold the user's *clean* form (an LFS pointer); the shadow
         runs no filters, so it must store what is on disk. Re-adding them without stat data makes
         the next scan hash the file as it is."""
-        env = user_environ()
-        env["GIT_OPTIONAL_LOCKS"] = "0"
-        proc = run_git(["-c", "core.fsmonitor=false", "ls-files", "-z", "--", ":(attr:filter)"], env=env,
-                       cwd=self.repo, ok=(0, 1, 128))
+        proc = git.run(["-c", "core.fsmonitor=false", "ls-files", "-z", "--", ":(attr:filter)"], cwd=self.repo,
+                       ok=(0, 1, 128))
         if proc.returncode != 0:
             log.warning("could not list files with a filter attribute: %s", proc.stderr.decode("utf-8", "replace"))
             return
@@ -511,10 +488,8 @@ class Checkpointer:
 
     def _nested_head(self, directory: Path) -> str | None:
         """HEAD of a nested repository or submodule, read without entering or changing it."""
-        env = user_environ()
-        env.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": str(self.shadow.dir),
-                    "GIT_DIR": str(directory / ".git")})
-        proc = run_git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], env=env, cwd=directory, ok=(0, 1, 128))
+        env = git.isolated_env(self.shadow.dir, {"GIT_DIR": str(directory / ".git")})
+        proc = git.run(["rev-parse", "-q", "--verify", "HEAD^{commit}"], env=env, cwd=directory, ok=(0, 1, 128))
         if proc.returncode != 0:
             return None  # no commits yet, or not a repository git can read
         return proc.stdout.decode().strip() or None
@@ -564,7 +539,7 @@ class Checkpointer:
             self._degraded_at_step = step
             # Steps after this one may have no checkpoint of their own; list/diff/restore must know
             # not to stand in the last checkpoint for them. (A resumed run stays in this mode.)
-            modes = _modes_file(self.shadow.dir, self.run_id)
+            modes = modes_file(self.shadow.dir, self.run_id)
             modes.parent.mkdir(exist_ok=True)
             tmp = modes.with_name(f".{modes.name}.{os.getpid()}.tmp")
             tmp.write_text(json.dumps({"per_response_from": step + 1}) + "\n")

@@ -62,29 +62,19 @@ def read_task_file(path: Path) -> str:
         raise ConfigError(f"cannot read task file {path}: {exc}") from None
 
 
-def prepare(args):
-    """Repository, policy (with CLI limit overrides), provider and options, or ConfigError."""
-    from gitbot.agent.run import RunOptions, check_repository, with_limits
-    from gitbot.llm.providers import make_provider
-    from gitbot.policy import load_policy
-
-    repo = check_repository(args.repo)
-    policy = load_policy(repo, args.policy)
-    policy = with_limits(policy, max_steps=args.max_steps, max_cost_usd=args.max_cost)
-    provider = make_provider(args.model, replay=args.replay, provider=args.provider, base_url=args.base_url,
-                             settings=policy.model)
-    return repo, policy, provider, RunOptions(model=provider.model)
-
-
 def execute(task, args) -> int:
+    from gitbot.agent.prepare import prepare_run
     from gitbot.agent.result import exit_code_for
     from gitbot.agent.run import run_task
     from gitbot.progress import ConsoleReporter
     from gitbot.receipt import print_receipt, render_json
 
-    repo, policy, provider, options = prepare(args)
-    reporter = ConsoleReporter(label="[replay] " if provider.is_replay else "")
-    result = run_task(task, repo, policy=policy, options=options, provider=provider, reporter=reporter)
+    run = prepare_run(args.repo, policy_file=args.policy, model=args.model, replay=args.replay,
+                      provider_name=args.provider, base_url=args.base_url, max_steps=args.max_steps,
+                      max_cost_usd=args.max_cost)
+    reporter = ConsoleReporter(label="[replay] " if run.provider.is_replay else "")
+    result = run_task(task, run.repo, policy=run.policy, options=run.options, provider=run.provider,
+                      reporter=reporter)
     print_receipt(result)
     if args.json:
         print(render_json(result))

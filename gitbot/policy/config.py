@@ -14,12 +14,14 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from gitbot import git
+from gitbot.errors import GitError
 from gitbot.llm.pricing import ModelPrice
 from gitbot.llm.settings import PROVIDERS, ModelSettings
 from gitbot.policy.base import Limits, PolicyError
-from gitbot.policy.commands import split_pattern
 from gitbot.policy.defaults import DEFAULT_POLICY_PATH, SANDBOX_MODES
 from gitbot.policy.files import GlobError, validate_path_glob
+from gitbot.policy.judge import split_pattern
 
 # table -> key -> kind
 SCHEMA: dict[str, dict[str, str]] = {
@@ -231,9 +233,8 @@ def _validate(value: Any, kind: str, table: str, key: str, source: str, locate: 
     return value
 
 
-def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "-C", str(repo), *args], check=False, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=30)
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return git.run(args, cwd=repo, ok=range(256), timeout=30)
 
 
 def read_policy_at_revision(repo: Path, revision: str, relpath: str) -> str | None:
@@ -241,18 +242,22 @@ def read_policy_at_revision(repo: Path, revision: str, relpath: str) -> str | No
     label = f"{revision}:{relpath}"
     try:
         verified = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}")
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except GitError as exc:
         raise PolicyError(label, None, f"cannot run git to read the base policy: {exc}") from None
     if verified.returncode != 0:
         raise PolicyError(label, None, f"the base revision {revision!r} does not exist in {repo}; "
                                        f"the policy must come from the base revision, so the run cannot start")
-    commit = verified.stdout.strip()
+    commit = verified.stdout.decode().strip()
     if _git(repo, "cat-file", "-e", f"{commit}:{relpath}").returncode != 0:
         return None
     shown = _git(repo, "cat-file", "blob", f"{commit}:{relpath}")
     if shown.returncode != 0:
-        raise PolicyError(label, None, f"cannot read the policy at the base revision: {shown.stderr.strip()}")
-    return shown.stdout
+        why = shown.stderr.decode("utf-8", "replace").strip()
+        raise PolicyError(label, None, f"cannot read the policy at the base revision: {why}")
+    try:
+        return shown.stdout.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PolicyError(label, None, f"cannot read the policy file: {exc}") from None
 
 
 def load_policy(repo: Path, policy_file: Path | None = None, *, base_ref: str | None = None):

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from gitbot.llm.settings import ModelSettings
 from gitbot.policy.base import Decision, Limits
-from gitbot.policy.commands import CommandRule, compile_rule, judge_command
 from gitbot.policy.defaults import (
     DEFAULT_COMMAND_ALLOW,
     DEFAULT_COMMAND_DENY,
@@ -20,6 +19,7 @@ from gitbot.policy.defaults import (
     DEFAULT_SANDBOX_MODE,
 )
 from gitbot.policy.files import FileRules
+from gitbot.policy.judge import CommandRule, compile_rule, judge_command
 
 
 @dataclass
