@@ -19,9 +19,9 @@ from gitbot import git
 from gitbot.agent.conversation import Conversation
 from gitbot.agent.loop import Agent, Stop, build_result
 from gitbot.agent.result import RunResult, Status
-from gitbot.errors import ConfigError
 from gitbot.llm.base import Provider
 from gitbot.llm.pricing import load_prices
+from gitbot.llm.providers import DEFAULT_MODEL, make_provider
 from gitbot.policy import Policy
 from gitbot.record import RunRecord, new_run_id
 from gitbot.secrets import Secrets
@@ -30,9 +30,6 @@ from gitbot.textsafe import printable
 from gitbot.tools.base import PROMPTS_DIR, ToolContext
 from gitbot.tools.registry import all_tools
 
-# Sonnet 5.5: strong at routine code fixes at half Opus 5.5's price, and its cache reads cost
-# $0.10/M, which is what an agent loop mostly pays for. See README "Choosing a model".
-DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_MAX_TOKENS = 32_000
 # Requests stay under this many prompt tokens unless the model's window is smaller: long prompts
 # cost on every step, and old tool results are rarely needed in full.
@@ -52,19 +49,6 @@ class RunOptions:
     context_budget_tokens: int | None = None
 
 
-def make_provider(model: str, *, replay: Path | None = None) -> Provider:
-    if replay is not None:
-        from gitbot.llm.replay import ReplayProvider
-
-        return ReplayProvider(replay)
-    if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
-        raise ConfigError("ANTHROPIC_API_KEY is not set: gitbot needs an Anthropic API key to call the model "
-                          "(export ANTHROPIC_API_KEY=…; ANTHROPIC_BASE_URL selects a compatible gateway)")
-    from gitbot.llm.anthropic import AnthropicProvider
-
-    return AnthropicProvider(model)
-
-
 def run_task(task: Task, repo: Path, *, policy: Policy, options: RunOptions | None = None,
              provider: Provider | None = None, secrets: Secrets | None = None, reporter=None) -> RunResult:
     from gitbot.checkpoints import Checkpointer, RunLock
@@ -79,7 +63,7 @@ def run_task(task: Task, repo: Path, *, policy: Policy, options: RunOptions | No
     conversation = Conversation(system=system_prompt(), tools=[t.definition() for t in tools],
                                 first_user_text=first_text)
     prices = load_prices()
-    budget = options.context_budget_tokens or context_budget(prices, provider.model)
+    budget = options.context_budget_tokens or context_budget(prices, provider)
 
     with RunLock(repo), _sigterm_as_interrupt():
         record = RunRecord(repo, run_id, secrets=ctx.secrets)
@@ -94,6 +78,7 @@ def run_task(task: Task, repo: Path, *, policy: Policy, options: RunOptions | No
                                                   replay=provider.is_replay))
         record.event("run_start", run_id=run_id, task=task.text, source=task.source, title=task.title,
                      check_command=task.check_command, model=provider.model, repo=str(repo),
+                     **endpoint_fields(provider),
                      limits=vars(policy.limits), replay=provider.is_replay, max_tokens=options.max_tokens,
                      context_budget_tokens=budget, review_on_submit=options.review_on_submit,
                      first_message=conversation.messages[0]["content"][0]["text"])
@@ -179,9 +164,16 @@ def finish(agent: Agent, stop: Stop, *, run_id: str, model: str, replay: bool, c
     return result
 
 
-def context_budget(prices, model: str) -> int:
-    price = prices.price(model)
-    window = price.context_window if price else 200_000
+def endpoint_fields(provider: Provider) -> dict:
+    """What run_start keeps of the provider, for the record and for `gitbot resume` to call the same one."""
+    endpoint = provider.endpoint
+    return {"provider": endpoint.provider, "endpoint_host": endpoint.host, "base_url": endpoint.base_url,
+            "region": endpoint.region}
+
+
+def context_budget(prices, provider: Provider) -> int:
+    price = prices.price(provider.model, provider.endpoint)
+    window = provider.endpoint.context_window or (price.context_window if price else 200_000)
     budget = min(window * CONTEXT_WINDOW_FRACTION, DEFAULT_CONTEXT_BUDGET_TOKENS)
     if price is not None and price.tier_above_tokens:  # above it every token costs the higher tier
         budget = min(budget, price.tier_above_tokens * 0.95)

@@ -45,7 +45,8 @@ def main(args) -> int:
         return config_error("no check command given: gitbot fix-check [options] -- CMD [ARGS…]")
     if args.timeout is not None and args.timeout <= 0:
         return config_error("--timeout must be a positive number of seconds")
-    outcome = fix_check_flow(args.repo, argv, model=args.model, max_cost=args.max_cost,
+    outcome = fix_check_flow(args.repo, argv, model=args.model, provider=args.provider, base_url=args.base_url,
+                             max_cost=args.max_cost,
                              max_steps=args.max_steps, policy_file=args.policy, replay=args.replay,
                              timeout=args.timeout, commit=args.commit, confirm=args.confirm,
                              json_output=args.json, progress_label="[replay] " if args.replay else "")

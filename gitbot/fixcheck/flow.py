@@ -113,7 +113,7 @@ def fix_failing_check(request: FixRequest, first: CommandRun, *, provider=None, 
 
     try:
         run = prepare_run(repo, policy=policy, model=request.model, replay=request.replay, provider=provider,
-                          max_steps=request.max_steps, max_cost_usd=request.max_cost_usd,
+                          provider_name=request.provider, base_url=request.base_url, max_steps=request.max_steps, max_cost_usd=request.max_cost_usd,
                           min_command_timeout=request.timeout)
     except ConfigError as exc:
         return cannot(str(exc), **about)
@@ -187,7 +187,7 @@ class FlowOutcome:
 
 
 def fix_check_flow(repo: Path, command: list[str] | str, *, model: str | None = None,
-                   max_cost: float | None = None, max_steps: int | None = None,
+                   provider: str | None = None, base_url: str | None = None, max_cost: float | None = None, max_steps: int | None = None,
                    policy_file: Path | None = None, replay: Path | None = None,
                    timeout: float | None = None, commit: bool = False, confirm: bool = True,
                    json_output: bool = False, progress_label: str = "") -> FlowOutcome:
@@ -195,16 +195,16 @@ def fix_check_flow(repo: Path, command: list[str] | str, *, model: str | None = 
     from gitbot.checkpoints import CheckpointError
 
     try:
-        return _flow(repo, command, model=model, max_cost=max_cost, max_steps=max_steps, policy_file=policy_file,
-                     replay=replay, timeout=timeout, commit=commit, confirm=confirm, json_output=json_output,
-                     progress_label=progress_label)
+        return _flow(repo, command, model=model, provider=provider, base_url=base_url, max_cost=max_cost,
+                     max_steps=max_steps, policy_file=policy_file, replay=replay, timeout=timeout, commit=commit,
+                     confirm=confirm, json_output=json_output, progress_label=progress_label)
     except (CheckpointError, GitError) as exc:
         # Another run holds the repository, or git refused something: say so, no traceback.
         return FlowOutcome(config_error(f"cannot continue: {exc}"))
 
 
-def _flow(repo, command, *, model, max_cost, max_steps, policy_file, replay, timeout, commit, confirm,
-          json_output, progress_label) -> FlowOutcome:
+def _flow(repo, command, *, model, provider, base_url, max_cost, max_steps, policy_file, replay, timeout, commit,
+          confirm, json_output, progress_label) -> FlowOutcome:
     from gitbot.fixcheck.report import print_report
     from gitbot.sandbox.command import DEFAULT_TIMEOUT_SECONDS, display_command
     from gitbot.sandbox.runner import Runner
@@ -243,7 +243,7 @@ def _flow(repo, command, *, model, max_cost, max_steps, policy_file, replay, tim
         from gitbot.progress import ConsoleReporter
 
         request = FixRequest(repo=repo, command=command, display=display, timeout=timeout, model=model,
-                             max_cost_usd=max_cost, max_steps=max_steps, policy_file=policy_file,
+                             provider=provider, base_url=base_url, max_cost_usd=max_cost, max_steps=max_steps, policy_file=policy_file,
                              replay=replay, confirm_failure=confirm, echo=echo,
                              progress=lambda text: print(f"gitbot: {text}", file=sys.stderr))
         fix = fix_failing_check(request, first, reporter=ConsoleReporter(label=progress_label), policy=policy,

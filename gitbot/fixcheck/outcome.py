@@ -17,6 +17,8 @@ class FixRequest:
     display: str  # how it is shown and given to the agent (shell-quoted)
     timeout: float
     model: str | None = None
+    provider: str | None = None  # None: the policy's [model] provider, else anthropic
+    base_url: str | None = None
     max_cost_usd: float | None = None
     max_steps: int | None = None
     policy_file: Path | None = None

@@ -86,9 +86,14 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
         policy_tip = prmod.fetch(repo, plan.policy_branch, auth=auth)
         if policy_tip is None:
             raise prmod.GitError(f"origin has no branch {plan.policy_branch!r} to read the policy from")
-    prepared = prepare_run(repo, policy_file=Path(job.inputs.policy) if job.inputs.policy else None,
-                           base_ref=policy_tip, max_steps=job.inputs.max_steps, max_cost_usd=job.inputs.max_cost_usd,
-                           provider=make_provider(job))
+    # The key goes to the client and nowhere else: never into os.environ, where child processes (git, the
+    # check command) would inherit it. Cloud credentials come from the job's environment as it was when
+    # gitbot started (they are out of os.environ too).
+    inputs = job.inputs
+    prepared = prepare_run(repo, policy_file=Path(inputs.policy) if inputs.policy else None, base_ref=policy_tip,
+                           max_steps=inputs.max_steps, max_cost_usd=inputs.max_cost_usd, model=inputs.model,
+                           provider_name=inputs.provider, base_url=inputs.base_url, api_key=model_key(inputs),
+                           environ=job.io.environ)
     policy, sandbox_off = sandboxed(job, prepared.policy)
     open_pr = job.forge.open_pull(plan.branch)
 
@@ -174,16 +179,9 @@ def keep_artifact(job: Job) -> list[str]:
 # ---------------------------------------------------------------- what the agent runs with
 
 
-def make_provider(job: Job):
-    import anthropic
-
-    from gitbot.agent.run import DEFAULT_MODEL
-    from gitbot.llm.anthropic import AnthropicProvider
-
-    # The key goes to the client and nowhere else: never into os.environ, where child processes
-    # (git, the check command) would inherit it.
-    client = anthropic.Anthropic(api_key=job.inputs.anthropic_api_key, max_retries=0)
-    return AnthropicProvider(job.inputs.model or DEFAULT_MODEL, client=client)
+def model_key(inputs) -> str | None:
+    """The key input of the chosen provider (Bedrock and Vertex take theirs from the job's environment)."""
+    return {"anthropic": inputs.anthropic_api_key, "openai": inputs.openai_api_key}.get(inputs.provider) or None
 
 
 def sandboxed(job: Job, policy):

@@ -7,6 +7,7 @@ scanning the text for the key inside its table.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 import subprocess
 import tomllib
@@ -15,6 +16,8 @@ from typing import Any
 
 from gitbot import git
 from gitbot.errors import GitError
+from gitbot.llm.pricing import ModelPrice
+from gitbot.llm.settings import PROVIDERS, ModelSettings
 from gitbot.policy.base import Limits, PolicyError
 from gitbot.policy.defaults import DEFAULT_POLICY_PATH, SANDBOX_MODES
 from gitbot.policy.files import GlobError, validate_path_glob
@@ -28,6 +31,11 @@ SCHEMA: dict[str, dict[str, str]] = {
     "limits": {"max_steps": "positive_int", "max_cost_usd": "positive_number",
                "max_consecutive_mistakes": "positive_int", "max_wall_seconds": "positive_number",
                "command_timeout_seconds": "positive_number"},
+    # Which model answers, and where (credentials never go here: each provider's standard chain).
+    # Prices are USD per million tokens and win over gitbot's table; zero is allowed (self-hosted).
+    "model": {"provider": "provider", "name": "text", "base_url": "text", "context_window": "positive_int",
+              "max_output_tokens": "positive_int", "price_input": "price", "price_output": "price",
+              "price_cache_read": "price", "price_cache_write": "price"},
 }
 KIND_DESCRIPTIONS = {
     "file_globs": "a list of file globs (strings) relative to the repository root",
@@ -36,6 +44,9 @@ KIND_DESCRIPTIONS = {
     "bool": "true or false",
     "positive_int": "a whole number greater than 0",
     "positive_number": "a number greater than 0",
+    "provider": "one of " + ", ".join(f'"{name}"' for name in PROVIDERS),
+    "text": "a non-empty string",
+    "price": "a number of US dollars per million tokens, 0 or more",
 }
 TOML_TYPE_NAMES = {str: "a string", bool: "a boolean", int: "an integer", float: "a number", list: "a list",
                    dict: "a table"}
@@ -150,7 +161,28 @@ def parse_policy(text: str, *, source: str, repo: Path | None = None):
         kwargs["sandbox_mode"] = sandbox["mode"]
     if "network" in sandbox:
         kwargs["network"] = sandbox["network"]
+    if values["model"]:
+        kwargs["model"] = _model_settings(values["model"], source, locate)
     return Policy(**kwargs)
+
+
+def _model_settings(model: dict[str, Any], source: str, locate: _Locator) -> ModelSettings:
+    prices = {key.removeprefix("price_"): model[key] for key in model if key.startswith("price_")}
+    price = None
+    if prices:
+        missing = [f"price_{k}" for k in ("input", "output") if k not in prices]
+        if missing:
+            raise PolicyError(source, locate.key("model", next(f"price_{k}" for k in prices)),
+                              f"[model] gives prices without {' and '.join(missing)}: give at least the input "
+                              "and output prices (cache prices default to the input price)")
+        # Without cache prices, cached tokens cost what input costs: the receipt never undercounts.
+        price = ModelPrice(input=prices["input"], output=prices["output"],
+                           cache_write=prices.get("cache_write", prices["input"]),
+                           cache_read=prices.get("cache_read", prices["input"]),
+                           context_window=model.get("context_window", 200_000))
+    return ModelSettings(provider=model.get("provider"), name=model.get("name"), base_url=model.get("base_url"),
+                         price=price, context_window=model.get("context_window"),
+                         max_output_tokens=model.get("max_output_tokens"))
 
 
 def _validate(value: Any, kind: str, table: str, key: str, source: str, locate: _Locator) -> Any:
@@ -179,6 +211,14 @@ def _validate(value: Any, kind: str, table: str, key: str, source: str, locate: 
         if value not in SANDBOX_MODES:
             raise fail(f"{where} must be {expected}, got {value!r}")
         return value
+    if kind in ("provider", "text"):
+        if not isinstance(value, str) or not value.strip() or (kind == "provider" and value not in PROVIDERS):
+            raise fail(f"{where} must be {expected}, got {value!r}")
+        return value.strip()
+    if kind == "price":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise fail(f"{where} must be {expected}, got {value!r}")
+        return float(value)
     if kind == "bool":
         if not isinstance(value, bool):
             raise fail(f"{where} must be {expected}, got {_type_name(value)} ({value!r})")

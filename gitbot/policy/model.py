@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from gitbot.llm.settings import ModelSettings
 from gitbot.policy.base import Decision, Limits
 from gitbot.policy.defaults import (
     DEFAULT_COMMAND_ALLOW,
@@ -35,6 +36,8 @@ class Policy:
     repo: Path | None = None
     # Where the policy came from, for messages ("built-in defaults", a file path, "REV:path").
     source: str = "built-in defaults"
+    # The [model] table: provider, model id, base URL, prices (gitbot/llm/settings.py).
+    model: ModelSettings = field(default_factory=ModelSettings)
 
     @property
     def allow_origin(self) -> str:
