@@ -103,17 +103,24 @@ GIT_CONTENT_TABLES: dict[str, Table] = {
     "archive": table("o|output=:write remote=:named exec=:named prefix= format= add-file=:read "
                      "add-virtual-file= l|list"),
     "stash": table(_DIFF + "m= message= pathspec-from-file=:read"),
+    # fast-export prints every blob of the history it exports; merge-tree prints merged contents;
+    # unpack-file writes a blob to a file.
+    "fast-export": table("export-marks=:write import-marks=:read import-marks-if-exists=:read anonymize-map= "
+                         "signed-tags= signed-commits= tag-of-filtered-object= refspec= reencode= "
+                         "mark-tags no-data"),
+    "merge-tree": table("merge-base= X= strategy-option= stdin:named"),
+    "unpack-file": table(""),
 }
 # Flags that make the diff machinery print file contents, and those that make it print none.
 PATCH_FLAGS = {"-p", "-u", "--patch", "--patch-with-stat", "--patch-with-raw", "-W", "--function-context",
                "--cc", "-c", "--binary", "--check", "--full-index", "-U", "--unified", "--word-diff",
                "--color-words", "-L", "--combined-all-paths", "--raw-patch"}
 NO_PATCH_FLAGS = {"-s", "--no-patch", "--stat", "--numstat", "--shortstat", "--dirstat", "--summary",
-                  "--name-only", "--name-status", "--raw", "--compact-summary", "-q", "--quiet"}
+                  "--name-only", "--name-status", "--raw", "--compact-summary", "-q", "--quiet", "--no-data"}
 # Default output of each content subcommand: True when it prints contents unless told not to.
 PATCH_BY_DEFAULT = {"diff": True, "show": True, "log": False, "whatchanged": False, "reflog": False,
                     "diff-tree": False, "diff-index": False, "diff-files": False, "range-diff": True,
-                    "format-patch": True, "stash": False}
+                    "format-patch": True, "stash": False, "fast-export": True, "merge-tree": True}
 CAT_FILE_CONTENT = {"-p", "blob", "tree", "commit", "tag", "--textconv", "--filters", "--batch",
                     "--batch-command"}
 
@@ -201,6 +208,9 @@ class Git:
                                 f"git run a program or write a file")
             elif _sensitive_option(word.value, subcommand):
                 sensitive[j] = f"`{word.value}` makes git run a program or write a file; a rule must name it exactly"
+            elif not word.value.startswith("-"):
+                # A path named to git add, mv, checkout ...: a read-denied one is not for git either.
+                verdicts.reads.append(Read(word, shown))
         return sensitive
 
     def _git_content(self, subcommand: str, words: list[Word], at: int, depth: int, verdicts: Verdicts,
@@ -239,10 +249,12 @@ class Git:
                 if revision.isdigit() and path.partition(":")[1]:
                     path = path.partition(":")[2]
                 verdicts.reads.append(Read(Word(path, False, word.text), shown, rooted=not path.startswith("./")))
-            elif subcommand in ("show", "cat-file", "archive", "diff", "grep") and _object_id(word.value):
+            elif subcommand in ("show", "cat-file", "archive", "diff", "grep", "unpack-file") and \
+                    _object_id(word.value):
                 objects.append(word.value)
-        if subcommand == "cat-file":
-            printing = any(word.literal and word.value in CAT_FILE_CONTENT for word in words[start:])
+        if subcommand in ("cat-file", "unpack-file"):
+            printing = subcommand == "unpack-file" or any(word.literal and word.value in CAT_FILE_CONTENT
+                                                          for word in words[start:])
             if not printing:
                 return
             # Commits and trees print no file contents; a blob named by id is refused (history.py).

@@ -186,6 +186,15 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
             sensitive = self._known_program(base, words, depth, verdicts, shown)
             if location == "name" and base in VARIABLE_SETTING_BUILTINS:
                 self._variable_setting(base, words, shown)
+        if not (location in ("name", "system") and knows_program(base)) or program_family(base) in RUNS_CODE:
+            # A program the judge has no row for, or one that hands its words to code it runs (a
+            # script, a test, a recipe): any word that names a read-denied file is taken to be read
+            # (`awk 1 .env`, `./script .env`, `python3 tool.py --input=.env`).
+            for word in words[1:]:
+                if word.literal:
+                    value = word.value.partition("=")[2] if word.value.startswith("-") else word.value
+                    if value:
+                        verdicts.reads.append(Read(lit(value), shown))
         if base in SHELLS:
             # A shell without -c runs a script file or its input, which the judge cannot read: only a
             # rule that names the whole command allows it (and a bare shell reading its input, none).
@@ -288,6 +297,10 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
                 return rule, ""
             why_not = why_not or reason
         return None, why_not
+
+
+# Programs with a row whose words may still be read by the code they run.
+RUNS_CODE = {"python", "pytest", "make", "npm", "yarn", "go", "cargo"}
 
 
 def knows_program(name: str) -> bool:

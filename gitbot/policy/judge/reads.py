@@ -29,6 +29,7 @@ from gitbot.policy.judge.outcome import Read, Verdicts, deny, snippet
 from gitbot.policy.judge.words import BRACE_EXPANSION
 
 UNSET = object()
+_PROC_PATH = re.compile(r"/proc/[^/]+/(cwd|root)(/.*)?$", re.DOTALL)
 _SHOWN_AT_MOST = 3
 
 
@@ -44,22 +45,40 @@ class Reads:
     def _read_target(self, value: str, rooted: bool, moved: bool) -> tuple[str | None, bool]:
         """(the repository-relative path, or None outside it; whether the directory it is relative
         to is unknown because the command changed directory)."""
+        proc = _PROC_PATH.match(value)
+        if proc is not None:
+            # /proc/self/cwd/X is X from the command's directory; /proc/self/root/X is /X.
+            rest = proc.group(2).lstrip("/")
+            return self._read_target("/" + rest if proc.group(1) == "root" else rest or ".", rooted, moved)
         if value.startswith("/"):
             if self.repo is None:
                 return None, False
             root = self.repo.rstrip("/")
-            normal = posixpath.normpath(value)
-            if normal == root:
-                return "", False
-            return (posixpath.relpath(normal, root), False) if normal.startswith(root + "/") else (None, False)
+            for candidate in (posixpath.normpath(value), os.path.realpath(value)):
+                if candidate == root:
+                    return "", False
+                if candidate.startswith(root + "/"):
+                    return posixpath.relpath(candidate, root), False
+            return None, False
         normal = posixpath.normpath(value) if value else "."
         if rooted or not moved:
+            if (normal == ".." or normal.startswith("../")) and self.repo is not None:
+                return self._read_target(posixpath.join(self.repo, normal), rooted, moved)
             if normal == ".." or normal.startswith("../"):
                 return None, False
             return ("" if normal == "." else normal), False
         while normal.startswith("../"):
             normal = normal[3:]
         return ("" if normal in (".", "..") else normal), True
+
+    def _real_target(self, value: str) -> str | None:
+        """Where the kernel would find a relative path with `..` in it: through the symlinks first,
+        then up (`dir/../x` is not `x` when dir is a symlink)."""
+        if self.repo is None or ".." not in value.split("/") or _PROC_PATH.match(value):
+            return None
+        real = os.path.realpath(os.path.join(self.repo, value))
+        root = self.repo.rstrip("/")
+        return posixpath.relpath(real, root) if real.startswith(root + "/") else None
 
     def _check_reads(self, verdicts: Verdicts) -> None:
         for read in verdicts.reads:
@@ -79,10 +98,11 @@ class Reads:
         path, anywhere = self._read_target(value, read.rooted, moved)
         if path is None:
             return
-        if path:
-            decision = self.check_read(path)
+        real = None if anywhere or read.rooted else self._real_target(value)
+        for candidate in dict.fromkeys(part for part in (path, real) if part):
+            decision = self.check_read(candidate)
             if not decision.allowed:
-                deny(f"`{read.shown}` reads {path}, which is not allowed: {decision.reason}")
+                deny(f"`{read.shown}` reads {candidate}, which is not allowed: {decision.reason}")
         if not anywhere and not read.recursive:
             return
         listing = self._denied_listing()
