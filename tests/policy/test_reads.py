@@ -38,3 +38,6 @@ def test_after_cd_a_relative_name_is_held_to_every_denied_file_it_could_name(tmp
     decision = policy.check_command("cd config && cat secrets.yml")
     assert not decision.allowed and "config/secrets.yml" in decision.reason
     assert policy.check_command("cd config && cat other.yml").allowed
+    name = os.path.basename(os.path.realpath(tmp_path))
+    decision = policy.check_command(f"cd .. && cat {name}/config/secrets.yml")
+    assert not decision.allowed and "config/secrets.yml" in decision.reason

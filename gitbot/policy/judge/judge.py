@@ -173,6 +173,7 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
             return
         if base in ("cd", "pushd", "popd") and location == "name":
             verdicts.changes_directory = True
+            verdicts.leaves_repository = verdicts.leaves_repository or self._may_leave(base, words)
         if location == "repository" and not name.startswith("/"):
             verdicts.relative_programs.append(name)
 
@@ -237,6 +238,20 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
                     verdicts.reads.append(Read(lit(word.value[3:]), shown))
             return {}
         return self._program_arguments(base, words, depth, verdicts, shown)
+
+    def _may_leave(self, base: str, words: list[Word]) -> bool:
+        """Could this cd end up outside the repository (then a relative path may name a file of it
+        from above)? Only `cd DIR` with a literal DIR inside the repository surely cannot."""
+        operands = [word for word in words[1:] if not (word.literal and word.value.startswith("-")
+                                                       and word.value != "-")]
+        if base != "cd" or len(operands) != 1 or not operands[0].literal:
+            return True
+        target = operands[0].value
+        if target.startswith("/"):
+            root = (self.repo or "").rstrip("/")
+            return self.repo is None or not (target == root or target.startswith(root + "/"))
+        normal = posixpath.normpath(target)
+        return target == "-" or normal == ".." or normal.startswith("../")
 
     def _collect_inner(self, words: list[Word], depth: int, verdicts: Verdicts, shown: str) -> None:
         """In collect-only mode: record what wrappers run, refusing nothing."""

@@ -69,6 +69,7 @@ class Verdicts:
     links: list[tuple[Word, list[Word], str]] = field(default_factory=list)
     relative_programs: list[str] = field(default_factory=list)
     changes_directory: bool = False
+    leaves_repository: bool = False  # ... perhaps to a directory outside the repository
     reads: list[Read] = field(default_factory=list)  # files and directories read
     history: list[HistoryRead] = field(default_factory=list)  # contents printed by git
     tree_writes: list[TreeWrite] = field(default_factory=list)

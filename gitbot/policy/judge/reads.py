@@ -84,7 +84,7 @@ class Reads:
         for read in verdicts.reads:
             word = read.word
             if word.literal:
-                self._check_named_read(read, word.value, verdicts.changes_directory)
+                self._check_named_read(read, word.value, verdicts.changes_directory, verdicts.leaves_repository)
             elif word.value is not None and word.multi:
                 self._check_glob_read(read, word.value, verdicts.changes_directory)
             else:
@@ -92,7 +92,7 @@ class Reads:
                 if listing is None or listing:
                     self._refuse_unknown_read(read, listing)
 
-    def _check_named_read(self, read: Read, value: str, moved: bool) -> None:
+    def _check_named_read(self, read: Read, value: str, moved: bool, above: bool = False) -> None:
         if value in ("-", "/dev/stdin"):
             return
         path, anywhere = self._read_target(value, read.rooted, moved)
@@ -110,15 +110,22 @@ class Reads:
             deny(f"`{read.shown}`: the repository has too many files to tell whether it reads one that "
                  f"files.read_deny protects")
         for denied in listing:
-            if anywhere:
+            if anywhere and above:
+                # From a directory that may be outside the repository: any path could hold it.
+                reached = read.recursive or path == denied or path.endswith("/" + denied)
+            elif anywhere:
+                # From a directory below the repository root: `x` may name sub/x.
                 reached = denied == path or denied.endswith("/" + path) or (
                     read.recursive and (not path or f"/{denied}".find(f"/{path}/") >= 0))
             else:
                 reached = read.recursive and (not path or denied.startswith(path + "/"))
             if reached and self._searched(read, denied, path):
                 where = "below " + (path or "the repository root") if read.recursive else path
-                deny(f"`{read.shown}` reads {denied} ({where}{', from a directory the command changed to' if anywhere else ''}), "
-                     f"which files.read_deny protects; name the files it should read, or leave that one out")
+                if anywhere:
+                    deny(f"`{read.shown}` may read {denied} ({where} from a directory the command changed to), "
+                         f"which files.read_deny protects; without the cd, name the paths from the repository root")
+                deny(f"`{read.shown}` reads {denied} ({where}), which files.read_deny protects; name the files it "
+                     f"should read, or leave that one out")
 
     @staticmethod
     def _searched(read: Read, denied: str, below: str) -> bool:
