@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from gitbot import sandbox
 from gitbot.policy import Policy
+from gitbot.sandbox.bwrap import probe, wrap
+from gitbot.sandbox.env import build_env
 from tests.policy.corpus import POLICIES, build_repositories, command_of
 from tests.policy.test_command_corpus import CORPUS
 
@@ -59,7 +60,7 @@ def _shims(directory: Path) -> int:
 
 @pytest.fixture(scope="module")
 def working_copies(tmp_path_factory):
-    if not sandbox.probe().available:
+    if not probe().available:
         pytest.skip("bubblewrap does not work here")
     built = build_repositories(tmp_path_factory.mktemp("corpus-built"))
     copies = {}
@@ -74,9 +75,9 @@ def working_copies(tmp_path_factory):
 
 
 def _run(command: str, repo: Path, shims: Path, log: Path) -> subprocess.CompletedProcess[bytes]:
-    env = sandbox.build_env(repo=repo)
+    env = build_env(repo=repo)
     env["PATH"] = ":".join((str(shims), *SYSTEM_PATH))
-    argv = sandbox.wrap(["/bin/bash", "-c", command], repo, network=False, env=env)
+    argv = wrap(["/bin/bash", "-c", command], repo, network=False, env=env)
     # fd 9, opened outside the sandbox, is where the shims write.
     opener = ["/bin/sh", "-c", 'exec 9>>"$0"; exec "$@"', str(log), *argv]
     return subprocess.run(opener, cwd=repo, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
