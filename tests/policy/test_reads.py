@@ -41,3 +41,25 @@ def test_after_cd_a_relative_name_is_held_to_every_denied_file_it_could_name(tmp
     name = os.path.basename(os.path.realpath(tmp_path))
     decision = policy.check_command(f"cd .. && cat {name}/config/secrets.yml")
     assert not decision.allowed and "config/secrets.yml" in decision.reason
+
+
+def test_what_git_lists_is_cached_but_each_policy_applies_its_own_rules(tmp_path):
+    from tests.conftest import git, make_repo
+
+    repo = make_repo(tmp_path / "r", {"notes/plan.txt": "x\n", "src/a.py": "a\n"})
+    git(repo, "rm", "-q", "notes/plan.txt")
+    git(repo, "commit", "-q", "-m", "gone")
+    lenient = Policy(command_allow=("git log *",), repo=repo)
+    strict = Policy(command_allow=("git log *",), read_deny=("notes/**",), repo=repo)
+    assert lenient.check_command("git log -p").allowed
+    decision = strict.check_command("git log -p")
+    assert not decision.allowed and "notes" in decision.reason
+    assert lenient.check_command("git log -p").allowed
+    assert strict.check_command("git log -p -- src").allowed
+    # A new commit moves a ref: what git lists is asked again.
+    (repo / "notes").mkdir()
+    (repo / "notes" / "late.txt").write_text("y\n")
+    git(repo, "add", "notes/late.txt")
+    git(repo, "commit", "-q", "-m", "late")
+    decision = strict.check_command("git log -p -- notes/late.txt")
+    assert not decision.allowed and "notes/late.txt" in decision.reason

@@ -21,9 +21,12 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gitbot import git
+from gitbot.errors import GitError
+
 GIT_TIMEOUT_SECONDS = 30
 # git must not run anything of the repository's while the judge asks it (hooks and fsmonitor).
-_GIT = ("git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "--no-optional-locks")
+_QUIET = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
 
 
 @dataclass(frozen=True)
@@ -33,28 +36,23 @@ class GitPaths:
     unknown: str = ""  # why git could not tell (then everything counts as possibly denied)
 
 
-_cache: dict[str, tuple[tuple, GitPaths]] = {}
+_cache: dict[str, tuple[tuple, GitPaths]] = {}  # repository -> (fingerprint, every path git lists)
 _lock = threading.Lock()
 
 
-def _environment() -> dict[str, str]:
-    # A hook runs with GIT_DIR, GIT_INDEX_FILE ... set for another purpose: ask about the repository itself.
-    env = {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
-    env["GIT_CONFIG_NOSYSTEM"] = "1"
-    env["LC_ALL"] = "C"
-    return env
-
-
-def _git(repo: str, *args: str, timeout: float = GIT_TIMEOUT_SECONDS) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([*_GIT, "-C", repo, *args], capture_output=True, timeout=timeout, env=_environment(),
-                          stdin=subprocess.DEVNULL, check=False)
+def _git(repo: str, *args: str, timeout: float = GIT_TIMEOUT_SECONDS, input: bytes | None = None,
+         ) -> subprocess.CompletedProcess[bytes]:
+    """git in the repository, with gitbot's clean environment (a hook's GIT_DIR and GIT_INDEX_FILE
+    left out); any exit status is returned, a timeout raises GitError."""
+    return git.run([*_QUIET, "-C", repo, *args], env=git.clean_env(), input=input, ok=range(256),
+                   timeout=timeout)
 
 
 def _fingerprint(repo: str) -> tuple | None:
     """What changes when the answer may: the refs (a reflog only grows when a ref moves) and the index."""
     try:
         refs = _git(repo, "rev-parse", "--absolute-git-dir", "HEAD", "--all", timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
+    except (OSError, GitError):
         return None
     if refs.returncode not in (0, 128) or not refs.stdout:
         return None
@@ -68,31 +66,39 @@ def _fingerprint(repo: str) -> tuple | None:
 
 
 def denied_git_paths(repo: str, denied: Callable[[str], bool]) -> GitPaths:
-    """The read-denied paths git knows of in `repo`; `denied(path)` says whether read_deny covers one."""
+    """The read-denied paths git knows of in `repo`; `denied(path)` says whether read_deny covers one.
+    What git lists is cached per repository until a ref or the index changes; the rules are applied
+    afresh each time (another policy may ask about the same repository)."""
     fingerprint = _fingerprint(repo)
     if fingerprint is None:
-        inside = _git(repo, "rev-parse", "--is-inside-work-tree", timeout=10) if os.path.isdir(repo) else None
+        try:
+            inside = _git(repo, "rev-parse", "--is-inside-work-tree", timeout=10) if os.path.isdir(repo) else None
+        except (OSError, GitError):
+            inside = None
         if inside is not None and inside.returncode != 0:
             return GitPaths()  # not a git repository: git prints nothing from a history
         return GitPaths(unknown="git could not list the repository's refs")
     with _lock:
         cached = _cache.get(repo)
-        if cached is not None and cached[0] == fingerprint:
-            return cached[1]
-    result = _ask(repo, denied)
-    with _lock:
-        _cache[repo] = (fingerprint, result)
-    return result
+    if cached is None or cached[0] != fingerprint:
+        cached = (fingerprint, _ask(repo))
+        with _lock:
+            _cache[repo] = cached
+    listed = cached[1]
+    if listed.unknown:
+        return listed
+    history = tuple(path for path in listed.history if denied(path))
+    tracked = set(listed.tracked)
+    return GitPaths(tracked=tuple(path for path in history if path in tracked), history=history)
 
 
-def _ask(repo: str, denied: Callable[[str], bool]) -> GitPaths:
+def _ask(repo: str) -> GitPaths:
+    """Every path in the index (`tracked`) and in the history, the index included (`history`)."""
     try:
         objects = _git(repo, "rev-list", "--objects", "--all", "--reflog", "--indexed-objects")
         index = _git(repo, "ls-files", "-z", "--cached")
-    except subprocess.TimeoutExpired:
-        return GitPaths(unknown=f"listing the repository's history took longer than {GIT_TIMEOUT_SECONDS} s")
-    except OSError as exc:
-        return GitPaths(unknown=f"git could not be run: {exc}")
+    except (OSError, GitError) as exc:
+        return GitPaths(unknown=f"git could not list the repository's history ({exc})")
     if objects.returncode != 0 or index.returncode != 0:
         return GitPaths(unknown="git could not list the repository's history")
     tracked = {name for name in index.stdout.decode("utf-8", "surrogateescape").split("\0") if name}
@@ -101,8 +107,7 @@ def _ask(repo: str, denied: Callable[[str], bool]) -> GitPaths:
         _, space, path = line.partition(" ")
         if space and path:
             paths.add(path)
-    history = tuple(sorted(path for path in paths if denied(path)))
-    return GitPaths(tracked=tuple(path for path in history if path in tracked), history=history)
+    return GitPaths(tracked=tuple(sorted(tracked)), history=tuple(sorted(paths)))
 
 
 def object_types(repo: str, names: list[str]) -> dict[str, str]:
@@ -111,9 +116,8 @@ def object_types(repo: str, names: list[str]) -> dict[str, str]:
         return {}
     request = "".join(f"{name}^{{}}\n" for name in names).encode()
     try:
-        completed = subprocess.run([*_GIT, "-C", repo, "cat-file", "--batch-check=%(objecttype)"], input=request,
-                                   capture_output=True, timeout=10, env=_environment(), check=False)
-    except (OSError, subprocess.TimeoutExpired):
+        completed = _git(repo, "cat-file", "--batch-check=%(objecttype)", input=request, timeout=10)
+    except (OSError, GitError):
         return {name: "unknown" for name in names}
     lines = completed.stdout.decode("utf-8", "surrogateescape").splitlines()
     types = {}
