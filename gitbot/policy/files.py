@@ -374,6 +374,11 @@ class FileRules:
             return Decision(False, normalized)
         return self._edit_decision(normalized.lexical, normalized.real)
 
+    def denies_read_by_name(self, relpath: str) -> bool:
+        """Does read_deny (or the .git rule) cover this path by its name alone? For paths that are not
+        on disk, such as those in git's history: no symlink can change where they lead."""
+        return in_git_dir(relpath) or self._read_deny.first_match(relpath) is not None
+
     def existing_read_denied(self) -> tuple[str, ...] | None:
         """The repository's files (hidden and ignored ones too) that check_read denies now; None when
         the repository is too large to list. A file reached without a symlink is decided by its path

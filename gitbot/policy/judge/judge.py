@@ -56,7 +56,8 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
                  check_edit: Callable[[str], Decision], repo: str | None = None, collect_only: bool = False,
                  check_read: Callable[[str], Decision] | None = None,
                  shelters: Callable[[str], str | None] | None = None,
-                 denied_files: Callable[[], tuple[str, ...] | None] | None = None):
+                 denied_files: Callable[[], tuple[str, ...] | None] | None = None,
+                 denied_name: Callable[[str], bool] | None = None):
         self.allow = list(allow)
         self.deny = list(deny)
         self.allow_all = any(rule.matches_everything for rule in self.allow)
@@ -70,6 +71,8 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
         self.collect_only = collect_only
         # The repository's read-denied files (None: too many to list), asked for when needed.
         self.denied_files = denied_files
+        # Whether read_deny covers a path by its name alone (a path in git's history, not on disk).
+        self.denied_name = denied_name or (lambda path: not self.check_read(path).allowed)
         self._listing = UNSET
 
     def judge(self, command: str) -> Decision:
@@ -359,14 +362,15 @@ def judge_command(command: str, allow: Sequence[CommandRule], deny: Sequence[Com
                   check_edit: Callable[[str], Decision], repo: str | None,
                   extra_allowed: Sequence[str] = (), check_read: Callable[[str], Decision] | None = None,
                   shelters: Callable[[str], str | None] | None = None,
-                  denied_files: Callable[[], tuple[str, ...] | None] | None = None) -> Decision:
+                  denied_files: Callable[[], tuple[str, ...] | None] | None = None,
+                  denied_name: Callable[[str], bool] | None = None) -> Decision:
     """The decision for one command line; `extra_allowed` are the run's check commands, allowed as
     written and with more arguments; `denied_files` lists the repository's read-denied files."""
     extra_rules: list[CommandRule] = []
     for check in extra_allowed:
         extra_rules.extend(literal_prefix_rules(check, "the run's check command"))
     judge = CommandJudge([*extra_rules, *allow], deny, check_edit=check_edit, repo=repo, check_read=check_read,
-                         shelters=shelters, denied_files=denied_files)
+                         shelters=shelters, denied_files=denied_files, denied_name=denied_name)
     decision = judge.judge(command)
     is_check_command = any(command.strip() == check.strip() for check in extra_allowed if check.strip())
     if not decision.allowed and is_check_command and not _possibly_denied(command, deny):

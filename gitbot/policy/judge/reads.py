@@ -193,7 +193,7 @@ class Reads:
     def _check_history(self, verdicts: Verdicts) -> None:
         if not verdicts.history or self.repo is None:
             return
-        paths = denied_git_paths(self.repo, lambda path: not self.check_read(path).allowed)
+        paths = denied_git_paths(self.repo, self.denied_name)
         for read in verdicts.history:
             if read.objects:
                 for name, kind in object_types(self.repo, list(read.objects)).items():
