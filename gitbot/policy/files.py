@@ -20,6 +20,8 @@ from pathlib import Path
 from gitbot.policy.base import Decision
 
 GIT_DIR = ".git"
+# How many entries a listing of the repository walks before it gives up (the caller then assumes the worst).
+MAX_LISTED_FILES = 200_000
 
 
 class GlobError(ValueError):
@@ -216,6 +218,37 @@ def in_git_dir(relpath: str) -> bool:
     return f"/{relpath.lower()}/".find(f"/{GIT_DIR}/") >= 0
 
 
+def repository_files(root: str, below: str = "") -> list[tuple[str, bool]] | None:
+    """Every file and symlink under `root/below` as (path relative to `root`, whether it is a
+    symlink): hidden and ignored ones too, `.git` directories (in any letter case) left out, symlinks
+    not followed. None when there are more than MAX_LISTED_FILES entries."""
+    found: list[tuple[str, bool]] = []
+    seen = 0
+    stack = [below.strip("/")]
+    while stack:
+        relative = stack.pop()
+        try:
+            with os.scandir(os.path.join(root, relative) if relative else root) as entries:
+                listed = list(entries)
+        except OSError:
+            continue
+        seen += len(listed)
+        if seen > MAX_LISTED_FILES:
+            return None
+        for entry in listed:
+            if entry.name.lower() == GIT_DIR:
+                continue
+            path = f"{relative}/{entry.name}" if relative else entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(path)
+                else:
+                    found.append((path, entry.is_symlink()))
+            except OSError:
+                continue
+    return found
+
+
 class _RuleSet:
     """Globs compiled into one regex (a named group per rule, so the first rule that matches is
     known): matching a path costs one or two regex matches whatever the number of rules. Rules of
@@ -340,6 +373,29 @@ class FileRules:
         if isinstance(normalized, str):
             return Decision(False, normalized)
         return self._edit_decision(normalized.lexical, normalized.real)
+
+    def denies_read_by_name(self, relpath: str) -> bool:
+        """Does read_deny (or the .git rule) cover this path by its name alone? For paths that are not
+        on disk, such as those in git's history: no symlink can change where they lead."""
+        return in_git_dir(relpath) or self._read_deny.first_match(relpath) is not None
+
+    def existing_read_denied(self) -> tuple[str, ...] | None:
+        """The repository's files (hidden and ignored ones too) that check_read denies now; None when
+        the repository is too large to list. A file reached without a symlink is decided by its path
+        alone, so only symlinks pay for the full check."""
+        if self._root is None:
+            return ()
+        found = []
+        listing = repository_files(self._root)
+        if listing is None:
+            return None
+        for path, link in listing:
+            if link:
+                if not self.check_read(path).allowed:
+                    found.append(path)
+            elif self._read_deny.first_match(path) is not None:
+                found.append(path)
+        return tuple(found)
 
     def _judge_read(self, lexical: str, real: str | None) -> Decision:
         for path in self._candidates(NormalizedPath(lexical, real)):

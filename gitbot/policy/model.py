@@ -67,7 +67,8 @@ class Policy:
         repo = os.path.realpath(self.repo) if self.repo is not None else None
         return judge_command(command, self.allow_rules, self.deny_rules, check_edit=self.check_edit, repo=repo,
                              extra_allowed=tuple(extra_allowed), check_read=self.check_read,
-                             shelters=self.file_rules.shelters)
+                             shelters=self.file_rules.shelters, denied_files=self.file_rules.existing_read_denied,
+                             denied_name=self.file_rules.denies_read_by_name)
 
     def protected_directories(self, repo: Path | None = None) -> list[Path]:
         """Existing directories the edit rules protect whole (`dir/**` in edit_deny), for the sandbox

@@ -11,20 +11,25 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from gitbot.policy.base import Decision
+from gitbot.policy.judge.arguments import Arguments, program_family
+from gitbot.policy.judge.git import Git
 from gitbot.policy.judge.grammar import REDIRECTS, node_text, word_of
-from gitbot.policy.judge.outcome import Denied, Verdicts, deny, snippet
+from gitbot.policy.judge.outcome import Denied, Read, Verdicts, deny, snippet
 from gitbot.policy.judge.paths import Paths
 from gitbot.policy.judge.programs import (
     FORBIDDEN_BUILTINS,
     NO_OP_BUILTINS,
+    SHELLS,
     VARIABLE_SETTING_BUILTINS,
     WRAPPERS,
     WRITERS_ALL_ARGS,
     WRITERS_LAST_ARG,
     dangerous_variable,
-    git_sensitive,
 )
+from gitbot.policy.judge.readers import READERS
+from gitbot.policy.judge.reads import UNSET, Reads
 from gitbot.policy.judge.rules import CommandRule, certainly_matches, normalize_program_path, possibly_matches
+from gitbot.policy.judge.runners import Runners
 from gitbot.policy.judge.sed import sed_sensitive
 from gitbot.policy.judge.statements import Statements
 from gitbot.policy.judge.words import FD_VARIABLE, Word, lit
@@ -41,15 +46,18 @@ class Collected:
     unreadable: str | None
 
 
-class CommandJudge(Statements, Wrappers, Paths):
+class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
     """One judgement's worth of state: the rules, the file-rule callbacks, and the functions the
     script being judged has defined. The walk itself lives in the mixins (statements, wrappers,
-    paths); this class holds the entry points and the decision for one simple command."""
+    arguments, runners, git, paths, reads); this class holds the entry points and the decision for
+    one simple command."""
 
     def __init__(self, allow: Sequence[CommandRule], deny: Sequence[CommandRule], *,
                  check_edit: Callable[[str], Decision], repo: str | None = None, collect_only: bool = False,
                  check_read: Callable[[str], Decision] | None = None,
-                 shelters: Callable[[str], str | None] | None = None):
+                 shelters: Callable[[str], str | None] | None = None,
+                 denied_files: Callable[[], tuple[str, ...] | None] | None = None,
+                 denied_name: Callable[[str], bool] | None = None):
         self.allow = list(allow)
         self.deny = list(deny)
         self.allow_all = any(rule.matches_everything for rule in self.allow)
@@ -61,9 +69,11 @@ class CommandJudge(Statements, Wrappers, Paths):
         self.repo = repo
         # Walk and collect the simple commands without refusing anything (interactive checks).
         self.collect_only = collect_only
-        # Functions defined at the top level of each script being judged (innermost last): calling
-        # one runs its body, which was judged where it was defined.
-        self._functions: list[set[str]] = []
+        # The repository's read-denied files (None: too many to list), asked for when needed.
+        self.denied_files = denied_files
+        # Whether read_deny covers a path by its name alone (a path in git's history, not on disk).
+        self.denied_name = denied_name or (lambda path: not self.check_read(path).allowed)
+        self._listing = UNSET
 
     def judge(self, command: str) -> Decision:
         verdicts = Verdicts()
@@ -76,6 +86,9 @@ class CommandJudge(Statements, Wrappers, Paths):
         try:
             self._script(command, 0, verdicts)
             self._check_outputs(verdicts)
+            self._check_reads(verdicts)
+            self._check_tree_writes(verdicts)
+            self._check_history(verdicts)
         except Denied as denial:
             return Decision(False, denial.reason, tuple(verdicts.commands))
         parts = "; ".join(verdicts.allowed) if verdicts.allowed else "it runs no program"
@@ -156,9 +169,6 @@ class CommandJudge(Statements, Wrappers, Paths):
         if location == "name" and name in FORBIDDEN_BUILTINS:
             self._refuse(f"`{name}` is not allowed ({shown}): {FORBIDDEN_BUILTINS[name]}")
         self._check_deny(words, base, shown)
-        if location == "name" and self._functions and name in self._functions[-1]:
-            verdicts.allowed.append(f"`{shown}` (a function defined above; its body was judged)")
-            return
         if location == "name" and name in NO_OP_BUILTINS and all(word.value is not None for word in words[1:]):
             # With an expansion among its arguments `:` is not harmless: `: ${x:=...}` assigns,
             # and expanding is where bash runs what is hidden in a value. Then a rule must allow it.
@@ -166,6 +176,7 @@ class CommandJudge(Statements, Wrappers, Paths):
             return
         if base in ("cd", "pushd", "popd") and location == "name":
             verdicts.changes_directory = True
+            verdicts.leaves_repository = verdicts.leaves_repository or self._may_leave(base, words)
         if location == "repository" and not name.startswith("/"):
             verdicts.relative_programs.append(name)
 
@@ -176,25 +187,23 @@ class CommandJudge(Statements, Wrappers, Paths):
 
         sensitive: dict[int, str] = {}
         if location in ("name", "system"):
-            if base == "git":
-                sensitive = git_sensitive(words)
-            elif base == "find":
-                sensitive = self._find(words, depth, verdicts)
-            elif base == "rg":
-                sensitive = {i: f"`{w.text}` makes ripgrep run a program on each file"
-                             for i, w in enumerate(words) if w.value is not None and w.value.startswith("--pre")}
-            elif base == "sed":
-                sensitive = sed_sensitive(words, verdicts, shown)
-            elif base in WRITERS_ALL_ARGS or base in WRITERS_LAST_ARG:
-                writer_edits(base, words, verdicts, shown)
-            elif base == "dd":
-                for word in words[1:]:
-                    if word.value is None or word.multi:
-                        deny(f"`{shown}`: dd operand `{word.text}` is only known at run time")
-                    if word.value.startswith("of="):
-                        verdicts.edits.append((lit(word.value[3:]), shown))
+            sensitive = self._known_program(base, words, depth, verdicts, shown)
             if location == "name" and base in VARIABLE_SETTING_BUILTINS:
                 self._variable_setting(base, words, shown)
+        if not (location in ("name", "system") and knows_program(base)) or program_family(base) in RUNS_CODE:
+            # A program the judge has no row for, or one that hands its words to code it runs (a
+            # script, a test, a recipe): any word that names a read-denied file is taken to be read
+            # (`awk 1 .env`, `./script .env`, `python3 tool.py --input=.env`).
+            for word in words[1:]:
+                if word.literal:
+                    value = word.value.partition("=")[2] if word.value.startswith("-") else word.value
+                    if value:
+                        verdicts.reads.append(Read(lit(value), shown))
+        if base in SHELLS:
+            # A shell without -c runs a script file or its input, which the judge cannot read: only a
+            # rule that names the whole command allows it (and a bare shell reading its input, none).
+            why = f"`{base}` without -c runs a script the judge cannot see; a rule must name the command exactly"
+            sensitive = {index: why for index in range(1, max(2, len(words)))}
 
         rule, why_not = self._find_allow(words, location, name, sensitive)
         if rule is None:
@@ -209,6 +218,44 @@ class CommandJudge(Statements, Wrappers, Paths):
             deny(f"`{shown}` is not allowed: no rule in commands.allow matches it")
         verdicts.allowed.append(f"`{shown}` by {rule.describe()}")
 
+    def _known_program(self, base: str, words: list[Word], depth: int, verdicts: Verdicts,
+                       shown: str) -> dict[int, str]:
+        """What the judge knows about this program's arguments: the words a rule must name exactly
+        (by index, with why), after queueing its reads, writes and the programs it runs."""
+        if base == "git":
+            return self._git(words, depth, verdicts, shown)
+        if base == "find":
+            return self._find(words, depth, verdicts, shown)
+        if base == "sed":
+            return sed_sensitive(words, verdicts, shown)
+        if base in WRITERS_ALL_ARGS or base in WRITERS_LAST_ARG:
+            writer_edits(base, words, verdicts, shown)
+            return {}
+        if base == "dd":
+            for word in words[1:]:
+                if word.value is None or word.multi:
+                    deny(f"`{shown}`: dd operand `{word.text}` is only known at run time")
+                if word.value.startswith("of="):
+                    verdicts.edits.append((lit(word.value[3:]), shown))
+                if word.value.startswith("if="):
+                    verdicts.reads.append(Read(lit(word.value[3:]), shown))
+            return {}
+        return self._program_arguments(base, words, depth, verdicts, shown)
+
+    def _may_leave(self, base: str, words: list[Word]) -> bool:
+        """Could this cd end up outside the repository (then a relative path may name a file of it
+        from above)? Only `cd DIR` with a literal DIR inside the repository surely cannot."""
+        operands = [word for word in words[1:] if not (word.literal and word.value.startswith("-")
+                                                       and word.value != "-")]
+        if base != "cd" or len(operands) != 1 or not operands[0].literal:
+            return True
+        target = operands[0].value
+        if target.startswith("/"):
+            root = (self.repo or "").rstrip("/")
+            return self.repo is None or not (target == root or target.startswith(root + "/"))
+        normal = posixpath.normpath(target)
+        return target == "-" or normal == ".." or normal.startswith("../")
+
     def _collect_inner(self, words: list[Word], depth: int, verdicts: Verdicts, shown: str) -> None:
         """In collect-only mode: record what wrappers run, refusing nothing."""
         name = words[0].value
@@ -219,7 +266,7 @@ class CommandJudge(Statements, Wrappers, Paths):
             if base in WRAPPERS:
                 self._look_through(base, words, depth, verdicts, shown)
             elif base == "find":
-                self._find(words, depth, verdicts)
+                self._find(words, depth, verdicts, shown)
         except Denied:
             pass
 
@@ -270,6 +317,17 @@ class CommandJudge(Statements, Wrappers, Paths):
         return None, why_not
 
 
+# Programs with a row whose words may still be read by the code they run.
+RUNS_CODE = {"python", "pytest", "make", "npm", "yarn", "go", "cargo"}
+
+
+def knows_program(name: str) -> bool:
+    """Does the judge have a row for this program: what its options run, load, write and read?"""
+    family = program_family(name)
+    return (family in READERS or hasattr(Runners, f"_runner_{family}") or name in WRAPPERS
+            or name in WRITERS_ALL_ARGS or name in WRITERS_LAST_ARG or name in ("git", "find", "sed", "dd"))
+
+
 def literal_prefix_rules(command: str, origin: str) -> list[CommandRule]:
     """Rules that allow a known command line (the run's check command) and the same with more args.
 
@@ -303,14 +361,16 @@ def _literal_simple_commands(command: str) -> list[list[str]]:
 def judge_command(command: str, allow: Sequence[CommandRule], deny: Sequence[CommandRule], *,
                   check_edit: Callable[[str], Decision], repo: str | None,
                   extra_allowed: Sequence[str] = (), check_read: Callable[[str], Decision] | None = None,
-                  shelters: Callable[[str], str | None] | None = None) -> Decision:
+                  shelters: Callable[[str], str | None] | None = None,
+                  denied_files: Callable[[], tuple[str, ...] | None] | None = None,
+                  denied_name: Callable[[str], bool] | None = None) -> Decision:
     """The decision for one command line; `extra_allowed` are the run's check commands, allowed as
-    written and with more arguments."""
+    written and with more arguments; `denied_files` lists the repository's read-denied files."""
     extra_rules: list[CommandRule] = []
     for check in extra_allowed:
         extra_rules.extend(literal_prefix_rules(check, "the run's check command"))
     judge = CommandJudge([*extra_rules, *allow], deny, check_edit=check_edit, repo=repo, check_read=check_read,
-                         shelters=shelters)
+                         shelters=shelters, denied_files=denied_files, denied_name=denied_name)
     decision = judge.judge(command)
     is_check_command = any(command.strip() == check.strip() for check in extra_allowed if check.strip())
     if not decision.allowed and is_check_command and not _possibly_denied(command, deny):

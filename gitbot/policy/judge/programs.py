@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from gitbot.policy.files import compile_glob
-from gitbot.policy.judge.words import Word
 
 # Variables that change what runs or how a program loads code. Compared case-insensitively.
 #
@@ -73,8 +72,8 @@ FORBIDDEN_BUILTINS = {
 # Builtins with no effect at all: no rule is needed for them while their arguments hold no expansion.
 NO_OP_BUILTINS = {"true", "false", ":"}
 
-WRAPPERS = {"env", "timeout", "nice", "nohup", "stdbuf", "time", "command", "builtin", "xargs", "sh", "bash",
-            "dash"}
+WRAPPERS = {"env", "timeout", "nice", "nohup", "stdbuf", "time", "command", "builtin", "xargs", "setsid", "ionice",
+            "sh", "bash", "dash"}
 SHELLS = {"sh", "bash", "dash"}
 
 
@@ -115,6 +114,11 @@ WRAPPER_OPTIONS = {
                            denied=re.compile(r"-o|--output|-a|--append|--output=.*", re.DOTALL),
                            denial="`{shown}`: `time {value}` writes a file; redirect its output instead"),
     "command": WrapperOptions(flags=_options("-p"), describes_only=_options("-v -V")),
+    "setsid": WrapperOptions(flags=_options("-c --ctty -f --fork -w --wait"), describes_only=_options("-h --help -V "
+                                                                                                      "--version")),
+    "ionice": WrapperOptions(flags=_options("-t --ignore"), with_value=_options("-c --class -n --classdata"),
+                             attached=re.compile(r"-[cn].+|--(class|classdata)=.*"),
+                             describes_only=_options("-p --pid -P --pgid -u --uid -h --help -V --version")),
 }
 
 # Builtins that set (or unset) variables named by their arguments: see NAME_BUILTINS.
@@ -196,34 +200,9 @@ def _writer_options(table: str) -> WriterOptions:
 WRITER_OPTIONS = {program: _writer_options(table) for program, table in _WRITER_OPTION_TABLE.items()}
 
 
-GIT_SAFE_GLOBAL_OPTIONS = {
-    "-p", "--paginate", "-P", "--no-pager", "--bare", "--no-replace-objects", "--literal-pathspecs",
-    "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs", "--no-optional-locks", "--no-advice",
-    "--html-path", "--man-path", "--info-path", "--version", "--help", "-v", "-h",
-}
-GIT_VALUE_GLOBAL_OPTIONS = {"-c", "--config-env", "-C", "--git-dir", "--work-tree", "--namespace",
-                            "--super-prefix", "--exec-path"}
-# Options that make git run a program or write a file of the caller's choosing.
-GIT_SENSITIVE_PREFIXES = ("--upload-pack", "--receive-pack", "--exec", "--extcmd", "--open-files-in-pager",
-                          "--output", "--template", "--separate-git-dir", "--config", "--tool",
-                          "--ext-diff")
-GIT_SENSITIVE_SHORT = {"grep": ("-O",), "rebase": ("-x",), "clone": ("-u", "-c"), "archive": ("-o",),
-                       "format-patch": ("-o",), "fetch": ("-u",), "pull": ("-u",), "ls-remote": ("-u",),
-                       "difftool": ("-x", "-t"), "mergetool": ("-t",)}
-# Subcommands that run arbitrary commands or serve the repository.
-GIT_EXEC_SUBCOMMANDS = {"bisect", "submodule", "filter-branch", "filter-repo", "instaweb", "daemon",
-                        "web--browse", "shell", "upload-pack", "receive-pack", "http-backend", "credential",
-                        "credential-store", "credential-cache", "archimport", "cvsimport", "cvsserver",
-                        "svn", "p4", "send-email", "imap-send", "request-pull", "mergetool", "difftool"}
-GIT_CONFIG_READ = {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color",
-                   "--get-colorbool", "-l", "--list", "get", "list"}
-GIT_CONFIG_WRITE = {"--add", "--unset", "--unset-all", "--replace-all", "--rename-section",
-                    "--remove-section", "-e", "--edit", "set", "unset", "rename-section", "remove-section",
-                    "edit"}
-
 FIND_EXEC_ACTIONS = {"-exec", "-execdir", "-ok", "-okdir"}
-# find actions that change files, with how many arguments each takes.
-FIND_EDIT_ACTIONS = {"-delete": 0, "-fprint": 1, "-fprint0": 1, "-fls": 1, "-fprintf": 2}
+# find actions that write the file they name (their first argument), with how many arguments each takes.
+FIND_WRITE_ACTIONS = {"-fprint": 1, "-fprint0": 1, "-fls": 1, "-fprintf": 2}
 
 
 @dataclass(frozen=True)
@@ -260,62 +239,3 @@ NAME_BUILTINS: dict[str, NameBuiltin] = {
     "export": NameBuiltin(flags="fnp", names_from_operands=True),
     "readonly": NameBuiltin(flags="aAfp", names_from_operands=True),
 }
-
-
-def git_sensitive(words: list[Word]) -> dict[int, str]:
-    n = len(words)
-    sensitive: dict[int, str] = {}
-    i = 1
-    while i < n:
-        word = words[i]
-        if not word.literal:
-            sensitive[i] = f"the git option `{word.text}` is only known at run time"
-            i += 1
-            continue
-        value = word.value
-        if not value.startswith("-"):
-            break
-        if value in GIT_VALUE_GLOBAL_OPTIONS:
-            why = f"`git {value}` can make git run programs or use another repository; a rule must name it exactly"
-            sensitive[i] = why
-            if value != "--exec-path":
-                sensitive[i + 1] = why
-                i += 2
-            else:
-                i += 1
-            continue
-        if value.startswith((*(option + "=" for option in GIT_VALUE_GLOBAL_OPTIONS), "-c", "-C")):
-            sensitive[i] = f"`git {value}` can make git run programs; a rule must name it exactly"
-        elif value not in GIT_SAFE_GLOBAL_OPTIONS and not value.startswith("--list-cmds="):
-            sensitive[i] = f"the git option `{value}` is not known; a rule must name it exactly"
-        i += 1
-    if i >= n:
-        return sensitive
-    subcommand = words[i].value
-    if subcommand in GIT_EXEC_SUBCOMMANDS:
-        for j in range(i, n):
-            sensitive[j] = f"`git {subcommand}` can run arbitrary programs; a rule must name the command exactly"
-    if subcommand == "config" and not git_config_reads(words[i + 1:]):
-        for j in range(i, n):
-            sensitive[j] = "`git config` that writes configuration must be named exactly by a rule"
-    short = GIT_SENSITIVE_SHORT.get(subcommand or "", ())
-    for j in range(i + 1, n):
-        word = words[j]
-        if not word.literal:
-            sensitive[j] = (f"`{word.text}` is only known at run time and could become an option that makes "
-                            f"git run a program or write a file")
-            continue
-        value = word.value
-        if value.startswith(GIT_SENSITIVE_PREFIXES) or "ext::" in value.lower() or \
-                any(value.startswith(option) for option in short):
-            sensitive[j] = f"`{value}` makes git run a program or write a file; a rule must name it exactly"
-    return sensitive
-
-
-def git_config_reads(arguments: list[Word]) -> bool:
-    values = [word.value for word in arguments]
-    if any(value is None for value in values):
-        return False
-    if any(value in GIT_CONFIG_WRITE for value in values):
-        return False
-    return any(value in GIT_CONFIG_READ for value in values)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
 from dataclasses import dataclass
 from functools import cache
@@ -32,7 +33,7 @@ class CommandRule:
     def word_matches(self, index: int, value: str) -> bool:
         pattern = self.words[index]
         if self.literal or not has_glob_chars(pattern):
-            return pattern == value
+            return pattern == value or (index == 0 and _same_python(pattern, value))
         return compile_glob(pattern, path_mode=False).match(value) is not None
 
     def names_exactly(self, index: int) -> bool:
@@ -40,6 +41,16 @@ class CommandRule:
 
     def describe(self) -> str:
         return f"rule `{self.pattern}` ({self.origin})"
+
+
+_PYTHON = re.compile(r"python(\d+(\.\d+)?)?")
+
+
+def _same_python(pattern: str, value: str) -> bool:
+    """`python`, `python3` and `python3.12` name the same program for a rule: `policy init` cannot know
+    which of them a project's check uses, and a rule for one is meant for all. Only names found on
+    PATH count (a path names one file)."""
+    return bool(_PYTHON.fullmatch(pattern)) and bool(_PYTHON.fullmatch(value))
 
 
 def split_pattern(pattern: str) -> list[str]:

@@ -3,7 +3,7 @@ which files `sed -i` changes."""
 
 from __future__ import annotations
 
-from gitbot.policy.judge.outcome import Verdicts, deny, snippet
+from gitbot.policy.judge.outcome import Read, Verdicts, deny, snippet
 from gitbot.policy.judge.words import Word
 
 
@@ -234,7 +234,8 @@ def sed_sensitive(words: list[Word], verdicts: Verdicts, shown: str) -> dict[int
         elif not sed_script_is_safe(script.value):
             sensitive[index] = (f"the sed script `{snippet(script.value, 40)}` may run commands or write "
                                 f"files (the e, w or r commands or flags); a rule must name it exactly")
-    if in_place:
-        for _, file_word in operands:
+    for _, file_word in operands:
+        verdicts.reads.append(Read(file_word, shown))
+        if in_place:
             verdicts.edits.append((file_word, shown))
     return sensitive

@@ -21,7 +21,7 @@ from gitbot.policy.judge.grammar import (
     parser,
     word_of,
 )
-from gitbot.policy.judge.outcome import Verdicts, deny, snippet
+from gitbot.policy.judge.outcome import Read, Verdicts, deny, snippet
 from gitbot.policy.judge.programs import NAME_BUILTINS
 from gitbot.policy.judge.scan import check_raw_text, scan_substitutions
 from gitbot.policy.judge.words import (
@@ -81,11 +81,7 @@ class Statements:
                 self._check_expansion(node)
             else:
                 self._check_subscript(node)
-        self._functions.append(set())
-        try:
-            self._statement(root, depth, verdicts)
-        finally:
-            self._functions.pop()
+        self._statement(root, depth, verdicts)
         for node in substitutions:  # only reached when the policy allows `*`: deny rules still apply
             for child in node.named_children:
                 self._statement(child, depth, verdicts)
@@ -161,22 +157,22 @@ class Statements:
                 else:
                     self._statement(child, depth, verdicts)
         elif kind == "function_definition":
-            name = None
+            # Refused rather than followed: a function shadows a program for bash's own lookup only,
+            # while env, timeout, xargs, find -exec, `command` ... start the real program, and a new
+            # shell inherits exported functions. Following bash's rules through every wrapper is
+            # more judge than an agent's one-shot command needs. The body is still walked so that
+            # its own refusals (and deny rules, when the policy allows `*`) come first.
+            name = node.child_by_field_name("name")
             for index, child in enumerate(node.children):
-                field_name = node.field_name_for_child(index)
-                if field_name == "name":
-                    name = node_text(child)
-                    continue
-                if not child.is_named:
+                if node.field_name_for_child(index) == "name" or not child.is_named:
                     continue
                 if child.type in REDIRECTS:
                     self._redirect(child, depth, verdicts)
                 else:
                     self._statement(child, depth, verdicts)
-            # Only a definition at the top level surely exists when later lines call it; one inside
-            # a branch may not, and then the call runs a program of that name.
-            if name and node.parent is not None and node.parent.type == "program" and self._functions:
-                self._functions[-1].add(name)
+            self._refuse(f"defining the shell function `{node_text(name) if name is not None else '?'}` is not "
+                         f"allowed: a function can stand in for a program's name, so what runs could not be "
+                         f"judged by the name; run the commands themselves")
         elif kind == "for_statement":
             self._for(node, depth, verdicts)
         elif kind == "case_statement":
@@ -286,14 +282,10 @@ class Statements:
 
     def _unset(self, node: Node) -> None:
         """`unset 'a[$i]'` evaluates the subscript as arithmetic: only plain names and flags.
-        Removing a variable cannot make anything run; removing a function means a later call of
-        that name runs the program instead."""
+        Removing a variable cannot make anything run."""
         for child in node.named_children:
             text = node_text(child)
-            if child.type == "variable_name" or (child.type == "word" and VARIABLE_NAME.fullmatch(text)):
-                if self._functions:
-                    self._functions[-1].discard(text)
-            elif child.type == "word" and re.fullmatch(r"-[fvn]+", text):
+            if child.type == "variable_name" or (child.type == "word" and VARIABLE_NAME.fullmatch(text)) or child.type == "word" and re.fullmatch(r"-[fvn]+", text):
                 continue
             else:
                 self._refuse(f"`unset {snippet(text, 30)}` is not allowed: unset takes plain variable or "
@@ -347,6 +339,9 @@ class Statements:
         if len(destinations) > 1:
             deny(f"in `{snippet(node_text(node))}` the words after the redirection target are arguments of the "
                  f"command in bash; put redirections at the end of the command")
+        if operator == "<" and destinations:
+            verdicts.reads.append(Read(word_of(destinations[0]), snippet(node_text(node.parent or node))))
+            return
         if operator in QUIET_OPERATORS or operator is None:
             return
         if operator not in OUTPUT_OPERATORS:

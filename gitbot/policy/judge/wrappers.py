@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from gitbot.policy.judge.outcome import Verdicts, deny
-from gitbot.policy.judge.programs import FIND_EDIT_ACTIONS, FIND_EXEC_ACTIONS, SHELLS, WRAPPER_OPTIONS
+from gitbot.policy.judge.outcome import Read, Verdicts, deny
+from gitbot.policy.judge.programs import FIND_EXEC_ACTIONS, FIND_WRITE_ACTIONS, SHELLS, WRAPPER_OPTIONS
 from gitbot.policy.judge.words import ASSIGNMENT, UNKNOWN_INPUT, Word, lit
 
 
@@ -24,9 +24,11 @@ class Wrappers:
             self._script(script, depth + 1, verdicts)
             verdicts.allowed.append(f"`{shown}` (the inner command was judged)")
             return True
-        unwrap = {"env": self._unwrap_env, "nohup": self._unwrap_nohup, "builtin": self._unwrap_builtin,
-                  "xargs": self._unwrap_xargs}
-        inner = unwrap[base](words, shown) if base in unwrap else self._unwrap_options(base, words, shown)
+        unwrap = {"env": self._unwrap_env, "nohup": self._unwrap_nohup, "builtin": self._unwrap_builtin}
+        if base == "xargs":
+            inner = self._unwrap_xargs(words, shown, verdicts)
+        else:
+            inner = unwrap[base](words, shown) if base in unwrap else self._unwrap_options(base, words, shown)
         if not inner:
             return False
         self._simple(inner, depth, verdicts)
@@ -66,10 +68,17 @@ class Wrappers:
         return words[i + spec.operands:] or None
 
     def _unwrap_env(self, words: list[Word], shown: str) -> list[Word] | None:
+        """env sets every NAME=VALUE word before the command, whatever NAME is: `BASH_FUNC_ls%%=() {...}`
+        defines a function for a bash started below it."""
         inner = self._unwrap_options("env", words, shown) or []
-        while inner and (match := ASSIGNMENT.match(inner[0].text)) and (
-                inner[0].value is None or "=" in inner[0].value):
-            self._check_variable(match.group(1), f"in `{shown}`")
+        while inner:
+            word = inner[0]
+            if word.literal and "=" in word.value:
+                self._check_variable(word.value.partition("=")[0], f"in `{shown}`")
+            elif word.value is None and (match := ASSIGNMENT.match(word.text)):
+                self._check_variable(match.group(1), f"in `{shown}`")
+            else:
+                break
             inner = inner[1:]
         return inner or None
 
@@ -84,8 +93,9 @@ class Wrappers:
     def _unwrap_builtin(self, words: list[Word], shown: str) -> list[Word] | None:
         return words[1:] or None
 
-    def _unwrap_xargs(self, words: list[Word], shown: str) -> list[Word]:
-        """xargs runs its command with words read from input appended (or, with -I, substituted)."""
+    def _unwrap_xargs(self, words: list[Word], shown: str, verdicts: Verdicts) -> list[Word]:
+        """xargs runs its command with words read from input appended (or, with -I, substituted);
+        `-a FILE` reads them from FILE."""
         flags = {"-0", "--null", "-r", "--no-run-if-empty", "-t", "--verbose", "-x", "--exit", "--show-limits"}
         with_value = {"-a", "--arg-file", "-d", "--delimiter", "-E", "-L", "--max-lines", "-n", "--max-args",
                       "-P", "--max-procs", "-s", "--max-chars", "--process-slot-var", "--eof"}
@@ -109,6 +119,8 @@ class Wrappers:
                 self._option_words([words[i + 1]], shown, "xargs")
                 if value == "-I":
                     replace = words[i + 1].value
+                if value in ("-a", "--arg-file"):
+                    verdicts.reads.append(Read(words[i + 1], shown))
                 if value == "--process-slot-var":
                     self._check_variable(words[i + 1].value, f"the --process-slot-var of `{shown}`")
                 i += 2
@@ -117,6 +129,8 @@ class Wrappers:
                 if option == "--replace":
                     replace = attached or "{}"
                 elif option in with_value and has_equals:
+                    if option == "--arg-file":
+                        verdicts.reads.append(Read(lit(attached), shown))
                     if option == "--process-slot-var":
                         self._check_variable(attached, f"the --process-slot-var of `{shown}`")
                 else:
@@ -129,6 +143,8 @@ class Wrappers:
                 replace = value[2:] or "{}"
                 i += 1
             elif value[1] in "nLPsdaEel" or all(letter in "0rtx" for letter in value[1:]):
+                if value[1] == "a":
+                    verdicts.reads.append(Read(lit(value[2:]), shown))
                 i += 1
             else:
                 deny(f"`{shown}`: xargs option `{value}` is not known")
@@ -184,7 +200,7 @@ class Wrappers:
             deny(f"in `{shown}` the command string `{script.text}` is only known at run time")
         return script.value
 
-    def _find(self, words: list[Word], depth: int, verdicts: Verdicts) -> dict[int, str]:
+    def _find(self, words: list[Word], depth: int, verdicts: Verdicts, shown: str) -> dict[int, str]:
         sensitive: dict[int, str] = {}
         i = 1
         n = len(words)
@@ -208,11 +224,14 @@ class Wrappers:
                 self._simple(inner, depth, verdicts)
                 i = j + 1
                 continue
-            if value in FIND_EDIT_ACTIONS:
-                why = f"`find {value}` changes files; a rule must name `{value}` exactly"
-                for k in range(i, min(n, i + 1 + FIND_EDIT_ACTIONS[value])):
-                    sensitive[k] = why
-                i += 1 + FIND_EDIT_ACTIONS[value]
+            if value == "-delete":
+                sensitive[i] = "`find -delete` removes the files it finds; a rule must name `-delete` exactly"
+            elif value in FIND_WRITE_ACTIONS:
+                if i + 1 < n:
+                    verdicts.edits.append((words[i + 1], shown))  # judged by the edit rules
+                i += 1 + FIND_WRITE_ACTIONS[value]
                 continue
+            elif value == "-files0-from" and i + 1 < n:
+                verdicts.reads.append(Read(words[i + 1], shown))
             i += 1
         return sensitive

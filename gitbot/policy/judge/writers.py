@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import posixpath
 
-from gitbot.policy.judge.outcome import Verdicts, deny
+from gitbot.policy.judge.outcome import Read, Verdicts, deny
 from gitbot.policy.judge.programs import (
     CHMOD_MODE_LETTERS,
     WRITER_OPTIONS,
@@ -37,10 +37,15 @@ def writer_edits(base: str, words: list[Word], verdicts: Verdicts, shown: str) -
             targets = operands
     elif base == "mv":
         targets = operands + ([target_directory] if target_directory is not None else [])
+        sources = operands if target_directory is not None else operands[:-1]
     else:
         targets = operands
     for target in targets:
         verdicts.edits.append((target, shown))
+    if base in ("cp", "mv", "install"):
+        # What is copied or moved becomes readable under the new name.
+        for source in sources:
+            verdicts.reads.append(Read(source, shown, recursive=True))
     symbolic = (base == "ln" and "symbolic" in options) or (base == "cp" and "symbolic-link" in options)
     if base == "ln" or (base == "cp" and ("symbolic-link" in options or "link" in options)):
         # A link makes a protected file writable under another name, even one created earlier on
