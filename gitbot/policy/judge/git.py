@@ -252,6 +252,11 @@ class Git:
             elif subcommand in ("show", "cat-file", "archive", "diff", "grep", "unpack-file") and \
                     _object_id(word.value):
                 objects.append(word.value)
+        if subcommand in ("show", "diff", "cat-file") and revisions and all(
+                word.literal and ":" in word.value and not word.value.startswith(":/") for word in revisions):
+            # Only REV:PATH objects: what is printed is those paths (a blob, or a tree's names), each
+            # judged as a read above; nothing else of the history is.
+            return
         if subcommand in ("cat-file", "unpack-file"):
             printing = subcommand == "unpack-file" or any(word.literal and word.value in CAT_FILE_CONTENT
                                                           for word in words[start:])
