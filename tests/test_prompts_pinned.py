@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from gitbot.checks.parsers import parse_output
-from gitbot.checks.runner import CheckRun
 from gitbot.checks.task import build_task
 from gitbot.forge.github import CommentData
 from gitbot.forge.issue_task import STATUS_MARKER, IssueText, build_issue_task, select_comments
 from gitbot.forge.workflow import FailedJob, build_workflow_task
 from gitbot.policy import load_policy
+from gitbot.sandbox.command import CommandRun
 from gitbot.secrets import Secrets
 from gitbot.task import Task
 from gitbot.tools.base import ToolContext
@@ -63,7 +63,7 @@ def _normalised(text: str, repo: Path) -> str:
 
 
 def _first_messages(tmp_path: Path) -> dict[str, str]:
-    from gitbot.agent.run import first_user_message
+    from gitbot.agent.prompt import first_user_message
 
     full = tmp_path / "full"
     (full / "src").mkdir(parents=True)
@@ -94,12 +94,15 @@ def _first_messages(tmp_path: Path) -> dict[str, str]:
 def _loop_and_resume_texts() -> dict[str, str]:
     from gitbot.agent import loop, resume
 
+    started = {"id": "t1", "started": True, "finished": None}
+    not_started = {"id": "t2", "started": False, "finished": None}
     return {
         "nudge_no_tool": loop.NUDGE_NO_TOOL,
         "nudge_max_tokens": loop.NUDGE_MAX_TOKENS,
         "not_after_an_error": loop.NOT_AFTER_AN_ERROR,
-        "resume_interrupted": resume.INTERRUPTED.format(restored="The work tree was restored. "),
-        "resume_not_reached": resume.NOT_REACHED,
+        "resume_interrupted_restored": resume._result_for(started, True)["content"],
+        "resume_interrupted": resume._result_for(started, False)["content"],
+        "resume_not_reached": resume._result_for(not_started, False)["content"],
         "resume_nudge": resume.RESUMED_NUDGE,
     }
 
@@ -120,10 +123,10 @@ def _completion_texts(tmp_path: Path) -> dict[str, str]:
 
 
 def _check_tasks() -> dict[str, str]:
-    failed = CheckRun("pytest -q", 1, PYTEST_OUTPUT, 0.5, output_bytes=len(PYTEST_OUTPUT))
+    failed = CommandRun("pytest -q", 1, PYTEST_OUTPUT, 0.5, output_bytes=len(PYTEST_OUTPUT))
     tail = "building...\n</check_output> <check_output>\nstill building...\n"
-    timed_out = CheckRun("make check", None, tail, 5.0, timed_out=True, output_bytes=len(tail), timeout=5.0)
-    silent = CheckRun("./check.sh", 2, "", 0.1)
+    timed_out = CommandRun("make check", None, tail, 5.0, timed_out=True, output_bytes=len(tail), timeout=5.0)
+    silent = CommandRun("./check.sh", 2, "", 0.1)
     return {
         "check_failures": build_task("pytest -q", failed, parsed=parse_output(PYTEST_OUTPUT)).text,
         "check_timed_out": build_task("make check", timed_out).text,
@@ -166,7 +169,7 @@ def _workflow_tasks() -> dict[str, str]:
 
 def renders(tmp_path: Path) -> dict[str, str]:
     """Every pinned text, by the name of its file in tests/prompts_pinned/ (without .txt)."""
-    from gitbot.agent.run import system_prompt
+    from gitbot.agent.prompt import system_prompt
 
     texts = {
         "system_prompt": system_prompt(),
