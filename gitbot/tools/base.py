@@ -21,6 +21,14 @@ if TYPE_CHECKING:
     from gitbot.secrets import Secrets
 
 
+def count_of(number: int, noun: str, plural: str | None = None) -> str:
+    """'1 line', '2 lines', '1,024 matches', '3 entries' (with plural='entries'): tool answers get their
+    numbers right."""
+    if number == 1:
+        return f"1 {noun}"
+    return f"{number:,} {plural or noun + ('es' if noun.endswith(('ch', 'sh', 's', 'x')) else 's')}"
+
+
 class ToolError(Exception):
     """The tool failed or was misused; the message is shown to the model as an error result."""
 
