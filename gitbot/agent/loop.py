@@ -15,17 +15,16 @@ from gitbot.llm.base import DeadlineReached, ModelReply, ModelRequest, Provider,
 from gitbot.llm.pricing import PriceTable
 from gitbot.llm.usage import Usage
 from gitbot.policy import Limits
+from gitbot.prompting import render_prompt
 from gitbot.textsafe import encodable
 from gitbot.tools.base import Tool, ToolContext, ToolDenied, ToolError, ToolResult
 from gitbot.tools.registry import validate_input
 
-NUDGE_NO_TOOL = ("You replied without calling a tool. This run is non-interactive: every reply must call a "
-                 "tool. Continue with the next step, or call attempt_completion if the task is done.")
-NUDGE_MAX_TOKENS = ("Your reply was cut off at the output token limit, so nothing in it was executed. Take a "
-                    "smaller step: for large files, edit with replace_in_file or write in parts.")
-NOT_AFTER_AN_ERROR = ("not accepted: an earlier tool call in this reply failed. Read its result, fix what "
-                      "went wrong, then call attempt_completion again.")
-EMPTY_REPLY = "(empty reply)"  # the API rejects an assistant message without content
+NUDGE_NO_TOOL = render_prompt("loop/no_tool_call")
+NUDGE_MAX_TOKENS = render_prompt("loop/max_tokens")
+NOT_AFTER_AN_ERROR = render_prompt("loop/not_after_an_error")
+ALREADY_COMPLETED = render_prompt("loop/already_completed")
+EMPTY_REPLY = render_prompt("loop/empty_reply")  # the API rejects an assistant message without content
 MIN_PROJECTED_OUTPUT_TOKENS = 512
 TARGET_ARGS = ("path", "command", "regex", "question")
 
@@ -206,7 +205,7 @@ class Agent:
         results, completed, failed = [], None, False
         for tool_use in tool_uses:
             if completed is not None:
-                results.append(self._not_executed(tool_use, "not executed: the run already completed"))
+                results.append(self._not_executed(tool_use, ALREADY_COMPLETED))
                 continue
             if failed and tool_use.get("name") == "attempt_completion":
                 results.append(self._not_executed(tool_use, NOT_AFTER_AN_ERROR))

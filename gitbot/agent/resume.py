@@ -17,13 +17,13 @@ from typing import Any
 from gitbot import git
 from gitbot.agent.conversation import Conversation
 from gitbot.agent.loop import Agent, LoopState
+from gitbot.agent.prompt import system_prompt
 from gitbot.agent.result import RunResult, Status, StepRecord
 from gitbot.agent.run import (
     _sigterm_as_interrupt,
     bind_policy,
     context_budget,
     drive,
-    system_prompt,
     tool_context,
 )
 from gitbot.errors import ConfigError
@@ -32,14 +32,12 @@ from gitbot.llm.pricing import load_prices
 from gitbot.llm.providers import make_provider
 from gitbot.llm.usage import Usage
 from gitbot.policy import Limits, Policy
+from gitbot.prompting import render_prompt
 from gitbot.record import RunRecord, load_events, load_result, runs_dir
 from gitbot.secrets import Secrets
 
-INTERRUPTED = ("interrupted: this tool call started but the run was killed before it finished, and it was not "
-               "run again. {restored}Check the state of the files before you continue.")
-NOT_REACHED = "not executed: the run was interrupted before this tool call started."
-RESUMED_NUDGE = ("The run was interrupted and has been resumed. Continue with the next step, or call "
-                 "attempt_completion if the task is done.")
+NOT_REACHED = render_prompt("resume/not_reached")
+RESUMED_NUDGE = render_prompt("resume/resumed")
 CHANGES_FILES = ("write_to_file", "replace_in_file", "execute_command")
 
 
@@ -67,10 +65,10 @@ def resume_run(repo: Path, run_id: str, *, policy: Policy, provider: Provider | 
 
     with RunLock(repo), _sigterm_as_interrupt():
         record = RunRecord(repo, run_id, secrets=ctx.secrets)
-        restored = ""
+        restored = False
         if any(call["name"] in CHANGES_FILES for call in cut_off if call["started"] and not call["finished"]):
             report = restore(repo, run_id, Checkpointer(repo, run_id).last_step, force=True)
-            restored = "The work tree was restored to the last checkpoint. "
+            restored = True
             record.event("resume_restore", step=report.after_step, written=len(report.written),
                          removed=len(report.removed))
         # After a restore (it recorded steps of its own); the run's read_deny rules are in its manifests.
@@ -158,7 +156,7 @@ def _unfinished_tool_calls(events: list[dict[str, Any]], conversation: Conversat
     return calls
 
 
-def _result_for(call: dict[str, Any], restored: str) -> dict[str, Any]:
+def _result_for(call: dict[str, Any], restored: bool) -> dict[str, Any]:
     """What the model is told about a tool call of the interrupted reply."""
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call["id"]}
     finished = call["finished"]
@@ -167,7 +165,11 @@ def _result_for(call: dict[str, Any], restored: str) -> dict[str, Any]:
         if finished.get("is_error"):
             block["is_error"] = True
         return block
-    block["content"] = INTERRUPTED.format(restored=restored) if call["started"] else NOT_REACHED
+    if call["started"]:
+        note = render_prompt("resume/work_tree_restored") + " " if restored else ""
+        block["content"] = render_prompt("resume/interrupted", work_tree_restored=note)
+    else:
+        block["content"] = NOT_REACHED
     block["is_error"] = True
     return block
 

@@ -35,8 +35,11 @@ import html
 import re
 import unicodedata
 
-COLLAPSED = "[collapsed section: hidden until a reader expands it]"
-COLLAPSED_END = "[end of collapsed section]"
+from gitbot.prompting import render_prompt
+
+# What the model reads where a <details> section opens and closes (templates in prompts/issue_task/).
+COLLAPSED = render_prompt("issue_task/collapsed")
+COLLAPSED_END = render_prompt("issue_task/collapsed_end")
 
 # Characters a reader does not see, beyond Unicode's "format" category (Cf): variation selectors,
 # which can carry hidden bytes when chained after a visible character, and the Hangul fillers.

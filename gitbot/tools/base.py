@@ -13,12 +13,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gitbot.prompting import render_prompt
+
 if TYPE_CHECKING:
     from gitbot.policy import Policy
     from gitbot.sandbox.runner import Runner
     from gitbot.secrets import Secrets
 
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+
+def count_of(number: int, noun: str, plural: str | None = None) -> str:
+    """'1 line', '2 lines', '1,024 matches', '3 entries' (with plural='entries'): tool answers get their
+    numbers right."""
+    if number == 1:
+        return f"1 {noun}"
+    return f"{number:,} {plural or noun + ('es' if noun.endswith(('ch', 'sh', 's', 'x')) else 's')}"
 
 
 class ToolError(Exception):
@@ -76,7 +84,7 @@ class Tool:
 
     @property
     def description(self) -> str:
-        return (PROMPTS_DIR / "tools" / f"{self.name}.md").read_text(encoding="utf-8").strip()
+        return render_prompt(f"tools/{self.name}")
 
     def definition(self) -> dict[str, Any]:
         """The tool as the Messages API expects it in `tools`."""
