@@ -363,8 +363,11 @@ def run_overhead(repo: Path, calls: list[tuple[str, dict]]) -> float:
                           policy=with_limits(load_policy(repo), max_steps=len(calls) + 5), provider=provider,
                           secrets=Secrets(), options=RunOptions(max_tokens=4096, review_on_submit=False))
         wall = time.perf_counter() - began
-    waits = [e["wait_seconds"] for e in load_events(runs_dir(repo) / result.run_id) if e["event"] == "reply"]
-    return wall - sum(waits)
+    events = list(load_events(runs_dir(repo) / result.run_id))
+    failed = [e for e in events if e["event"] == "tool_end" and e.get("is_error")]
+    if failed or result.tool_calls != len(calls) + 1:
+        raise RuntimeError(f"the scripted run did not run its steps ({result.status}): {failed[:1]}")
+    return wall - sum(e["wait_seconds"] for e in events if e["event"] == "reply")
 
 
 def bench_harness(repo: Path, runs: int, status: float, steps: int) -> None:

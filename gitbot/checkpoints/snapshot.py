@@ -16,9 +16,14 @@ ref points at the previous commit.
 Not captured, and listed as such: files above the size cap (default 10 MB, or
 GITBOT_CHECKPOINT_SIZE_CAP; hashing and storing them on every step would cost more than the
 checkpoint is worth), nested repositories and submodules (recorded by reference: a gitlink to
-their HEAD; their `.git` is never renamed or entered), and files that cannot be read. Ignored
-files are never captured: git's ignore rules decide, and there is no built-in exclusion list (so
-lockfiles, .env files and build scripts restore fine).
+their HEAD; their `.git` is never renamed or entered), files that cannot be read, and files the
+policy's `read_deny` rules match (an untracked `.env`: the store is uploaded as the Action's
+artifact, and a secret must not reach it; tracked ones are dropped from the private index too, so
+their blobs are never copied in). The run's read_deny rules are written into every checkpoint's
+manifest, so a restore or resume of the run excludes the same files without being told, and never
+deletes or overwrites one because no checkpoint holds it. Ignored files are never captured: git's
+ignore rules decide, and there is no other built-in exclusion list (so lockfiles and build
+scripts restore fine).
 
 What the seeded index must not be trusted for (fixed up at seeding):
 - stat data the user's git could not vouch for: the copy keeps the index's mtime, so git's
@@ -50,7 +55,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitbot.checkpoints._git import (
+from gitbot import git
+from gitbot.checkpoints.errors import json_safe_path
+from gitbot.checkpoints.shadow import (
     GITLINK_MODE,
     MANIFEST_PREFIX,
     REF_ROOT,
@@ -58,11 +65,13 @@ from gitbot.checkpoints._git import (
     ShadowRepo,
     discover,
     fs,
-    run_git,
-    user_environ,
+    modes_file,
+    per_response_from,
     user_head,
+    validate_run_id,
 )
-from gitbot.checkpoints.errors import GitCommandError, UnknownRun, json_safe_path
+from gitbot.git import GitCommandError
+from gitbot.policy.files import path_matcher
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +85,7 @@ _TIMING_MIN_SAMPLES = 3
 # `ls-files -s -v` records of plain cached files and symlinks (tag H, stage 0 or not), the common case.
 _ORDINARY_RECORDS = (b"H 100644 ", b"H 100755 ", b"H 120000 ")
 
+_LISTING_ARGS = ("ls-files", "-z", "-s", "-v")
 _STATUS_ARGS = ("status", "--porcelain=v2", "-z", "--untracked-files=all", "--no-renames",
                 # A submodule counts as changed when its HEAD moves, not when its files do:
                 # it is recorded by reference, and looking inside would cost a status per submodule.
@@ -92,30 +102,6 @@ def size_cap_from_env() -> int:
         raise ValueError(f"{SIZE_CAP_ENV}={raw!r} is not a size: use a number of bytes, optionally with a K, M "
                          "or G suffix (e.g. 10M)")
     return int(match.group(1)) * 1024 ** " kmg".index(match.group(2).lower() or " ")
-
-
-def _modes_file(shadow_dir: Path, run_id: str) -> Path:
-    return shadow_dir / "modes" / f"{run_id}.json"
-
-
-def per_response_from(paths: RepoPaths, run_id: str) -> int | None:
-    """The first step a run checkpointed only once per model response (None: per step throughout).
-    Steps from there on have no checkpoint of their own unless a response ended at them."""
-    try:
-        data = json.loads(_modes_file(paths.shadow_dir, run_id).read_text())
-    except (OSError, ValueError):
-        return None
-    value = data.get("per_response_from") if isinstance(data, dict) else None
-    return value if isinstance(value, int) else None
-
-
-def validate_run_id(run_id: str) -> str:
-    ok = (isinstance(run_id, str) and 0 < len(run_id) <= 200 and run_id[0].isalnum()
-          and all(c.isalnum() or c in "._-" for c in run_id) and ".." not in run_id
-          and not run_id.endswith(".lock"))
-    if not ok:
-        raise UnknownRun(f"{run_id!r} is not a valid run id (letters, digits, '.', '_', '-')")
-    return run_id
 
 
 @dataclass
@@ -143,7 +129,7 @@ class Checkpointer:
     """Takes a run's checkpoints. One instance per run; the caller holds the RunLock meanwhile."""
 
     def __init__(self, repo: Path | str, run_id: str, *, size_cap_bytes: int | None = None,
-                 slow_median_seconds: float = SLOW_MEDIAN_SECONDS):
+                 slow_median_seconds: float = SLOW_MEDIAN_SECONDS, read_deny: Sequence[str] = ()):
         validate_run_id(run_id)
         if size_cap_bytes is None:
             size_cap_bytes = size_cap_from_env()
@@ -168,6 +154,10 @@ class Checkpointer:
             self._last_commit = steps[self._last_step]
             self._last_tree, manifest = self.shadow.read_commit(self._last_commit)
             self._not_captured = dict(manifest.get("not_captured", {}))
+            # A run keeps the read_deny rules it started with (and gains any it is given now).
+            read_deny = (*manifest.get("read_deny", ()), *read_deny)
+        self.read_deny: tuple[str, ...] = tuple(dict.fromkeys(read_deny))
+        self._denied = path_matcher(self.read_deny)
         # Paths whose index entries changed since the last recorded tree, so a checkpoint's
         # files_changed needs no tree diff; None when unknown (then diff the trees).
         self._changed: set[str] | None = set()
@@ -178,7 +168,7 @@ class Checkpointer:
         self._degraded_at_step: int | None = None
         # Set when the index was (re-)seeded: the next scan copies blobs only the user's index holds.
         self._keep_staged = False
-        self._seed_listing: _Listing | None = None
+        self._seed_listing: _Background | None = None
         self._seed_tree: str | None = None  # HEAD's tree when the index was seeded
         since = per_response_from(self.paths, run_id) if steps else None
         if since is not None:  # a resumed run stays in the mode it had degraded to
@@ -331,60 +321,71 @@ class Checkpointer:
         self._keep_staged = True
         # One pass over the seeded entries finds gitlinks and the assume-unchanged and skip-worktree
         # bits that would hide our changes; it runs while the first scan's status does (_fix_seeded).
-        self._seed_listing = _Listing(self.shadow, self.index)
+        self._seed_listing = _Background(self.shadow, self.index, _LISTING_ARGS)
 
-    def _fix_seeded(self) -> list[str]:
-        """After the first status of a seeded index: record gitlinks by reference, clear the bits the
-        user set for their own reasons (or a sparse checkout did), and re-add entries whose stored form
-        is filtered. Returns the paths the status could not judge, which the scan must look at."""
+    def _read_seed_listing(self) -> _SeedFixes | None:
+        """What the seeded index holds that the scan must handle (read while the first status runs):
+        gitlinks (recorded by reference now), assume-unchanged and skip-worktree bits the user set for
+        their own reasons (or a sparse checkout did), and entries the policy denies reading."""
         listing, self._seed_listing = self._seed_listing, None
         if listing is None:
-            return []
+            return None
         out = listing.output()
         records = out.split(b"\0")
+        fixes = _SeedFixes(records, has_attributes=b"\t.gitattributes\0" in out or b"/.gitattributes\0" in out)
         # Nearly every record is "H <mode> <sha> <stage>\t<path>" for a file or symlink: nothing to do.
         # Only the rest is parsed (this runs once per run, over every entry of a big index).
-        assume_unchanged: list[bytes] = []
-        skip_worktree: list[bytes] = []
         for record in (r for r in records if r and not r.startswith(_ORDINARY_RECORDS)):
             meta, _, path = record.partition(b"\t")
             tag, mode, sha = meta[:1], meta[2:8].decode(), meta[9:].split(b" ")[0].decode()
             if mode == GITLINK_MODE:
                 self._not_captured[os.fsdecode(path)] = _gitlink_reason(sha)
             if tag.islower():
-                assume_unchanged.append(path)
+                fixes.assume_unchanged.append(path)
             if tag in (b"S", b"s"):
-                skip_worktree.append(path)
+                fixes.skip_worktree.append(path)
+        if self._denied is not None:
+            denied = self._denied
+            fixes.denied = {path for path in dict.fromkeys(r.partition(b"\t")[2] for r in records if r)
+                            if denied(os.fsdecode(path))}
+        return fixes
+
+    def _fix_seeded(self, fixes: _SeedFixes) -> list[str]:
+        """After the first status: tracked files the policy denies reading leave the private index (the
+        scan finds them untracked and passes them by), the bits are cleared, and entries whose stored
+        form is filtered are re-added. Returns the paths the status did not judge, for the scan."""
+        if fixes.denied:
+            self.shadow.git("update-index", "--force-remove", "-z", "--stdin", index=self.index,
+                            input=b"\0".join(fixes.denied) + b"\0")
+        assume_unchanged = [p for p in fixes.assume_unchanged if p not in fixes.denied]
         if assume_unchanged:
             self.shadow.git("update-index", "--no-assume-unchanged", "-z", "--stdin", index=self.index,
                             input=b"\0".join(assume_unchanged) + b"\0")
         # A skip-worktree entry whose file is absent (sparse checkout) keeps its bit and its content.
         dirs: dict[str, bool] = {}
-        present = [p for p in skip_worktree if self._lstat(os.fsdecode(p), dirs) is not None]
+        present = [p for p in fixes.skip_worktree
+                   if p not in fixes.denied and self._lstat(os.fsdecode(p), dirs) is not None]
         if present:
             self.shadow.git("update-index", "--no-skip-worktree", "-z", "--stdin", index=self.index,
                             input=b"\0".join(present) + b"\0")
         filtered: list[bytes] = []
-        has_attributes = b"\t.gitattributes\0" in out or b"/.gitattributes\0" in out
-        if has_attributes or self._attribute_files_outside_the_tree():
-            filtered = self._rehash_filtered(records)
-        return [os.fsdecode(p) for p in dict.fromkeys(assume_unchanged + present + filtered)]
+        if fixes.has_attributes or self._attribute_files_outside_the_tree():
+            filtered = self._rehash_filtered(fixes.records, fixes.denied)
+        return [os.fsdecode(p) for p in dict.fromkeys([*fixes.denied, *assume_unchanged, *present, *filtered])]
 
     def _attribute_files_outside_the_tree(self) -> bool:
         return bool(self.shadow.user_settings.get("attributesfile")) or any(
             p.is_file() for p in (self.paths.common_dir / "info" / "attributes", Path("/etc/gitattributes")))
 
-    def _rehash_filtered(self, records: list[bytes]) -> list[bytes]:
+    def _rehash_filtered(self, records: list[bytes], denied: set[bytes]) -> list[bytes]:
         """Entries with a `filter` attribute hold the user's *clean* form (an LFS pointer); the shadow
         runs no filters, so it must store what is on disk. Re-adding them without stat data makes
         the next scan hash the file as it is. `records`: the seeded index as `ls-files -s -v` lists it.
         Returns the paths re-added."""
-        env = user_environ()
-        env["GIT_OPTIONAL_LOCKS"] = "0"
         # `:(attr:filter)` would only match `filter` set without a value; a driver name (filter=lfs)
         # is "specified", so: everything except where the attribute is unspecified.
-        proc = run_git(["-c", "core.fsmonitor=false", "ls-files", "-z", "--", ".", ":(exclude,attr:!filter)"],
-                       env=env, cwd=self.repo, ok=(0, 1, 128))
+        proc = git.run(["-c", "core.fsmonitor=false", "ls-files", "-z", "--", ".", ":(exclude,attr:!filter)"],
+                       cwd=self.repo, ok=(0, 1, 128))
         if proc.returncode != 0:
             log.warning("could not list files with a filter attribute: %s", proc.stderr.decode("utf-8", "replace"))
             return []
@@ -449,8 +450,15 @@ class Checkpointer:
     def _scan_all(self) -> bool:
         """The general path: ask git what differs from the index, and update just those paths.
         False when status found nothing at all to look at."""
-        out = self.shadow.git(*_STATUS_ARGS, index=self.index).stdout
-        unjudged = self._fix_seeded()
+        # Right after seeding, the seeded index's listing is read and matched here while status runs.
+        status = _Background(self.shadow, self.index, _STATUS_ARGS)
+        try:
+            fixes = self._read_seed_listing()
+        except BaseException:
+            status.discard()
+            raise
+        out = status.output()
+        unjudged = self._fix_seeded(fixes) if fixes is not None else []
         candidates, tracked, staged = _status_paths(out)
         if unjudged:
             known = set(candidates)
@@ -458,8 +466,10 @@ class Checkpointer:
             tracked.update(unjudged)
         if self._keep_staged:
             # Right after seeding, index entries that differ from HEAD name blobs only the user's
-            # index holds; keep them, or the user's `git gc` may prune what a checkpoint needs.
-            self.shadow.keep_objects(staged)
+            # index holds; keep them, or the user's `git gc` may prune what a checkpoint needs
+            # (never those of files the policy denies reading: they are not stored at all).
+            denied = self._denied
+            self.shadow.keep_objects(sha for sha, path in staged if denied is None or not denied(path))
             self._keep_staged = False
         # Anything untracked is reported again by every scan, so these are re-derived here;
         # gitlinks stay known through the index.
@@ -534,6 +544,8 @@ class Checkpointer:
             return None
 
     def _why_not_capturable(self, rel: str, st: os.stat_result) -> str | None:
+        if self._denied is not None and self._denied(rel):
+            return READ_DENY_REASON
         if stat.S_ISLNK(st.st_mode):
             return None
         if not stat.S_ISREG(st.st_mode):
@@ -550,10 +562,8 @@ class Checkpointer:
 
     def _nested_head(self, directory: Path) -> str | None:
         """HEAD of a nested repository or submodule, read without entering or changing it."""
-        env = user_environ()
-        env.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": str(self.shadow.dir),
-                    "GIT_DIR": str(directory / ".git")})
-        proc = run_git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], env=env, cwd=directory, ok=(0, 1, 128))
+        env = git.isolated_env(self.shadow.dir, {"GIT_DIR": str(directory / ".git")})
+        proc = git.run(["rev-parse", "-q", "--verify", "HEAD^{commit}"], env=env, cwd=directory, ok=(0, 1, 128))
         if proc.returncode != 0:
             return None  # no commits yet, or not a repository git can read
         return proc.stdout.decode().strip() or None
@@ -568,6 +578,8 @@ class Checkpointer:
         else:
             manifest = {"run": self.run_id, "step": step, "size_cap": self.size_cap_bytes,
                         "not_captured": self._not_captured}
+            if self.read_deny:
+                manifest["read_deny"] = list(self.read_deny)
             title = f"gitbot checkpoint: run {self.run_id} step {step}" + (f" ({reason})" if reason else "")
             # ensure_ascii keeps undecodable file names as \\udcXX escapes: valid JSON, lossless.
             message = f"{title}\n\n{MANIFEST_PREFIX}{json.dumps(manifest, sort_keys=True)}\n"
@@ -603,7 +615,7 @@ class Checkpointer:
             self._degraded_at_step = step
             # Steps after this one may have no checkpoint of their own; list/diff/restore must know
             # not to stand in the last checkpoint for them. (A resumed run stays in this mode.)
-            modes = _modes_file(self.shadow.dir, self.run_id)
+            modes = modes_file(self.shadow.dir, self.run_id)
             modes.parent.mkdir(exist_ok=True)
             tmp = modes.with_name(f".{modes.name}.{os.getpid()}.tmp")
             tmp.write_text(json.dumps({"per_response_from": step + 1}) + "\n")
@@ -636,13 +648,14 @@ class Checkpointer:
         return rel
 
 
-class _Listing:
-    """`git ls-files -s -v` of the freshly seeded index, running in the background while the first
-    status runs. Both only read the seed (status writes its refreshed index by rename, which leaves
-    this reader's file intact); its output goes to a file so that a full pipe never stalls it."""
+class _Background:
+    """A git command against the private index, running while this process does something else;
+    its output goes to files so that a full pipe never stalls it. (The first scan runs the seeded
+    index's listing and status at once: both only read the seed, and status writes its refreshed
+    index by rename, which leaves the listing's file intact.)"""
 
-    def __init__(self, shadow: ShadowRepo, index: Path) -> None:
-        self._args = ["ls-files", "-z", "-s", "-v"]
+    def __init__(self, shadow: ShadowRepo, index: Path, args: tuple[str, ...]) -> None:
+        self._args = list(args)
         self._stdout, self._stderr = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115 - closed in output() or discard()
         self._process = subprocess.Popen(["git", *self._args], env=shadow.env(index), cwd=shadow.paths.work_tree,
                                          stdin=subprocess.DEVNULL, stdout=self._stdout, stderr=self._stderr)
@@ -668,13 +681,24 @@ class _Listing:
         self._stderr.close()
 
 
-def _status_paths(out: bytes) -> tuple[list[str], set[str], list[str]]:
+@dataclass
+class _SeedFixes:
+    """What the first scan must fix in a freshly seeded index (see Checkpointer._read_seed_listing)."""
+
+    records: list[bytes]  # `ls-files -s -v` records of the seeded index
+    has_attributes: bool
+    assume_unchanged: list[bytes] = field(default_factory=list)
+    skip_worktree: list[bytes] = field(default_factory=list)
+    denied: set[bytes] = field(default_factory=set)
+
+
+def _status_paths(out: bytes) -> tuple[list[str], set[str], list[tuple[str, str]]]:
     """Paths in `git status --porcelain=v2 -z` output, which of them are in the index, and the blob
-    ids of index entries that differ from HEAD (staged content)."""
+    ids (with their paths) of index entries that differ from HEAD (staged content)."""
     records = out.split(b"\0")
     paths: list[str] = []
     tracked: set[str] = set()
-    staged: list[str] = []
+    staged: list[tuple[str, str]] = []
     i = 0
     while i < len(records):
         record = records[i]
@@ -684,7 +708,7 @@ def _status_paths(out: bytes) -> tuple[list[str], set[str], list[str]]:
             # "1 XY sub mH mI mW hH hI path"; "2 XY sub mH mI mW hH hI Xscore path\0origPath"
             fields = record.split(b" ", 9 if kind == b"2" else 8)
             if fields[1][:1] != b"." and fields[4] not in (b"000000", GITLINK_MODE.encode()):
-                staged.append(fields[7].decode())
+                staged.append((fields[7].decode(), os.fsdecode(fields[-1])))
             tracked.add(os.fsdecode(fields[-1]))
             if kind == b"2":  # renames are off, but be safe: the next record is the original path
                 tracked.add(os.fsdecode(records[i]))
@@ -714,6 +738,7 @@ def _is_nested_repo(directory: Path) -> bool:
 
 
 GITLINK_REASON = "git repository (nested repository or submodule) recorded by reference at "
+READ_DENY_REASON = "matches the policy's files.read_deny; never stored in a checkpoint"
 
 
 def _gitlink_reason(sha: str) -> str:

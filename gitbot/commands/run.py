@@ -21,7 +21,12 @@ def register(subparsers) -> None:
 def add_run_options(p) -> None:
     """Options shared by every command that runs the agent."""
     p.add_argument("--repo", type=Path, default=Path("."), help="the git work tree (default: .)")
-    p.add_argument("--model", default=None, help="model id (default: claude-sonnet-5-5)")
+    p.add_argument("--provider", default=None, choices=("anthropic", "bedrock", "vertex", "openai"),
+                   help="who serves the model (default: the policy's [model] provider, else anthropic)")
+    p.add_argument("--model", default=None,
+                   help="model id in the provider's form (default on anthropic: claude-sonnet-5-5)")
+    p.add_argument("--base-url", default=None, metavar="URL",
+                   help="the provider's endpoint (an OpenAI-compatible server: http://localhost:8000/v1)")
     p.add_argument("--max-steps", type=int, default=None, help="most model requests")
     p.add_argument("--max-cost", type=float, default=None, metavar="USD", help="budget in US dollars")
     p.add_argument("--policy", type=Path, default=None, help="policy file (default: .gitbot/policy.toml)")
@@ -65,7 +70,8 @@ def execute(task, args) -> int:
     from gitbot.receipt import print_receipt, render_json
 
     run = prepare_run(args.repo, policy_file=args.policy, model=args.model, replay=args.replay,
-                      max_steps=args.max_steps, max_cost_usd=args.max_cost)
+                      provider_name=args.provider, base_url=args.base_url, max_steps=args.max_steps,
+                      max_cost_usd=args.max_cost)
     reporter = ConsoleReporter(label="[replay] " if run.provider.is_replay else "")
     result = run_task(task, run.repo, policy=run.policy, options=run.options, provider=run.provider,
                       reporter=reporter)

@@ -7,15 +7,26 @@ DEFAULT_READ_DENY: tuple[str, ...] = (
     "**/.env", "**/.env.*", "**/*.pem", "**/*.key", "**/*.p12", "**/*.pfx",
     "**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*", "**/id_ed25519*",
     "**/.netrc", "**/.pypirc", "**/.git-credentials",
+    # google-github-actions/auth writes its credentials file into the workspace.
+    "**/gha-creds-*.json",
 )
 DEFAULT_EDIT_ALLOW: tuple[str, ...] = ("**",)
 # CI definitions run with the repository's secrets, and .gitbot holds this very policy.
 DEFAULT_EDIT_DENY: tuple[str, ...] = (".git/**", ".github/workflows/**", ".gitbot/**")
 
-# Read-only inspection. The run's check command is added to these for the run that needs it.
+# What a reviewer uses to look at a repository. Each program's options that run, load or write something
+# are still judged (policy/judge/readers.py and git.py), reads are held to read_deny and writes to the
+# edit rules. The run's check command is added to these for the run that needs it.
 DEFAULT_COMMAND_ALLOW: tuple[str, ...] = (
-    "ls *", "cat *", "head *", "tail *", "wc *", "grep *", "rg *", "find *", "pwd", "echo *",
-    "git status *", "git diff *", "git log *", "git show *",
+    # files and their contents
+    "ls *", "cat *", "head *", "tail *", "wc *", "nl *", "grep *", "rg *", "find *", "tree *", "file *", "stat *",
+    "du *", "sort *", "uniq *", "cut *", "tr *", "diff *", "cmp *", "jq *",
+    # names, paths and the shell's own
+    "pwd *", "cd *", "echo *", "printf *", "test *", "which *", "basename *", "dirname *", "realpath *",
+    # git, reading only
+    "git status *", "git diff *", "git log *", "git show *", "git blame *", "git grep *", "git ls-files *",
+    "git ls-tree *", "git rev-parse *", "git shortlog *", "git describe *", "git merge-base *",
+    "git branch --list *", "git tag --list *",
 )
 DEFAULT_COMMAND_DENY: tuple[str, ...] = ()
 

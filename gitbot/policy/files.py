@@ -12,7 +12,7 @@ import os
 import posixpath
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property, lru_cache
 from pathlib import Path
@@ -20,6 +20,8 @@ from pathlib import Path
 from gitbot.policy.base import Decision
 
 GIT_DIR = ".git"
+# How many entries a listing of the repository walks before it gives up (the caller then assumes the worst).
+MAX_LISTED_FILES = 200_000
 
 
 class GlobError(ValueError):
@@ -216,6 +218,37 @@ def in_git_dir(relpath: str) -> bool:
     return f"/{relpath.lower()}/".find(f"/{GIT_DIR}/") >= 0
 
 
+def repository_files(root: str, below: str = "") -> list[tuple[str, bool]] | None:
+    """Every file and symlink under `root/below` as (path relative to `root`, whether it is a
+    symlink): hidden and ignored ones too, `.git` directories (in any letter case) left out, symlinks
+    not followed. None when there are more than MAX_LISTED_FILES entries."""
+    found: list[tuple[str, bool]] = []
+    seen = 0
+    stack = [below.strip("/")]
+    while stack:
+        relative = stack.pop()
+        try:
+            with os.scandir(os.path.join(root, relative) if relative else root) as entries:
+                listed = list(entries)
+        except OSError:
+            continue
+        seen += len(listed)
+        if seen > MAX_LISTED_FILES:
+            return None
+        for entry in listed:
+            if entry.name.lower() == GIT_DIR:
+                continue
+            path = f"{relative}/{entry.name}" if relative else entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(path)
+                else:
+                    found.append((path, entry.is_symlink()))
+            except OSError:
+                continue
+    return found
+
+
 class _RuleSet:
     """Globs compiled into one regex (a named group per rule, so the first rule that matches is
     known): matching a path costs one or two regex matches whatever the number of rules. Rules of
@@ -351,6 +384,29 @@ class FileRules:
             return Decision(False, normalized)
         return self._edit_decision(normalized.lexical, normalized.real)
 
+    def denies_read_by_name(self, relpath: str) -> bool:
+        """Does read_deny (or the .git rule) cover this path by its name alone? For paths that are not
+        on disk, such as those in git's history: no symlink can change where they lead."""
+        return in_git_dir(relpath) or self._read_deny.first_match(relpath) is not None
+
+    def existing_read_denied(self) -> tuple[str, ...] | None:
+        """The repository's files (hidden and ignored ones too) that check_read denies now; None when
+        the repository is too large to list. A file reached without a symlink is decided by its path
+        alone, so only symlinks pay for the full check."""
+        if self._root is None:
+            return ()
+        found = []
+        listing = repository_files(self._root)
+        if listing is None:
+            return None
+        for path, link in listing:
+            if link:
+                if not self.check_read(path).allowed:
+                    found.append(path)
+            elif self._read_deny.first_match(path) is not None:
+                found.append(path)
+        return tuple(found)
+
     def _judge_read(self, lexical: str, real: str | None) -> Decision:
         for path in self._candidates(NormalizedPath(lexical, real)):
             if in_git_dir(path):
@@ -403,3 +459,28 @@ class FileRules:
                 if prefix and not has_glob_chars(prefix) and "\\" not in prefix:
                     found.append(prefix)
         return found
+
+
+def path_matcher(patterns: Sequence[str]) -> Callable[[str], bool] | None:
+    """A function telling whether a repository-relative path (lexical, no symlinks resolved) matches one
+    of these deny globs, as the deny rules match (case-insensitively), or None without globs. For
+    matching many paths at once (the checkpoint store matches every tracked file against read_deny):
+    `**/NAME` globs, all the defaults, are matched against the file name alone, four times faster."""
+    if not patterns:
+        return None
+    names = [p[3:] for p in patterns if p.startswith("**/") and "/" not in p[3:] and "**" not in p[3:]]
+    paths = [p for p in patterns if not (p.startswith("**/") and p[3:] in names)]
+
+    def combined(globs: list[str]) -> re.Pattern[str] | None:
+        # The whole alternation must match the whole text (`a|b\Z` would anchor only b).
+        return re.compile("(?:" + "|".join(f"(?:{glob_regex(g, path_mode=True)})" for g in globs) + r")\Z",
+                          re.IGNORECASE | re.DOTALL) if globs else None
+
+    by_name, by_path = combined(names), combined(paths)
+
+    def denied(rel: str) -> bool:
+        if by_name is not None and by_name.match(rel, rel.rfind("/") + 1):
+            return True
+        return by_path is not None and by_path.match(rel) is not None
+
+    return denied

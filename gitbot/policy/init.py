@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import tomllib
 from pathlib import Path
 
@@ -53,7 +54,7 @@ def detect_commands(repo: Path) -> list[tuple[str, str]]:
     python_project = pytest_signals or (repo / "pyproject.toml").is_file() or (repo / "setup.py").is_file()
     if pytest_signals and python_project:
         why = "pytest: " + ", ".join(pytest_signals)
-        found += [("python -m pytest *", why), ("pytest *", why)]
+        found += [(f"{_python_name(repo)} -m pytest *", why), ("pytest *", why)]
     if "ruff" in tool or (repo / "ruff.toml").is_file() or (repo / ".ruff.toml").is_file():
         found += [("ruff check *", "ruff is configured"), ("ruff format *", "ruff is configured")]
     if "mypy" in tool or (repo / "mypy.ini").is_file():
@@ -91,6 +92,31 @@ def detect_commands(repo: Path) -> list[tuple[str, str]]:
     return list(unique.items())
 
 
+# Where a project says how it runs its tests.
+_USAGE_FILES = ("Makefile", "makefile", "GNUmakefile", "tox.ini", "noxfile.py", "setup.cfg", "pyproject.toml",
+                "package.json", "README.md", "README.rst", "README", "CONTRIBUTING.md", ".gitlab-ci.yml",
+                ".pre-commit-config.yaml", "justfile", "Justfile")
+_PYTHON_PYTEST = re.compile(r"\b(python(?:3(?:\.\d+)?)?)\s+-m\s+pytest\b")
+
+
+def _python_name(repo: Path) -> str:
+    """`python` or `python3`, as the project itself writes `-m pytest` (in its Makefile, tox.ini, CI
+    workflows, README ...); else whichever this machine has. The judge treats the two alike; the file
+    just reads like the project."""
+    texts = [_read(repo / name) for name in _USAGE_FILES]
+    workflows = repo / ".github" / "workflows"
+    if workflows.is_dir():
+        texts += [_read(path) for path in sorted(workflows.glob("*.y*ml"))[:20]]
+    counts: dict[str, int] = {}
+    for text in texts:
+        for match in _PYTHON_PYTEST.finditer(text):
+            name = "python" if match.group(1) == "python" else "python3"
+            counts[name] = counts.get(name, 0) + 1
+    if counts:
+        return max(sorted(counts), key=lambda name: counts[name])
+    return "python" if shutil.which("python") else "python3"
+
+
 def _toml_list(items: list[str] | tuple[str, ...], comments: dict[str, str] | None = None, indent: str = "  ") -> str:
     comments = comments or {}
     lines = ["["]
@@ -124,7 +150,10 @@ edit_deny = {_toml_list(DEFAULT_EDIT_DENY)}
 # A pattern is words; each word is a glob for the matching word of the command, and a final
 # `*` matches any remaining words (including none): `pytest *` allows `pytest -q tests/x.py`.
 # Every part of a command line (`a && b | c`, subshells, `sh -c '...'`, `xargs`, `find -exec`)
-# must be allowed. Substitutions `$(...)`, eval/source/exec and unparseable input are refused.
+# must be allowed. Substitutions `$(...)`, eval/source/exec, shell function definitions and
+# unparseable input are refused. Options that run, load or write something are judged too
+# (`rg --pre=PROG` runs PROG, `sort -o FILE` writes FILE), and reading a read_deny file is refused
+# (`cat .env`, `git show REV:.env`). python, python3 and python3.X match each other.
 # The check command of a `gitbot fix-check` run is always allowed for that run.
 allow = {_toml_list(allow, comments)}
 # Deny rules win over allow rules and match the program's base name (/usr/bin/curl is curl).
@@ -145,4 +174,13 @@ max_consecutive_mistakes = {limits.max_consecutive_mistakes}
 max_wall_seconds = {int(limits.max_wall_seconds)}
 # The longest a single command may run (a tool call may ask for less, never more).
 command_timeout_seconds = {int(limits.command_timeout_seconds)}
+
+# Which model answers (default: the Anthropic API, claude-sonnet-5-5). No credentials here: each
+# provider reads its own (ANTHROPIC_API_KEY; AWS credentials; Google ADC; OPENAI_API_KEY).
+# [model]
+# provider = "openai"                    # anthropic | bedrock | vertex | openai
+# name = "qwen2.5-coder"                 # the model id in the provider's own form
+# base_url = "http://localhost:8000/v1"  # a server on this machine only; a remote one: --base-url
+# price_input = 0                        # USD per million tokens: 0 for a self-hosted model
+# price_output = 0
 """

@@ -13,11 +13,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gitbot.prompting import render_prompt
+
 if TYPE_CHECKING:
     from gitbot.policy import Policy
+    from gitbot.sandbox.runner import Runner
     from gitbot.secrets import Secrets
 
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+
+def count_of(number: int, noun: str, plural: str | None = None) -> str:
+    """'1 line', '2 lines', '1,024 matches', '3 entries' (with plural='entries'): tool answers get their
+    numbers right."""
+    if number == 1:
+        return f"1 {noun}"
+    return f"{number:,} {plural or noun + ('es' if noun.endswith(('ch', 'sh', 's', 'x')) else 's')}"
 
 
 class ToolError(Exception):
@@ -49,6 +58,21 @@ class ToolContext:
     # Extra command lines allowed for this run only (the check command of fix-check).
     extra_allowed_commands: tuple[str, ...] = ()
 
+    @property
+    def runner(self) -> Runner:
+        """How this run's commands run: decided once per run from the policy (gitbot/sandbox/runner.py),
+        the same way the check that verifies the run is run."""
+        runner = self.state.get("runner")
+        if runner is None:
+            from dataclasses import replace
+
+            from gitbot.sandbox.runner import Runner
+
+            # A policy built without a repository (Policy()) gets this one, so absolute paths resolve.
+            policy = self.policy if self.policy.repo is not None else replace(self.policy, repo=self.repo)
+            runner = self.state["runner"] = Runner(policy, self.repo)
+        return runner
+
 
 @dataclass(frozen=True)
 class Tool:
@@ -60,7 +84,7 @@ class Tool:
 
     @property
     def description(self) -> str:
-        return (PROMPTS_DIR / "tools" / f"{self.name}.md").read_text(encoding="utf-8").strip()
+        return render_prompt(f"tools/{self.name}")
 
     def definition(self) -> dict[str, Any]:
         """The tool as the Messages API expects it in `tools`."""

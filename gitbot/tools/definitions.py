@@ -26,7 +26,7 @@ from typing import Any
 
 from tree_sitter import Node, Parser, Query, QueryCursor
 
-from gitbot.tools.base import Tool, ToolContext, ToolError
+from gitbot.tools.base import Tool, ToolContext, ToolError, count_of
 from gitbot.tools.parallel import map_split
 from gitbot.tools.paths import resolve
 from gitbot.tools.search import rg_binary
@@ -435,33 +435,29 @@ def _render(relpath: str, results: list[_FileDefinitions], too_large: list[str],
             left_definitions, left_in = left_definitions + len(result.definitions) - room, result.path
     notes: list[str] = []
     if left_definitions and scanned == 1:
-        notes.append(f"({_count(left_definitions, 'more definition')} not shown; the output is capped at "
+        notes.append(f"({count_of(left_definitions, 'more definition')} not shown; the output is capped at "
                      f"{MAX_DEFINITIONS}. Use search_files to find a particular definition.)")
     elif left_definitions or unread:
         # Files past the cap are not parsed (that is most of the cost), so they are counted, not summed.
-        parts = [f"{_count(left_definitions, 'more definition')} in {left_in}"] if left_definitions else []
-        parts += [_count(unread, "more file")] if unread else []
+        parts = [f"{count_of(left_definitions, 'more definition')} in {left_in}"] if left_definitions else []
+        parts += [count_of(unread, "more file")] if unread else []
         notes.append(f"({' and '.join(parts)} not shown; the output is capped at {MAX_DEFINITIONS}. Call "
                      f"list_code_definition_names on a single file to see its definitions.)")
     if too_large:
         notes.append(f"(Skipped, larger than {MAX_FILE_BYTES // 1_000_000} MB: {', '.join(too_large)}.)")
     if hidden:
-        notes.append(f"({_count(hidden, 'file')} hidden by the policy.)")
+        notes.append(f"({count_of(hidden, 'file')} hidden by the policy.)")
     if not out:
         place = "the repository root" if relpath == "." else relpath
         if scanned == 0:
             message = f"No source files in a supported language directly in {place}."
         else:
-            message = f"No definitions found in {_count(scanned, 'source file')} in {place}."
+            message = f"No definitions found in {count_of(scanned, 'source file')} in {place}."
         if subdirectories:
             listed = ", ".join(subdirectories[:20]) + (" …" if len(subdirectories) > 20 else "")
             message += f" Only the top level is scanned; subdirectories: {listed}"
         return "\n".join([message, *notes])
     return "\n".join(out + ([""] + notes if notes else []))
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
 LIST_CODE_DEFINITION_NAMES = Tool(

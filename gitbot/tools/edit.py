@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any
 
-from gitbot.tools.base import Tool, ToolContext, ToolError, ToolResult
+from gitbot.tools.base import Tool, ToolContext, ToolError, ToolResult, count_of
+from gitbot.tools.edit_blocks import Block, parse_blocks
 from gitbot.tools.files import (
     TextFile,
-    count_of,
     ensure_encodable,
     format_warnings,
     load_text,
@@ -32,41 +32,25 @@ from gitbot.tools.files import (
 )
 from gitbot.tools.paths import resolve
 
-SEARCH_MARKER = re.compile(r"^\s*(?:<{5,9}|-{3,})\s*SEARCH>?\s*$")
-DIVIDER = re.compile(r"^\s*={5,9}\s*$")
-REPLACE_MARKER = re.compile(r"^\s*(?:>{5,9}|\+{3,})\s*REPLACE>?\s*$")
-# Between blocks models write blank lines, code fences and "..."; anything else means a lost marker.
-IGNORABLE_BETWEEN_BLOCKS = re.compile(r"^\s*(?:(?:```|~~~).*|\.\.\.)?\s*$")
 # "12 | code" as read_file shows it, copied into SEARCH by mistake.
 COPIED_LINE_NUMBER = re.compile(r"^\s*\d+ \| ")
-
-FORMAT_HELP = """Expected one or more blocks of this form:
-<<<<<<< SEARCH
-exact lines from the file
-=======
-new lines
->>>>>>> REPLACE
-(Cline's ------- SEARCH / ======= / +++++++ REPLACE markers work too.)"""
+# A line that stands for lines left out: "...", "# ...", "// ... existing code ...", "# rest unchanged".
+_COMMENT = r"(?:#|//|/\*|<!--|--|;|%|\*)"
+ELISION = re.compile(
+    rf"^\s*(?:{_COMMENT}.*)?(?:\.\.\.|…)"
+    rf"|^\s*{_COMMENT}.*\b(?:unchanged|omitted|as before|existing code|rest of (?:the )?"
+    rf"(?:code|file|function|method|class|body))\b",
+    re.IGNORECASE,
+)
+# Typographic quotes a model writes for the straight ones in code.
+CURLY_QUOTES = {"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'",
+                "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"'}
+STRAIGHTENED = str.maketrans(CURLY_QUOTES)
 
 CONTEXT_LINES = 4  # SWE-agent's SNIPPET_LINES
 MAX_SNIPPET_LINES = 60
-MAX_QUOTED_LINES = 30
 SIMILARITY_THRESHOLD = 0.6  # Aider's find_similar_lines cut-off
 SIMILARITY_CANDIDATES = 30
-
-
-@dataclass(frozen=True)
-class Block:
-    number: int  # 1-based position in the diff
-    search: tuple[str, ...]
-    replace: tuple[str, ...]
-
-    def quoted(self) -> str:
-        shown = list(self.search[:MAX_QUOTED_LINES])
-        if len(self.search) > MAX_QUOTED_LINES:
-            shown.append(f"... ({len(self.search) - MAX_QUOTED_LINES} more lines)")
-        return "\n".join(["<<<<<<< SEARCH", *shown, "=======",
-                          f"... ({len(self.replace)} REPLACE lines)", ">>>>>>> REPLACE"])
 
 
 class Level(enum.Enum):
@@ -109,58 +93,6 @@ class BlockFailure(Exception):
         self.block = block
         self.reason = reason
         self.details = details
-
-
-# --- parsing ---------------------------------------------------------------------------------------
-
-def parse_blocks(diff: str, relpath: str = "") -> list[Block]:
-    """The SEARCH/REPLACE blocks of `diff`, or a ToolError that shows the expected format."""
-    blocks: list[Block] = []
-    state, search, replace = "outside", [], []
-    lines = diff.replace("\r\n", "\n").split("\n")
-
-    def malformed(problem: str) -> ToolError:
-        return ToolError(f"The diff is malformed: {problem}.\n{FORMAT_HELP}")
-
-    for number, line in enumerate(lines, start=1):
-        current = len(blocks) + 1
-        if state == "outside":
-            if SEARCH_MARKER.match(line):
-                state, search, replace = "search", [], []
-            elif DIVIDER.match(line) or REPLACE_MARKER.match(line):
-                raise malformed(f"line {number} ({line.strip()!r}) comes before any SEARCH marker; "
-                                f"every block starts with <<<<<<< SEARCH")
-            elif not IGNORABLE_BETWEEN_BLOCKS.match(line) and line.strip() != relpath:
-                raise malformed(f"line {number} ({line.strip()[:80]!r}) is outside any block; "
-                                f"was a <<<<<<< SEARCH marker lost?")
-        elif state == "search":
-            if DIVIDER.match(line):
-                state = "replace"
-            elif SEARCH_MARKER.match(line):
-                raise malformed(f"block {current} has a second SEARCH marker (line {number}) "
-                                f"before its =======")
-            elif REPLACE_MARKER.match(line):
-                raise malformed(f"block {current} has no ======= line between its SEARCH and REPLACE parts")
-            else:
-                search.append(line)
-        else:
-            if REPLACE_MARKER.match(line):
-                blocks.append(Block(current, tuple(search), tuple(replace)))
-                state = "outside"
-            elif DIVIDER.match(line):
-                raise malformed(f"block {current} has a second ======= line (line {number})")
-            elif SEARCH_MARKER.match(line):
-                raise malformed(f"block {current} is not closed: a SEARCH marker (line {number}) comes "
-                                f"before its >>>>>>> REPLACE")
-            else:
-                replace.append(line)
-    if state != "outside":
-        missing = "======= and >>>>>>> REPLACE" if state == "search" else ">>>>>>> REPLACE"
-        # Never guess the end of a truncated block: a cut-off REPLACE would write half an edit.
-        raise malformed(f"block {len(blocks) + 1} is not closed: the diff ends without {missing}")
-    if not blocks:
-        raise malformed("it contains no SEARCH/REPLACE block")
-    return blocks
 
 
 # --- matching --------------------------------------------------------------------------------------
@@ -240,32 +172,72 @@ def apply_blocks(lines: Sequence[str], blocks: Sequence[Block], relpath: str) ->
             start, removed, new = 0, len(current), list(block.replace)  # creates or fills an empty file
         elif not block.search:
             raise BlockFailure(block, f"its SEARCH part is empty, but {relpath} is not empty "
-                                      f"({len(current)} lines)",
+                                      f"({count_of(len(current), 'line')})",
                                "An empty SEARCH only creates a new file or fills an empty one. Put the lines "
                                "to change in SEARCH, or use write_to_file to replace the whole file.")
         elif block.search == block.replace:
             raise BlockFailure(block, "its SEARCH and REPLACE parts are identical, so it changes nothing")
         else:
-            level, matches = find_matches(current, block.search)
-            if not matches:
-                edited = " (as edited by the blocks before it)" if block.number > 1 else ""
-                raise BlockFailure(block, f"its SEARCH part does not match any lines of {relpath}{edited}",
-                                   _no_match_help(current, block))
-            if len(matches) > 1:
-                places = ", ".join(_line_range(m.start, len(block.search)) for m in matches)
-                raise BlockFailure(block, f"its SEARCH part matches {len(matches)} places ({level.value}): "
-                                          f"lines {places}",
-                                   "Add surrounding lines to SEARCH until it matches exactly one place.")
-            start, removed, new = matches[0].start, len(block.search), matches[0].adapt(block.replace)
-            if level is not Level.EXACT:
-                notes.append(f"Block {block.number} matched {level.value}{LEVEL_NOTES[level]}.")
+            start, removed, new, note = _locate(current, block, relpath)
+            if note:
+                notes.append(note)
         current[start:start + removed] = new
         regions = _track_region(regions, start, removed, len(new))
     return Applied(current, regions, notes)
 
 
+def _locate(lines: list[str], block: Block, relpath: str) -> tuple[int, int, list[str], str]:
+    """Where the block's SEARCH matches (start, line count), its REPLACE as it goes in, and a note on how
+    it matched when that was not exactly; BlockFailure when it matches nowhere or in several places."""
+    search, replace, dropped = block.search, block.replace, 0
+    level, matches = find_matches(lines, search)
+    if not matches:
+        search, replace, dropped = _without_leading_blank_lines(block)
+        if dropped:
+            level, matches = find_matches(lines, search)
+    if not matches:
+        edited = " (as edited by the blocks before it)" if block.number > 1 else ""
+        cause = no_match_cause(lines, block)
+        raise BlockFailure(block, f"its SEARCH part does not match any lines of {relpath}{edited}"
+                                  + (f": {cause.reason}" if cause else ""),
+                           _no_match_help(lines, block, cause))
+    blank = ("the blank line" if dropped == 1 else f"the {dropped} blank lines") if dropped else ""
+    if len(matches) > 1:
+        places = ", ".join(_line_range(m.start, len(search)) for m in matches)
+        without = f" without {blank} it starts with" if dropped else ""
+        raise BlockFailure(block, f"its SEARCH part{without} matches {len(matches)} places ({level.value}): "
+                                  f"lines {places}",
+                           "Add surrounding lines to SEARCH until it matches exactly one place.")
+    note = ""
+    if dropped:
+        left_out = "was" if dropped == 1 else "were"
+        note = (f"Block {block.number} matched {level.value} once {blank} at the start of its SEARCH "
+                f"{left_out} left out (the file has no blank line there){LEVEL_NOTES.get(level, '')}.")
+    elif level is not Level.EXACT:
+        note = f"Block {block.number} matched {level.value}{LEVEL_NOTES[level]}."
+    return matches[0].start, len(search), matches[0].adapt(replace), note
+
+
+def _without_leading_blank_lines(block: Block) -> tuple[tuple[str, ...], tuple[str, ...], int]:
+    """SEARCH without the blank lines it starts with (models add one before under-indented lines: Aider's
+    issue #25), and REPLACE without as many of its own; 0 dropped when SEARCH starts with text or is blank."""
+    dropped = _leading_blank_count(block.search)
+    if dropped == 0 or dropped == len(block.search):
+        return block.search, block.replace, 0
+    same = min(dropped, _leading_blank_count(block.replace))
+    return block.search[dropped:], block.replace[same:], dropped
+
+
+def _leading_blank_count(lines: Sequence[str]) -> int:
+    return next((index for index, line in enumerate(lines) if line.strip()), len(lines))
+
+
 def _line_range(start: int, size: int) -> str:
     return f"{start + 1}" if size == 1 else f"{start + 1}-{start + size}"
+
+
+def _lines_label(start: int, size: int) -> str:
+    return f"{'line' if size == 1 else 'lines'} {_line_range(start, size)}"
 
 
 def _track_region(regions: list[tuple[int, int]], start: int, removed: int,
@@ -286,15 +258,83 @@ def _track_region(regions: list[tuple[int, int]], start: int, removed: int,
     return sorted([*kept, (merged_start, merged_end)])
 
 
-def _no_match_help(lines: list[str], block: Block) -> str:
-    parts = []
+@dataclass(frozen=True)
+class Cause:
+    """Why a SEARCH part matches nothing, when it is a habit the model can fix once it is named."""
+
+    reason: str  # follows "its SEARCH part does not match any lines of <path>: "
+    advice: str  # what to send instead
+
+
+def no_match_cause(lines: list[str], block: Block) -> Cause | None:
+    return _copied_line_numbers(block) or _elision(lines, block) or _curly_quotes(lines, block)
+
+
+def _copied_line_numbers(block: Block) -> Cause | None:
+    searched = [line for line in block.search if line.strip()]
+    if not searched or not all(COPIED_LINE_NUMBER.match(line) for line in searched):
+        return None
+    return Cause("its lines start with line numbers such as '12 | ', copied from read_file's display",
+                 "Those numbers are not part of the file: leave them out, and keep the lines exactly as they "
+                 "follow the ' | '.")
+
+
+def _elision(lines: list[str], block: Block) -> Cause | None:
+    present = {line.strip() for line in lines}
+
+    def elided(part: Sequence[str]) -> tuple[int, str] | None:
+        return next(((number, line.strip()) for number, line in enumerate(part, 1)
+                     if ELISION.match(line) and line.strip() not in present), None)
+
+    found = elided(block.search)
+    if found is None:
+        return None
+    advice = ("Spell out every line SEARCH covers, or send one block per place that changes, each with a few "
+              "unchanged lines around it (the blocks apply in order).")
+    in_replace = elided(block.replace)
+    if in_replace is not None:
+        advice += (f" REPLACE line {in_replace[0]} ({in_replace[1]!r}) would be written into the file as it "
+                   f"is, so spell out the lines there too.")
+    return Cause(f"SEARCH line {found[0]} ({found[1]!r}) stands for lines left out, and SEARCH cannot skip "
+                 f"lines", advice)
+
+
+def _curly_quotes(lines: list[str], block: Block) -> Cause | None:
+    search = [line.translate(STRAIGHTENED) for line in block.search]
+    straight = [line.translate(STRAIGHTENED) for line in lines]
+    if search == list(block.search) and straight == lines:
+        return None
+    _, matches = find_matches(straight, search)
+    if not matches:
+        return None
+    size = len(search)
+    where = _lines_label(matches[0].start, size) if len(matches) == 1 else f"{len(matches)} places"
+    in_search = _curly_in(block.search)
+    if in_search:
+        advice = "Copy the quotes exactly as the file has them: straight ' and \" in SEARCH"
+        if _curly_in(block.replace) and not _curly_in(lines):
+            advice += ", and in REPLACE too unless the file is meant to get curly quotes"
+        return Cause(f"it has curly quotes ({in_search}) where the file has straight ones (with straight "
+                     f"quotes it would match {where})", advice + ".")
+    in_file = _curly_in(lines[matches[0].start:matches[0].start + size])
+    return Cause(f"the file has curly quotes ({in_file}) at {where} where SEARCH has straight ones",
+                 "Copy those lines exactly as read_file shows them, curly quotes included.")
+
+
+def _curly_in(lines: Sequence[str]) -> str:
+    return " ".join(sorted({char for line in lines for char in line if char in CURLY_QUOTES}))
+
+
+def _no_match_help(lines: list[str], block: Block, cause: Cause | None) -> str:
+    parts = [cause.advice] if cause else []
     similar = most_similar_window(lines, block.search)
     if similar is not None:
         start, ratio = similar
+        size = min(len(block.search), len(lines))
         low = max(0, start - 2)
-        high = min(len(lines), start + len(block.search) + 2)
-        parts.append(f"Did you mean these lines ({ratio:.0%} similar, lines "
-                     f"{_line_range(start, len(block.search))})?")
+        high = min(len(lines), start + size + 2)
+        these = "this line" if size == 1 else "these lines"
+        parts.append(f"Did you mean {these} ({ratio:.0%} similar, {_lines_label(start, size)})?")
         parts += number_lines(lines[low:high], low + 1)
     replace_text = [line for line in block.replace if line.strip()]
     if replace_text:
@@ -302,12 +342,9 @@ def _no_match_help(lines: list[str], block: Block) -> str:
         if present:
             parts.append(f"Note: the REPLACE text is already present at line {present[0].start + 1}; "
                          f"was this edit already applied?")
-    searched = [line for line in block.search if line.strip()]
-    if searched and all(COPIED_LINE_NUMBER.match(line) for line in searched):
-        parts.append("The SEARCH lines start with line numbers such as '12 | ': those come from read_file's "
-                     "display and are not part of the file; leave them out.")
-    parts.append("SEARCH must repeat the file's current lines exactly (whitespace, comments and docstrings "
-                 "included); use read_file to see them.")
+    if cause is None:
+        parts.append("SEARCH must repeat the file's current lines exactly (whitespace, comments and docstrings "
+                     "included); use read_file to see them.")
     return "\n".join(parts)
 
 
@@ -358,7 +395,7 @@ def changed_snippets(lines: list[str], regions: list[tuple[int, int]]) -> str:
         body = number_lines(lines[low:high], low + 1)
         if len(body) > MAX_SNIPPET_LINES:
             half = MAX_SNIPPET_LINES // 2
-            body = [*body[:half], f"... ({len(body) - 2 * half} lines not shown)", *body[-half:]]
+            body = [*body[:half], f"... ({count_of(len(body) - 2 * half, 'line')} not shown)", *body[-half:]]
         parts.append(f"Lines {low + 1}-{high}:")
         parts += body
     return "\n".join(parts)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitbot.tools.base import Tool, ToolContext, ToolError, ToolResult
+from gitbot.tools.base import Tool, ToolContext, ToolError, ToolResult, count_of
 from gitbot.tools.guardrail import GuardrailReport, check_edit
 from gitbot.tools.listing import git_entries
 from gitbot.tools.paths import GIT_DIR_NAME, resolve
@@ -112,10 +112,6 @@ class TextFile:
         return ((UTF8_BOM if self.bom else "") + text).encode("utf-8")
 
 
-def count_of(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
-
-
 def human_size(size: int) -> str:
     if size < 1024:
         return f"{size} bytes"
@@ -211,7 +207,8 @@ def number_lines(lines: list[str], first_number: int, *, width: int | None = Non
 def _clip(line: str) -> str:
     if len(line) <= MAX_LINE_CHARS:
         return line
-    return f"{line[:MAX_LINE_CHARS]} … [line clipped: {len(line) - MAX_LINE_CHARS} more characters]"
+    clipped = count_of(len(line) - MAX_LINE_CHARS, "more character")
+    return f"{line[:MAX_LINE_CHARS]} … [line clipped: {clipped}]"
 
 
 def ensure_encodable(text: str, name: str) -> None:
@@ -321,7 +318,8 @@ def read_file(ctx: ToolContext, args: dict[str, Any]) -> str:
     notes = []
     first = start_line or 1
     if first > total:
-        raise ToolError(f"start_line {first} is past the end of the file ({relpath} has {total} lines)")
+        raise ToolError(f"start_line {first} is past the end of the file ({relpath} has "
+                        f"{count_of(total, 'line')})")
     last = end_line if end_line is not None else min(total, first + WINDOW_LINES - 1)
     if last < first:
         raise ToolError(f"end_line {last} is before start_line {first}")
@@ -335,10 +333,10 @@ def read_file(ctx: ToolContext, args: dict[str, Any]) -> str:
 
     parts = [f"File: {relpath} ({count_of(total, 'line')} total), lines {first}-{last}:"]
     if first > 1:
-        parts.append(f"({first - 1} more lines above)")
+        parts.append(f"({count_of(first - 1, 'more line')} above)")
     parts += number_lines(lines[first - 1:last], first)
     if last < total:
-        parts.append(f"({total - last} more lines below)")
+        parts.append(f"({count_of(total - last, 'more line')} below)")
     parts += notes
     if total > WINDOW_LINES and start_line is None and end_line is None:
         parts.append(_outline(path))
@@ -361,7 +359,7 @@ def _outline(path: Path) -> str:
     parts = ["Definitions in this file (read them with start_line):"]
     parts += [f"  {line:>{width}}: {kind} {name}" for line, kind, name in shown]
     if len(entries) > len(shown):
-        parts.append(f"  ({len(entries) - len(shown)} more definitions not shown)")
+        parts.append(f"  ({count_of(len(entries) - len(shown), 'more definition')} not shown)")
     return "\n".join(parts)
 
 
@@ -436,11 +434,12 @@ def list_files(ctx: ToolContext, args: dict[str, Any]) -> str:
     mode = "recursive" if recursive else "top level only; pass recursive=true for everything below"
     if not entries:
         return f"No files in {where} (it is empty, or everything in it is ignored by .gitignore)."
-    parts = [f"{len(entries)} entries in {where} ({mode}; {source}; directories end with /):"]
+    listed = count_of(len(entries), "entry", "entries")
+    parts = [f"{listed} in {where} ({mode}; {source}; directories end with /):"]
     parts += [prefix + entry for entry in entries[:LIST_CAP]]
     if len(entries) > LIST_CAP:
-        parts.append(f"({len(entries) - LIST_CAP} more entries not shown; list a subdirectory "
-                     f"or use search_files to narrow down)")
+        left = count_of(len(entries) - LIST_CAP, "more entry", "more entries")
+        parts.append(f"({left} not shown; list a subdirectory or use search_files to narrow down)")
     return "\n".join(parts)
 
 

@@ -32,9 +32,9 @@ def validate_input(tool: Tool, args: object) -> str | None:
     unknown = [k for k in args if k not in properties]
     problems = []
     if unknown:  # named first: a misspelled argument is the usual cause of a missing one
-        problems.append(f"unknown argument(s): {', '.join(unknown)}")
+        problems.append(f"unknown argument{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}")
     if missing:
-        problems.append(f"missing required argument(s): {', '.join(missing)}")
+        problems.append(f"missing required argument{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
     if problems:
         return "; ".join(problems) + f" (the arguments are: {', '.join(properties)})"
     for key, value in args.items():

@@ -40,7 +40,7 @@ from typing import IO, Any, Self
 
 from gitbot import ripgrep
 from gitbot.policy import Policy
-from gitbot.tools.base import Tool, ToolContext, ToolError
+from gitbot.tools.base import Tool, ToolContext, ToolError, count_of
 from gitbot.tools.paths import resolve
 from gitbot.tools.search_blocks import Block, BlockReader, Unparseable
 
@@ -370,7 +370,7 @@ def _render(scan: _Scan, where: str) -> str:
         notes.append(f"(Binary files not shown: {', '.join(sorted(scan.binary_files))}.)")
     if not scan.files:
         return "\n".join([f"No matches for {where}.", *notes])
-    header = (f"Found {_count(scan.matches, 'match')} in {_count(len(scan.files), 'file')} for {where} "
+    header = (f"Found {count_of(scan.matches, 'match')} in {count_of(len(scan.files), 'file')} for {where} "
               f"(`N:` marks a matching line, `N-` a line of context):")
     out = [header]
     for hits in sorted(scan.files, key=lambda hits: hits.path):
@@ -395,20 +395,15 @@ def _too_many(counts: list[tuple[str, int]], where: str) -> str:
     total = sum(number for _, number in counts)
     # Only the first few are named: no need to sort tens of thousands of files.
     top = heapq.nsmallest(MAX_LISTED_FILES, counts, key=lambda item: (-item[1], item[0]))
-    summary = (f"Too many results: {_count(total, 'matching line')} in {_count(len(counts), 'file')} "
+    summary = (f"Too many results: {count_of(total, 'matching line')} in {count_of(len(counts), 'file')} "
                f"for {where}, more than the {MAX_MATCHES} this tool shows, so no lines are shown. Narrow the "
                f"search: a more specific regex, a subdirectory or single file as `path`, or a `file_pattern` "
                f"such as '*.py'.")
     lines = [summary, "Files with the most matching lines:"]
     lines += [f"  {path} ({number:,})" for path, number in top]
     if len(counts) > MAX_LISTED_FILES:
-        lines.append(f"  … and {len(counts) - MAX_LISTED_FILES:,} more files")
+        lines.append(f"  … and {count_of(len(counts) - MAX_LISTED_FILES, 'more file')}")
     return "\n".join(lines)
-
-
-def _count(number: int, noun: str) -> str:
-    plural = noun + ("es" if noun.endswith("ch") else "s")
-    return f"{number:,} {noun if number == 1 else plural}"
 
 
 def _clip(text: str, column: int | None) -> str:

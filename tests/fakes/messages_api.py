@@ -23,7 +23,13 @@ The script is a list of turns, served in order, one per valid request:
   connection is closed with an RST, no answer); "garbage" (200 whose body is not JSON); "stream_error"
   (a streaming request gets 200 and then an SSE `error` event with overloaded_error; a non-streaming one
   gets a plain 529); "stream_cut" (a stream that starts and is cut off before message_stop; a reset when
-  not streaming).
+  not streaming); "no_sse" (200 with an HTML page, content-type text/html, what a proxy's error page looks
+  like, streaming or not); "missing_fields" (200 with a message that has no content, stop_reason or usage;
+  a stream that goes from message_start to message_stop with no message_delta).
+
+Platform fakes (tests/fakes/bedrock_api.py, vertex_api.py) subclass this server: `_accept` routes and
+authenticates a request and returns its Messages body, `_stream` frames streamed events, `_error` shapes an
+error body, `_garbage_stream` is a stream whose framing holds no usable event.
 
 Validation (400 invalid_request_error; 401 for a wrong key; 404 for an unknown path) happens before any
 turn is consumed, and every request the server refuses on its own is appended to `errors` as
@@ -107,7 +113,12 @@ FAULTS: dict[str, tuple[int, str, str, bool]] = {
     # A stream that starts fine and is cut off part-way (the connection closes before message_stop);
     # without streaming it is a reset.
     "stream_cut": (0, "", "", True),
+    # A 200 whose body is an HTML page (what a proxy's error page looks like), for a stream or not.
+    "no_sse": (200, "", "", True),
+    # A 200 whose reply lacks required fields: no content, stop_reason or usage (a stream: no message_delta).
+    "missing_fields": (200, "", "", True),
 }
+PROXY_PAGE = b"<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1><p>upstream unavailable</p></body></html>"
 FAULT_OPTIONS = frozenset({"retry_after", "retry_after_ms", "message"})
 _ID_ALPHABET = string.ascii_letters + string.digits
 
@@ -613,7 +624,7 @@ class FakeMessagesAPI:
         except ValueError:
             body = None
         record: dict[str, Any] = {"path": path, "headers": headers, "body": body, "status": None, "usage": None,
-                                  "fault": None}
+                                  "fault": None, "target": handler.path}
         with self._lock:
             self.requests.append(record)
             try:
@@ -625,6 +636,28 @@ class FakeMessagesAPI:
         self._respond(handler, action)
 
     def _decide(self, method: str, path: str, headers: dict, raw: bytes, body: Any, record: dict) -> tuple:
+        route, body = self._accept(method, path, headers, raw, body, record["target"])
+        if route == "count_tokens":
+            validate_request(body, count_tokens=True)
+            return self._json(200, {"input_tokens": count_input_tokens(body)})
+        if route != "messages":  # a platform's own endpoint (an OAuth token) answered by _accept
+            return route
+        validate_request(body)
+        if self._next >= len(self._script):
+            raise _invalid("fake server: script exhausted")
+        turn = self._script[self._next]
+        self._next += 1
+        streaming = body.get("stream") is True
+        if turn["kind"] == "fault":
+            record["fault"] = turn["fault"]
+            return self._fault(turn, streaming, body["model"])
+        return self._reply(turn, body, streaming, record)
+
+    def _accept(self, method: str, path: str, headers: dict, raw: bytes, body: Any,
+                target: str) -> tuple[Any, Any]:
+        """Routing, authentication and the platform's framing of the request (`target`: the path as sent,
+        query included): ("messages" or "count_tokens", the Messages API body), or an action that answers
+        the request on its own. Platform fakes (Bedrock, Vertex) override it."""
         if method != "POST" or path not in (MESSAGES_PATH, COUNT_TOKENS_PATH):
             raise _Refusal(404, "not_found_error", f"fake server: no route for {method} {path}")
         bearer = headers.get("authorization", "")
@@ -636,19 +669,7 @@ class FakeMessagesAPI:
             raise _invalid(f"{API_VERSION_HEADER}: header is required")
         if body is None:
             raise _invalid("fake server: the request body is not valid JSON")
-        if path == COUNT_TOKENS_PATH:
-            validate_request(body, count_tokens=True)
-            return self._json(200, {"input_tokens": count_input_tokens(body)})
-        validate_request(body)
-        if self._next >= len(self._script):
-            raise _invalid("fake server: script exhausted")
-        turn = self._script[self._next]
-        self._next += 1
-        streaming = body.get("stream") is True
-        if turn["kind"] == "fault":
-            record["fault"] = turn["fault"]
-            return self._fault(turn, streaming, body["model"])
-        return self._reply(turn, body, streaming, record)
+        return ("count_tokens" if path == COUNT_TOKENS_PATH else "messages"), body
 
     def _reply(self, turn: dict, body: dict, streaming: bool, record: dict) -> tuple:
         content = copy.deepcopy(turn["content"])
@@ -667,15 +688,20 @@ class FakeMessagesAPI:
         message = {"id": _random_id("msg_"), "type": "message", "role": "assistant", "model": body["model"],
                    "content": content, "stop_reason": turn["stop_reason"], "stop_sequence": None, "usage": usage}
         if streaming:
-            return ("sse", 200, self._events(message), {})
+            return self._stream(self._events(message))
         return self._json(200, message)
 
-    def _events(self, message: dict) -> list[bytes]:
+    def _stream(self, events: list[tuple[str, dict]]) -> tuple:
+        """A streamed answer: the events framed as the platform frames them (here: server-sent events)."""
+        return ("stream", 200, [_sse(name, data) for name, data in events],
+                {"content-type": "text/event-stream; charset=utf-8"})
+
+    def _events(self, message: dict) -> list[tuple[str, dict]]:
         usage = message["usage"]
         start = {**message, "content": [], "stop_reason": None, "stop_sequence": None,
                  "usage": {**usage, "output_tokens": 1}}
-        events = [_sse("message_start", {"type": "message_start", "message": start}),
-                  _sse("ping", {"type": "ping"})]
+        events = [("message_start", {"type": "message_start", "message": start}),
+                  ("ping", {"type": "ping"})]
         for index, block in enumerate(message["content"]):
             kind = block.get("type")
             deltas: list[dict] = []
@@ -692,16 +718,16 @@ class FakeMessagesAPI:
                 deltas.append({"type": "signature_delta", "signature": block.get("signature", "")})
             else:
                 opening = block
-            events.append(_sse("content_block_start",
+            events.append(("content_block_start",
                                {"type": "content_block_start", "index": index, "content_block": opening}))
-            events += [_sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+            events += [("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
                        for d in deltas]
-            events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
-        events.append(_sse("message_delta", {
+            events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+        events.append(("message_delta", {
             "type": "message_delta",
             "delta": {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]},
             "usage": dict(usage)}))
-        events.append(_sse("message_stop", {"type": "message_stop"}))
+        events.append(("message_stop", {"type": "message_stop"}))
         return events
 
     def _fault(self, turn: dict, streaming: bool, model: str) -> tuple:
@@ -714,16 +740,26 @@ class FakeMessagesAPI:
             start = {"id": _random_id("msg_"), "type": "message", "role": "assistant", "model": model,
                      "content": [], "stop_reason": None, "stop_sequence": None,
                      "usage": {"input_tokens": 0, "output_tokens": 1}}
-            return ("sse", 200, [
-                _sse("message_start", {"type": "message_start", "message": start}),
-                _sse("content_block_start", {"type": "content_block_start", "index": 0,
-                                             "content_block": {"type": "text", "text": ""}}),
-                _sse("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                             "delta": {"type": "text_delta", "text": "Let me"}}),
-            ], {})
+            return self._stream([
+                ("message_start", {"type": "message_start", "message": start}),
+                ("content_block_start", {"type": "content_block_start", "index": 0,
+                                         "content_block": {"type": "text", "text": ""}}),
+                ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                         "delta": {"type": "text_delta", "text": "Let me"}}),
+            ])
+        if kind == "no_sse":
+            return ("raw", 200, PROXY_PAGE, {"content-type": "text/html; charset=utf-8"})
+        if kind == "missing_fields":
+            bare = {"id": _random_id("msg_"), "type": "message", "role": "assistant", "model": model}
+            if streaming:
+                start = {**bare, "content": [], "stop_reason": None, "stop_sequence": None,
+                         "usage": {"input_tokens": 0, "output_tokens": 1}}
+                return self._stream([("message_start", {"type": "message_start", "message": start}),
+                                     ("message_stop", {"type": "message_stop"})])
+            return self._json(200, bare)
         if kind == "garbage":
             if streaming:
-                return ("sse", 200, [b"event: message_start\ndata: {this is not json\n\n"], {})
+                return self._garbage_stream()
             return ("raw", 200, b"<html>502 Bad Gateway: this is not JSON", {"content-type": "application/json"})
         if kind == "stream_error" and streaming:
             start = {"id": _random_id("msg_"), "type": "message", "role": "assistant", "model": model,
@@ -731,8 +767,8 @@ class FakeMessagesAPI:
                      "usage": {"input_tokens": 0, "output_tokens": 1}}
             error = {"type": "error", "error": {"type": error_type, "message": message},
                      "request_id": _random_id("req_")}
-            return ("sse", 200, [_sse("message_start", {"type": "message_start", "message": start}),
-                                 _sse("ping", {"type": "ping"}), _sse("error", error)], {})
+            return self._stream([("message_start", {"type": "message_start", "message": start}),
+                                 ("ping", {"type": "ping"}), ("error", error)])
         headers: dict[str, str] = {}
         if transient:
             headers["x-should-retry"] = "true"
@@ -744,6 +780,11 @@ class FakeMessagesAPI:
             headers["x-should-retry"] = "false"
             details = {"error_code": "enforced_spend_limit_reached"}
         return self._error(status, error_type, message, headers=headers, details=details)
+
+    def _garbage_stream(self) -> tuple:
+        """A stream whose framing is right and whose data is not JSON."""
+        return ("stream", 200, [b"event: message_start\ndata: {this is not json\n\n"],
+                {"content-type": "text/event-stream; charset=utf-8"})
 
     @staticmethod
     def _json(status: int, payload: Any, headers: dict | None = None) -> tuple:
@@ -781,8 +822,7 @@ class FakeMessagesAPI:
             _, status, events, headers = action
             handler.close_connection = True
             handler.send_response(status)
-            for name, value in {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache",
-                                "request-id": _random_id("req_"), **headers}.items():
+            for name, value in {"cache-control": "no-cache", "request-id": _random_id("req_"), **headers}.items():
                 handler.send_header(name, value)
             handler.send_header("connection", "close")
             handler.end_headers()

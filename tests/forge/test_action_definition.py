@@ -16,7 +16,10 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 ACTION = ROOT / "action.yml"
 EXPECTED_INPUTS = {
+    "provider",
     "anthropic-api-key",
+    "openai-api-key",
+    "base-url",
     "github-token",
     "model",
     "label",
@@ -128,7 +131,7 @@ def test_the_action_metadata():
             assert step.get("shell"), step
             assert "${{" not in step["run"], f"an expression inside a script: {step['run']}"
     install = next(s for s in steps if s.get("name") == "Install gitbot")
-    assert '"$GITHUB_ACTION_PATH"' in install["run"]
+    assert '"$GITHUB_ACTION_PATH$extra"' in install["run"]
     run = next(s for s in steps if s.get("id") == "gitbot")
     passed = {k.removeprefix("INPUT_").lower(): v for k, v in run["env"].items() if k.startswith("INPUT_")}
     assert passed == {name: f"${{{{ inputs.{name} }}}}" for name in EXPECTED_INPUTS - STEP_INPUTS}

@@ -1,49 +1,16 @@
 """The adversarial corpus for command judgement: each case asserts the decision, and for refusals
-that the reason names what was refused. Pure decisions, no processes: the whole table runs in
-well under a second. `{REPO}` in a command stands for the repository's absolute path."""
+that the reason names what was refused. Pure decisions (the only processes are git's, asked about a
+repository's history): the whole table runs in about a second. The policies, repositories and
+placeholders are in corpus.py; the cases of issue 12 (function shadowing, option tables, read_deny,
+false denials) in corpus_issue12.py. tests/policy/test_corpus_runs.py runs every allowed case."""
 
 from __future__ import annotations
-
-import os
-from dataclasses import dataclass
 
 import pytest
 
 from gitbot.policy import Policy
-
-ALLOW = (
-    "python -m pytest *", "pytest *", "ruff check *", "git diff *", "git status *", "git log *", "git show *",
-    "git config *", "git config user.name gitbot", "git -c core.pager=cat log *", "ls *", "cat *", "grep *",
-    "echo *", "find *", "find build -name *.pyc -delete", "head *", "tail *", "wc *", "sort *", "rm *", "tee *",
-    "sed *", "mv *", "cd *", "./scripts/test.sh *", "read *",
-)
-DENY = ("git push *", "curl *", "wget *", "sudo *")
-
-
-# Further policies some cases are judged under (the one a bypass was found with); the default is
-# ALLOW/DENY above. Every policy keeps the default file rules (edit_deny has .git/**,
-# .github/workflows/** and .gitbot/**; read_deny has .env and keys).
-POLICIES = {
-    "corpus": {"command_allow": ALLOW, "command_deny": DENY},
-    "ruff-only": {"command_allow": ("ruff check *",)},
-    "defaults": {},
-    "writers": {"command_allow": ("cp *", "mv *", "ln *", "install *", "chmod *", "chown *", "touch *", "rm *",
-                                  "mkdir *", "tee *", "echo *", "cat *", "truncate *")},
-    "tools": {"command_allow": ("rg *", "go *", "make *", "cargo *", "npm *", "pip *", "pytest *", "python *",
-                                "perl *", "ruby *", "java *", "tar *", "git status *", "env *", "ls *")},
-}
-
-
-@dataclass(frozen=True)
-class Case:
-    command: str
-    allowed: bool
-    reason: str = ""  # a fragment the decision's reason must contain
-    extra: tuple[str, ...] = ()  # the run's check command(s)
-    policy: str = "corpus"  # a key of POLICIES
-
-
-A, D = True, False
+from tests.policy.corpus import POLICIES, A, Case, D, build_repositories, command_of
+from tests.policy.corpus_issue12 import ISSUE_12
 
 CORPUS: dict[str, Case] = {
     # --- ordinary commands the policy allows -----------------------------------------------------
@@ -64,7 +31,7 @@ CORPUS: dict[str, Case] = {
     "for-allowed": Case('for f in a b; do cat "$f"; done', A),
     "while-read": Case('while read -r line; do echo "$line"; done < list.txt', A),
     "case-allowed": Case("case $x in a) ls;; *) cat b;; esac", A),
-    "function-allowed": Case("f() { ls; }; f", A),
+    "function-allowed": Case("f() { ls; }; f", D, "defining the shell function `f`"),
     "redirect-in-repo": Case("echo hi > out.txt", A),
     "append-in-repo": Case("echo hi >> logs/out.log", A),
     "devnull": Case("pytest > /dev/null 2>&1", A),
@@ -336,7 +303,7 @@ CORPUS: dict[str, Case] = {
     "redirect-read-write": Case("ls <> f", D, "could not be parsed"),
     "redirect-after-cd": Case("cd /tmp && echo x > f", D, "change of directory"),
     "redirect-parent-stderr": Case("ls 1>&2 2>../x", D, "leads outside"),
-    "redirect-function": Case("f() { ls; } > /etc/x", D, "outside the repository"),
+    "redirect-function": Case("f() { ls; } > /etc/x", D, "defining the shell function"),
     "redirect-compound": Case("if ls; then ls; fi > /etc/x", D, "outside the repository"),
 
     # --- programs that change files -------------------------------------------------------------------------
@@ -385,7 +352,9 @@ CORPUS: dict[str, Case] = {
     "control-default-value": Case('echo "${HOME:-x}"', A),
     "control-default-value-defaults": Case('echo "${HOME:-x}"', A, policy="defaults"),
     "control-grep-defaults": Case("grep -rn foo src", A, policy="defaults"),
-    "control-for-glob": Case('for f in *.py; do ruff check "$f"; done', A),
+    # A file named `--config=x.py` would make "$f" an option: after `--` it cannot be one.
+    "control-for-glob": Case('for f in *.py; do ruff check "$f"; done', D, "could become an option"),
+    "control-for-glob-after-dashes": Case('for f in *.py; do ruff check -- "$f"; done', A),
     "control-expansion-forms": Case("echo ${!pre*} ${!pre@} ${!a[@]} ${!a[*]} ${#x} ${#a[@]} ${x:1:2} ${x: -1} "
                                     "${x::2} ${x%%.py} ${x/a/b} ${x^^} ${a[0]} ${@:2} $!", A),
     "control-array-literal": Case("a=([0]=x [1]=y z)", A),
@@ -562,24 +531,31 @@ CORPUS: dict[str, Case] = {
 }
 
 
+CORPUS.update(ISSUE_12)
+
+
 @pytest.fixture(scope="module")
-def corpus_policies(tmp_path_factory) -> dict[str, Policy]:
-    repo = tmp_path_factory.mktemp("corpus-repo")
-    (repo / "sub").mkdir()
-    return {name: Policy(repo=repo, **settings) for name, settings in POLICIES.items()}
+def corpus_repositories(tmp_path_factory):
+    return build_repositories(tmp_path_factory.mktemp("corpus"))
+
+
+def judge_case(case: Case, repositories) -> tuple[str, object]:
+    repo, values = repositories[case.repo]
+    policy = Policy(repo=repo, **POLICIES[case.policy])
+    command = command_of(case, repo, values)
+    return command, policy.check_command(command, case.extra)
 
 
 def test_the_corpus_is_large_enough():
-    assert len(CORPUS) >= 150
+    assert len(CORPUS) >= 600
     assert sum(not case.allowed for case in CORPUS.values()) >= 150
+    assert len(ISSUE_12) >= 150
 
 
 @pytest.mark.parametrize("name", sorted(CORPUS))
-def test_corpus(corpus_policies: dict[str, Policy], name: str):
+def test_corpus(corpus_repositories, name: str):
     case = CORPUS[name]
-    policy = corpus_policies[case.policy]
-    command = case.command.replace("{REPO}", os.path.realpath(policy.repo))
-    decision = policy.check_command(command, case.extra)
+    command, decision = judge_case(case, corpus_repositories)
     assert decision.allowed is case.allowed, f"{command!r}: {decision.reason}"
     assert decision.reason
     assert case.reason in decision.reason, decision.reason
@@ -607,10 +583,12 @@ def test_check_command_cannot_be_stretched_to_other_programs(tmp_path):
 def test_default_policy_allows_inspection_only(tmp_path):
     policy = Policy(repo=tmp_path)
     for allowed in ("ls -la", "cat a.txt", "head -n 5 a", "tail a", "wc -l a", "grep -rn x .", "rg foo",
-                    "find . -name '*.py'", "git status", "git diff", "git log -3", "git show HEAD"):
+                    "find . -name '*.py'", "git status", "git diff", "git log -3", "git show HEAD", "git blame a",
+                    "git grep -n x", "sort a | uniq -c", "cd sub && ls", "jq . a.json", "git log --output=log.txt"):
         assert policy.check_command(allowed).allowed, allowed
     for denied in ("pytest", "python x.py", "rm a", "find . -delete", "find . -exec rm {} +", "git commit -m x",
-                   "git push", "curl x", "npm install", "rg --pre ./x foo", "git log --output=x"):
+                   "git push", "curl x", "npm install", "rg --pre ./x foo", "git log --output=.gitbot/x",
+                   "sort -o .git/config a", "git branch topic"):
         assert not policy.check_command(denied).allowed, denied
 
 
@@ -620,17 +598,15 @@ def test_decision_lists_the_simple_commands_it_judged(tmp_path):
     assert ("grep", "x") in decision.commands
 
 
-def test_a_function_only_counts_when_surely_defined(tmp_path):
-    policy = Policy(command_allow=("ls *",), repo=tmp_path)
-    assert policy.check_command("f() { ls; }; f").allowed
-    # Defined only in a branch that may not run: the call could run a program named `make`.
-    assert not policy.check_command("if false; then make() { ls; }; fi; make install").allowed
-    # Called before it is defined: the program of that name runs.
-    assert not policy.check_command("make install; make() { ls; }").allowed
-    # Not inherited by a new shell.
-    assert not policy.check_command("make() { ls; }; bash -c 'make install'").allowed
-    # Removed again before the call.
-    assert not policy.check_command("make() { ls; }; unset -f make; make install").allowed
+def test_a_function_definition_is_refused_and_its_body_still_meets_the_deny_rules(tmp_path):
+    policy = Policy(command_allow=("ls *", "env *"), repo=tmp_path)
+    for command in ("f() { ls; }; f", "if false; then make() { ls; }; fi; make install", "function g { ls; }",
+                    "python3() { ls; } & env python3 -c 1", "bash -c 'ls() { :; }; ls'"):
+        decision = policy.check_command(command)
+        assert not decision.allowed and "defining the shell function" in decision.reason, command
+    everything = Policy(command_allow=("*",), command_deny=("curl *",), repo=tmp_path)
+    assert everything.check_command("f() { ls; }; f").allowed
+    assert not everything.check_command("f() { curl x; }; f").allowed
 
 
 @pytest.mark.parametrize("text, kinds", [
@@ -651,16 +627,17 @@ def test_a_function_only_counts_when_surely_defined(tmp_path):
     ("(( x << 2 ))\n`id`", ["command substitution"]),
 ])
 def test_the_lexer_finds_substitutions_bash_would_run(text: str, kinds: list[str]):
-    from gitbot.policy.commands import _scan_substitutions
+    from gitbot.policy.judge.scan import scan_substitutions
 
-    assert [kind for _, kind in _scan_substitutions(text)] == kinds
+    assert [kind for _, kind in scan_substitutions(text)] == kinds
 
 
 def test_the_lexer_refuses_quotes_whose_meaning_bash_decides_by_operator():
-    from gitbot.policy.commands import _Denied, _scan_substitutions
+    from gitbot.policy.judge.outcome import Denied
+    from gitbot.policy.judge.scan import scan_substitutions
 
-    with pytest.raises(_Denied, match="quote inside"):
-        _scan_substitutions("echo \"${x#'}'\"'$(touch y)'\"}\"")
+    with pytest.raises(Denied, match="quote inside"):
+        scan_substitutions("echo \"${x#'}'\"'$(touch y)'\"}\"")
 
 
 def test_a_substitution_the_grammar_misses_is_refused_even_when_everything_is_allowed(tmp_path):

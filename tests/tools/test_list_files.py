@@ -189,3 +189,9 @@ def test_schema_and_description():
     assert set(definition["input_schema"]["properties"]) == {"path", "recursive"}
     assert not LIST_FILES.changes_files
     assert "200" in definition["description"] and ".gitignore" in definition["description"]
+
+
+def test_one_entry_is_singular(ctx, repo):
+    write(repo, "only/one.txt", "x\n")
+    header = list_files(ctx, {"path": "only", "recursive": False}).splitlines()[0]
+    assert header.startswith("1 entry in only/ (")

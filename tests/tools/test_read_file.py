@@ -90,6 +90,16 @@ def test_single_line_range(ctx, repo):
     assert numbers(output) == [7]
 
 
+def test_one_line_above_and_below_is_singular(ctx, repo):
+    lines_file(repo, 3)
+    output = read_file(ctx, {"path": "data.txt", "start_line": 2, "end_line": 2})
+    assert "(1 more line above)" in output and "(1 more line below)" in output
+    message = error(ctx, path="data.txt", start_line=5)
+    assert "(data.txt has 3 lines)" in message
+    lines_file(repo, 1)
+    assert "(data.txt has 1 line)" in error(ctx, path="data.txt", start_line=2)
+
+
 def test_end_line_alone_starts_at_one(ctx, repo):
     lines_file(repo, 50)
     assert numbers(read_file(ctx, {"path": "data.txt", "end_line": 5})) == [1, 2, 3, 4, 5]
@@ -258,7 +268,7 @@ def test_long_lines_are_clipped(ctx, repo):
     first = next(line for line in output.splitlines() if line.startswith("1 | "))
     assert "a" * MAX_LINE_CHARS in first
     assert "a" * (MAX_LINE_CHARS + 1) not in first
-    assert "4500 more characters" in first
+    assert "4,500 more characters" in first
     assert "2 | short" in output
 
 

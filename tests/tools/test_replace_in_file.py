@@ -31,6 +31,14 @@ def failure(ctx, path: str, *blocks: str) -> str:
     return str(caught.value)
 
 
+def refused(ctx, target, *blocks: str) -> str:
+    """The error for `blocks`, after checking the refusal left the file byte-identical."""
+    before = target.read_bytes()
+    message = failure(ctx, target.name, *blocks)
+    assert target.read_bytes() == before
+    return message
+
+
 def numbered(output: str) -> dict[int, str]:
     return {int(n): text for n, text in re.findall(r"^\s*(\d+) \| (.*)$", output, re.MULTILINE)}
 
@@ -168,7 +176,7 @@ def test_file_path_line_before_the_block_is_tolerated(ctx, cart):
     ("<<<<<<< SEARCH\n        self.items = []\n=======\n        self.items = None", "not closed"),
     ("<<<<<<< SEARCH\n        self.items = []", "not closed"),
     ("=======\nx\n>>>>>>> REPLACE", "before any SEARCH"),
-    ("<<<<<<< SEARCH\na\n=======\nb\n=======\nc\n>>>>>>> REPLACE", "second ======="),
+    ("<<<<<<< SEARCH\na\n=======\nb\n=======\nc\n>>>>>>> REPLACE", "2 lines made only of = signs (lines 3, 5)"),
     ("<<<<<<< SEARCH\na\n<<<<<<< SEARCH\nb\n=======\nc\n>>>>>>> REPLACE", "second SEARCH"),
     ("", "diff"),
 ])
@@ -480,3 +488,126 @@ def test_schema_and_description():
     description = definition["description"]
     for marker in ("<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE", "------- SEARCH", "+++++++ REPLACE"):
         assert marker in description
+
+
+# --- habits real models show (measured against Aider's and Cline's edit test suites) -----------------
+
+def test_stray_blank_line_before_under_indented_search_lines_is_tolerated(ctx, repo):
+    # Aider's test for its issue #25: the blank line is not in the file, and the lines are indented less.
+    target = write(repo, "lines.txt", "    line1\n    line2\n    line3\n")
+    result = apply(ctx, "lines.txt", block("\n  line1\n  line2", "  new_line1\n  new_line2"))
+    assert target.read_text() == "    new_line1\n    new_line2\n    line3\n"
+    assert "once the blank line at the start of its SEARCH was left out" in result.text
+
+
+def test_stray_blank_line_mirrored_in_replace_is_not_written(ctx, cart):
+    apply(ctx, "cart.py", block("\ndef __init__(self):\n    self.items = []",
+                                "\ndef __init__(self):\n    self.items = list()"))
+    assert cart.read_text().startswith("class Cart:\n    def __init__(self):\n        self.items = list()\n")
+
+
+def test_stray_blank_line_is_tolerated_only_when_the_rest_matches_uniquely(ctx, repo):
+    target = write(repo, "twice.py", "def a():\n    return 1\ndef b():\n    return 1\n")
+    message = refused(ctx, target, block("\nreturn 1", "return 2"))
+    assert "without the blank line it starts with matches 2 places" in message
+    assert "lines 2, 4" in message
+
+
+@pytest.mark.parametrize("divider", ["===", "=====", "=======", "=========", "==========", "=" * 16])
+def test_divider_lengths_the_peers_accept(ctx, cart, divider):
+    # Cline accepts three or more, Aider five to nine: every one of them divides here.
+    diff = f"<<<<<<< SEARCH\n        return len(self.items)\n{divider}\n        return 0\n>>>>>>> REPLACE"
+    replace_in_file(ctx, {"path": "cart.py", "diff": diff})
+    assert cart.read_text().endswith("        return 0\n")
+
+
+def test_three_character_markers_are_accepted(ctx, cart):
+    diff = "<<< SEARCH\n        return len(self.items)\n===\n        return 0\n>>> REPLACE"
+    replace_in_file(ctx, {"path": "cart.py", "diff": diff})
+    assert cart.read_text().endswith("        return 0\n")
+
+
+def test_a_line_of_equals_signs_in_the_text_is_not_taken_for_the_divider(ctx, repo):
+    # A Markdown heading underline in SEARCH and in REPLACE: the divider is the line closest to seven =.
+    target = write(repo, "README.md", "Title\n=====\n\nText.\n")
+    apply(ctx, "README.md", block("Title\n=====", "Better title\n============"))
+    assert target.read_text() == "Better title\n============\n\nText.\n"
+
+
+def test_two_equally_likely_dividers_are_refused_by_name(ctx, repo):
+    target = write(repo, "README.md", "Title\n=======\n")
+    message = refused(ctx, target, block("Title\n=======", "Other\n======="))
+    assert "3 lines made only of = signs (lines 3, 4, 6)" in message
+    assert "not clear which one divides SEARCH from REPLACE" in message
+
+
+@pytest.mark.parametrize("near", ["==", "======= REPLACE", "=======>"])
+def test_a_line_that_is_almost_a_divider_is_named(ctx, cart, near):
+    diff = f"<<<<<<< SEARCH\n        return len(self.items)\n{near}\n        return 0\n>>>>>>> REPLACE"
+    message = refused(ctx, cart, diff)
+    assert f"line 3 ({near!r}) is not one" in message
+    assert "a line of = signs alone, at least three" in message
+
+
+@pytest.mark.parametrize("elision", ["...", "# ... rest unchanged", "# rest of the method unchanged",
+                                     "// ... existing code ..."])
+def test_an_elided_middle_is_named_with_what_to_send_instead(ctx, repo, elision):
+    target = write(repo, "calc.py", "def f():\n    a = 1\n    b = 2\n    c = 3\n    return a\n")
+    message = refused(ctx, target, block(f"def f():\n    a = 1\n    {elision}\n    return a",
+                                         f"def f():\n    a = 10\n    {elision}\n    return a"))
+    assert f"SEARCH line 3 ({elision!r}) stands for lines left out, and SEARCH cannot skip lines" in message
+    assert "send one block per place that changes" in message
+    assert f"REPLACE line 3 ({elision!r}) would be written into the file as it is" in message
+    assert "SEARCH must repeat the file's current lines exactly" not in message  # the cause replaces it
+
+
+def test_an_ellipsis_that_is_in_the_file_is_not_called_an_elision(ctx, repo):
+    target = write(repo, "stub.py", "def f():\n    ...\n")
+    message = refused(ctx, target, block("def f():\n    ...\n    return 1", "def f():\n    return 2"))
+    assert "left out" not in message
+    assert "SEARCH must repeat the file's current lines exactly" in message
+
+
+def test_curly_quotes_for_straight_ones_are_named(ctx, repo):
+    target = write(repo, "greet.py", "print('hello')\nname = \"world\"\n")
+    message = refused(ctx, target, block("print(\u2018hello\u2019)\nname = \u201cworld\u201d",
+                                         "print(\u2018bye\u2019)\nname = \u201cworld\u201d"))
+    assert "curly quotes (\u2018 \u2019 \u201c \u201d) where the file has straight ones" in message
+    assert "with straight quotes it would match lines 1-2" in message
+    assert "straight ' and \" in SEARCH, and in REPLACE too" in message
+
+
+def test_curly_quotes_in_the_file_are_named(ctx, repo):
+    target = write(repo, "notes.txt", "It\u2019s done.\nNext.\n")
+    message = refused(ctx, target, block("It's done.", "It is done."))
+    assert "the file has curly quotes (\u2019) at line 1 where SEARCH has straight ones" in message
+    assert "curly quotes included" in message
+
+
+@pytest.mark.parametrize("header", ["", "diff --git a/cart.py b/cart.py\nindex 1111111..2222222 100644\n"])
+def test_a_unified_diff_is_named_with_what_to_send_instead(ctx, cart, header):
+    diff = (f"{header}--- a/cart.py\n+++ b/cart.py\n@@ -8,2 +8,2 @@\n     def count(self):\n"
+            f"-        return len(self.items)\n+        return 0\n")
+    message = refused(ctx, cart, diff)
+    assert "The diff is a unified diff" in message
+    assert "Send SEARCH/REPLACE blocks instead, one per hunk" in message
+    assert "<<<<<<< SEARCH" in message  # the format it expects
+
+
+def test_a_hunk_without_file_headers_is_a_unified_diff_too(ctx, cart):
+    message = refused(ctx, cart, "@@ -9 +9 @@\n-        return len(self.items)\n+        return 0")
+    assert "The diff is a unified diff" in message
+
+
+def test_counts_of_one_are_singular(ctx, repo):
+    target = write(repo, "one.py", "x = 1\n")
+    message = refused(ctx, target, block("", "x = 2"))
+    assert "is not empty (1 line)" in message and "(1 REPLACE line)" in message
+    message = refused(ctx, target, block("x = 100", "x = 2"))
+    assert "Did you mean this line (83% similar, line 1)?" in message
+    assert "lines" not in message.split("Did you mean", 1)[1].splitlines()[0]
+
+
+def test_a_question_in_a_malformed_message_is_not_followed_by_a_full_stop(ctx, cart):
+    message = refused(ctx, cart, "replace total with something better")
+    assert "marker lost?\n" in message and "?." not in message

@@ -1,0 +1,139 @@
+"""Stage one of an action job: the event becomes a Plan — the task, the branches and the title.
+
+Nothing here calls the model or touches the work tree; it reads GitHub (the issue, its comments and
+label events, or the failed run's jobs and logs) and refuses what gitbot will not act on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from gitbot.forge import pull_request as prmod
+from gitbot.forge.event import IssueTrigger
+from gitbot.forge.issue_task import IssueText, build_issue_task, clean_title, select_comments
+from gitbot.forge.job import Job
+from gitbot.forge.mdsafe import md_cell
+from gitbot.task import Task
+
+
+class Refused(Exception):
+    """Not an error: gitbot will not act on this trigger (a notice, exit 0)."""
+
+
+@dataclass
+class Plan:
+    task: Task
+    base: str  # the branch the PR targets
+    branch: str  # gitbot's branch
+    title: str  # the PR title and commit subject
+    start_sha: str | None = None  # the commit to start from (a failed run's head); None: the base's tip
+    fetch_also: str | None = None  # the branch holding start_sha, when it is not the base
+    issue: int | None = None
+    context_line: str = ""
+    # The issue's comments as read for the task: the status comment is found among them without a
+    # second read (None: not read, so the report reads them).
+    issue_comments: list[Any] | None = None
+    # Where the policy is read from: the PR's base branch for an issue, the default branch (or the
+    # configured base-branch) for a failed run, never the commit under test, which could loosen it.
+    policy_branch: str | None = None
+
+
+def make_plan(job: Job) -> Plan:
+    t = job.trigger
+    if isinstance(t, IssueTrigger):
+        return _issue_plan(job, t)
+    return _workflow_plan(job, t)
+
+
+def _issue_plan(job: Job, t: IssueTrigger) -> Plan:
+    forge = job.forge
+    if t.snapshot is not None:
+        author = (t.snapshot.get("user") or {}).get("login", "")
+        issue = IssueText(t.number, t.snapshot.get("title") or "", t.snapshot.get("body") or "", author)
+        # The payload's issue snapshot was taken when this run's label was added: no label event
+        # after it is this run's (a queued run must not take a later labelling's time).
+        snapshot_time = parse_time(t.snapshot.get("updated_at"))
+        approved_at = (
+            forge.label_added_at(t.number, t.label or "", t.sender.login, not_after=snapshot_time)
+            or snapshot_time
+        )
+    else:
+        data = forge.issue(t.number)
+        if data.is_pull_request:
+            raise Refused(f"#{t.number} is a pull request; gitbot fixes issues")
+        if data.state != "open":
+            raise Refused(f"issue #{t.number} is closed")
+        issue = IssueText(data.number, data.title, data.body, data.author)
+        approved_at = dt.datetime.now(dt.UTC)
+    comments = forge.comments(t.number)
+    task = build_issue_task(
+        issue,
+        select_comments(comments, approved_at),
+        repository=job.ctx.repository,
+        check_command=job.inputs.check_command,
+    )
+    how = (
+        f"after `{md_cell(t.sender.login)}` added the `{md_cell(t.label)}` label"
+        if t.label
+        else f"started by `{md_cell(t.sender.login)}`"
+    )
+    return Plan(
+        task=redacted(job, task),
+        base=job.inputs.base_branch or forge.default_branch,
+        branch=t.branch,
+        title=f"Fix #{t.number}: {clean_title(issue.title, 80)}",
+        issue=t.number,
+        context_line=f"gitbot worked on #{t.number} {how}.",
+        issue_comments=comments,
+    )
+
+
+def _workflow_plan(job: Job, t) -> Plan:
+    from gitbot.forge.workflow import build_workflow_task, collect_failures
+
+    try:
+        prmod.validate_branch(t.head_branch)
+    except prmod.GitError as exc:
+        raise Refused(str(exc)) from None
+    jobs, notes = collect_failures(job.forge, t.run_id)
+    task = build_workflow_task(
+        workflow=t.name,
+        branch=t.head_branch,
+        sha=t.head_sha,
+        run_url=t.html_url,
+        jobs=jobs,
+        notes=notes,
+        check_command=job.inputs.check_command,
+    )
+    base = job.inputs.base_branch or t.head_branch
+    return Plan(
+        policy_branch=job.inputs.base_branch or job.forge.default_branch,
+        task=redacted(job, task),
+        base=base,
+        branch=t.branch,
+        title=clean_title(f"Fix failing {t.name} on {t.head_branch}", 80),
+        start_sha=t.head_sha,
+        fetch_also=t.head_branch if t.head_branch != base else None,
+        context_line=f"gitbot worked on the failure of the workflow run [{md_cell(t.name)}]"
+        f"({t.html_url}) on `{md_cell(t.head_branch)}`.",
+    )
+
+
+def redacted(job: Job, task: Task) -> Task:
+    return Task(
+        text=job.secrets.redact(task.text),
+        source=task.source,
+        title=job.secrets.redact(task.title),
+        check_command=task.check_command,
+    )
+
+
+def parse_time(value: Any) -> dt.datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None

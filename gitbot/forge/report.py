@@ -1,0 +1,268 @@
+"""Stage three of an action job: telling people — the status comment on the issue, the pull request,
+the job summary and the step outputs.
+
+Everything gitbot did not write (the model's words, file names, error messages) goes through
+mdsafe.py before it reaches GitHub, and every text is redacted of known secrets and token shapes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gitbot import __version__
+from gitbot.agent.result import ExitCode, RunResult, Status, exit_code_for
+from gitbot.forge import pull_request as prmod
+from gitbot.forge.github import ForgeError, PullData
+from gitbot.forge.issue_task import STATUS_MARKER
+from gitbot.forge.job import Job
+from gitbot.forge.leaks import Leak
+from gitbot.forge.mdsafe import code_span, fenced, md_cell
+from gitbot.forge.plan import Plan
+from gitbot.forge.pr_body import BodyParts, StepCost, left_out_notes, parse_changes, receipt_markdown, render
+from gitbot.forge.work import WorkOutcome
+from gitbot.receipt import money
+
+COMMENT_SUMMARY_CHARS = 3_000
+SANDBOX_OFF_WARNING = (
+    "**The agent's commands ran WITHOUT a sandbox**: this repository's policy sets `[sandbox] mode = "
+    '"off"`, so they could read and write anything the runner user can and reach the network. Review '
+    "this change, and the job's log, with that in mind."
+)
+
+
+def outputs(
+    status: str, *, pr: PullData | None = None, verified: bool = False, result: RunResult | None = None
+) -> dict[str, str]:
+    """The action's step outputs (action.yml `outputs:`)."""
+    cost = result.cost_usd if result is not None else 0.0
+    return {
+        "status": status,
+        "pr-url": pr.html_url if pr else "",
+        "pr-number": str(pr.number) if pr else "",
+        "verified": "true" if verified else "false",
+        "cost-usd": "" if cost is None else f"{cost:.4f}",
+        "run-id": result.run_id if result is not None else "",
+    }
+
+
+class Report:
+    """Everything one job says, to the issue, the PR, the job summary and the outputs."""
+
+    def __init__(self, job: Job):
+        self.job = job
+        self.plan: Plan | None = None
+        self.issue_comments = None  # the issue's comments as last read (the status comment is among them)
+
+    def planned(self, plan: Plan) -> None:
+        self.plan = plan
+        self.issue_comments = plan.issue_comments
+
+    # ---------------------------------------------------------------- the outcomes
+
+    def refused(self, reason: str) -> int:
+        io = self.job.io
+        io.notice(f"gitbot will not run: {reason}", title="gitbot")
+        io.write_summary(f"## gitbot: not run\n\n{md_cell(reason)}\n")
+        io.set_outputs(outputs("refused"))
+        return ExitCode.OK
+
+    def report(self, outcome: WorkOutcome) -> int:
+        if outcome.leaks:
+            return self.refuse_leaks(outcome.result, outcome.leaks)
+        job, plan = self.job, self.plan
+        io, ctx = job.io, job.ctx
+        result, verdict, commit, pushed_to = (
+            outcome.result,
+            outcome.verdict,
+            outcome.commit,
+            outcome.pushed_to,
+        )
+        v = verdict.verification
+        notes = []
+        if outcome.sandbox_off:
+            notes.append(SANDBOX_OFF_WARNING)
+        if verdict.tests_modified:
+            files = ", ".join(code_span(p) for p in verdict.tests_modified)
+            notes.append(
+                f"The agent changed tests or check configuration ({files}): make sure the fix is in the "
+                "code, not in the test."
+            )
+        notes += left_out_notes(outcome.left_out)
+        notes += stopped_notes(result)
+        notes += job.artifact_notes or []
+        pr = None
+        status = result.status.value
+        receipt = receipt_markdown(result)
+        if result.status is Status.COMPLETED and commit is not None:
+            changes = parse_changes(prmod.diff_text(job.repo, outcome.diff_base, commit.sha))
+            draft = job.inputs.draft or not v.verified or bool(verdict.tests_modified) or outcome.sandbox_off
+            body = render(
+                BodyParts(
+                    result=result,
+                    verification=v,
+                    changes=changes,
+                    version=__version__,
+                    closes=plan.issue,
+                    footer_links=[f"[workflow run]({ctx.run_url})", f"run `{result.run_id}`"],
+                    context_line=plan.context_line,
+                    request_costs=request_costs(job.repo, result.run_id),
+                    restore_hint=restore_hint(result.run_id, ctx.run_id),
+                    notes=notes,
+                    workflow_token=job.inputs.workflow_token,
+                )
+            )
+            try:
+                pr, created = prmod.open_or_update_pull(
+                    job.forge,
+                    branch=pushed_to,
+                    base=plan.base,
+                    title=job.secrets.redact(plan.title),
+                    body=job.secrets.redact(body),
+                    draft=draft,
+                )
+            except ForgeError as exc:
+                io.error(str(exc), title="gitbot: pull request")
+                self.comment(
+                    f"⚠️ gitbot made a change but could not open the pull request: {md_cell(str(exc))}\n\n"
+                    f"The change is on the branch {self.branch_link(pushed_to)}.\n\n"
+                    f"{receipt}"
+                )
+                io.set_outputs(outputs("error", verified=v.verified, result=result))
+                return ExitCode.INFRA
+            kind = "draft pull request" if pr.draft else "pull request"
+            headline = f"{'opened' if created else 'updated'} {kind} [#{pr.number}]({pr.html_url})"
+            proof = (
+                f"✅ verified: {code_span(v.command or '')} {v.before} before the change, {v.after} after it."
+                if v.verified
+                else f"⚠️ not verified: {v.reason}"
+            )
+            self.comment(
+                f"✅ gitbot {headline}.\n\n{proof}\n\n{warnings(notes)}Cost: {money(result.cost_usd)} for "
+                f"{result.steps} model request(s) · [workflow run]({ctx.run_url})"
+            )
+            exit_code = ExitCode.OK
+        else:
+            if result.status is Status.COMPLETED:
+                status = "no_changes"
+                headline = "finished without changing any file"
+                if outcome.left_out:
+                    headline = "finished without a change it may push"
+            else:
+                headline = f"stopped: {result.status.value.replace('_', ' ')}"
+            where = (
+                f"The work so far is on the branch {self.branch_link(pushed_to)}, so a person can continue "
+                "from it."
+                if pushed_to
+                else "No change was pushed."
+            )
+            summary = fenced(job.secrets.redact(result.summary or "(none)")[:COMMENT_SUMMARY_CHARS])
+            self.comment(
+                f"❌ gitbot {headline}. {where}\n\n{warnings(notes)}The model's last words (its own, "
+                f"unchecked):\n\n{summary}\n\n{receipt}\n\n[workflow run]({ctx.run_url})"
+            )
+            io.error(f"gitbot {headline}. {where}", title="gitbot")
+            exit_code = (
+                ExitCode.GAVE_UP if result.status is Status.COMPLETED else exit_code_for(result.status)
+            )
+        verification = "✅ verified" if v.verified else f"⚠️ not verified — {v.reason}"
+        io.write_summary(
+            f"## gitbot {headline}\n\n{plan.context_line}\n\nVerification: {verification}\n\n"
+            f"{warnings(notes)}{receipt}\n"
+        )
+        io.set_outputs(outputs(status, pr=pr, verified=v.verified and pr is not None, result=result))
+        return exit_code
+
+    def refuse_leaks(self, result: RunResult, leaks: list[Leak]) -> int:
+        """The change holds something that looks like a secret: nothing is pushed, and nobody is shown it."""
+        io = self.job.io
+        where = ", ".join(code_span(leak.where()) for leak in leaks[:10])
+        more = f" and {len(leaks) - 10} more" if len(leaks) > 10 else ""
+        message = (
+            f"gitbot did not push its change: the diff adds what looks like a secret in {where}{more}. "
+            "Nothing was pushed and no pull request was opened; the value is not shown anywhere. Check "
+            "whether a credential reached the repository's files, and rotate it if it is real. (A false "
+            "positive, such as a test fixture, can be marked with `gitbot: allow-secret` on its line in the "
+            "repository; gitbot does not accept the marker on a line its own change adds.)"
+        )
+        io.error(
+            f"the change contains a secret-like value ({', '.join(leak.where() for leak in leaks[:10])}); "
+            "nothing was pushed",
+            title="gitbot: secret in the change",
+        )
+        notes = warnings(self.job.artifact_notes or [])
+        self.comment(f"⛔ {message}\n\n{notes}{receipt_markdown(result)}\n\n[workflow run]({self.job.ctx.run_url})")
+        io.write_summary(f"## gitbot refused to push\n\n{message}\n\n{notes}{receipt_markdown(result)}\n")
+        io.set_outputs(outputs("secret_found", result=result))
+        return ExitCode.GAVE_UP
+
+    def fail(self, message: str, code: int) -> int:
+        io = self.job.io
+        io.error(message, title="gitbot")
+        self.comment(
+            f"⚠️ gitbot could not finish: {md_cell(message)}\n\n[workflow run]({self.job.ctx.run_url})"
+        )
+        io.write_summary(f"## gitbot could not finish\n\n{md_cell(message)}\n")
+        io.set_outputs(outputs("error"))
+        return code
+
+    # ---------------------------------------------------------------- the status comment
+
+    def comment(self, text: str) -> None:
+        """Create or edit the one status comment on the issue (workflow runs have no issue to comment on)."""
+        if self.plan is None or self.plan.issue is None:
+            return
+        body = f"{STATUS_MARKER}\n{self.job.secrets.redact(text)}"
+        try:
+            self.job.forge.upsert_comment(
+                self.plan.issue, body, marker=STATUS_MARKER, existing=self.issue_comments
+            )
+            self.issue_comments = None  # the next edit re-reads, so it finds the comment just made
+        except ForgeError as exc:
+            self.job.io.warning(f"could not write the status comment: {exc}", title="gitbot")
+
+    def branch_link(self, branch: str | None) -> str:
+        ctx = self.job.ctx
+        return f"[`{branch}`]({ctx.server_url}/{ctx.repository}/tree/{branch})" if branch else ""
+
+
+def request_costs(repo: Path, run_id: str) -> dict[int, StepCost]:
+    """Tokens and cost of each model request, from the run record's `reply` events."""
+    from gitbot.llm.usage import Usage
+    from gitbot.record import load_events, runs_dir
+
+    costs: dict[int, StepCost] = {}
+    try:
+        for event in load_events(runs_dir(repo) / run_id):
+            if event.get("event") == "reply" and isinstance(event.get("n"), int):
+                usage = Usage.from_api(event.get("usage") or {})
+                costs[event["n"]] = StepCost(usage.prompt_tokens + usage.output_tokens, event.get("cost_usd"))
+    except (OSError, ValueError):
+        return {}
+    return costs
+
+
+def stopped_notes(result: RunResult) -> list[str]:
+    """Where the secret scanner stopped values on their way to the model or the record (record.py)."""
+    stops = result.extra.get("secrets_stopped") or []
+    if not stops:
+        return []
+    shown = "; ".join(md_cell(str(stop)) for stop in stops[:10])
+    more = f"; and {len(stops) - 10} more" if len(stops) > 10 else ""
+    note = (
+        f"The secret scanner replaced secret-like values before they reached the model or the run record: "
+        f"{shown}{more}. Check where they came from, and rotate them if they are real."
+    )
+    return [note]
+
+
+def restore_hint(run_id: str, actions_run_id: str) -> str:
+    return (
+        f"Every step is a checkpoint. The run record is in this workflow run's `gitbot-run-{actions_run_id}` "
+        "artifact: unpack it into `.git/gitbot/` of a clone of this branch, then `gitbot checkpoints list "
+        f"{run_id}` and `gitbot checkpoints restore {run_id} STEP` put the work tree back as it was after "
+        "that step."
+    )
+
+
+def warnings(notes: list[str]) -> str:
+    return "".join(f"> [!WARNING]\n> {note}\n\n" for note in notes)

@@ -1,0 +1,75 @@
+"""What a judgement produces on the way: the refusal it raises and the findings it collects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gitbot.policy.judge.words import Word
+
+
+class Denied(Exception):
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def deny(reason: str) -> None:
+    raise Denied(reason)
+
+
+def snippet(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Read:
+    """A path a command reads, to be held to read_deny once the whole line is known."""
+
+    word: Word
+    shown: str  # the command, for messages
+    recursive: bool = False  # a directory is searched: every file below it is read
+    hidden: bool = True  # ... hidden files too (ripgrep skips them unless told)
+    suffixes: tuple[str, ...] = ()  # ... only files with these endings (ruff, mypy)
+    rooted: bool = False  # relative to the repository root whatever the directory (git's REV:PATH)
+
+
+@dataclass(frozen=True)
+class HistoryRead:
+    """A git command that prints file contents from the history, the index or the work tree."""
+
+    shown: str
+    scope: str  # "tracked" (the index and the work tree), "history" (every commit too), "files" (untracked too)
+    pathspecs: tuple[Word, ...]  # the paths after `--`
+    literal_pathspecs: bool  # git --literal-pathspecs
+    objects: tuple[str, ...] = ()  # revisions given by object id (a blob among them is refused)
+    restricts: bool = True  # False: no pathspec limits what it prints (git cat-file -p)
+    contents: bool = True  # False: only the objects named by id matter
+
+
+@dataclass(frozen=True)
+class TreeWrite:
+    """A program that rewrites files below a directory (ruff format, ruff --fix): the files of these
+    kinds that lie there must all be editable."""
+
+    word: Word
+    shown: str
+    suffixes: tuple[str, ...]
+
+
+@dataclass
+class Verdicts:
+    """What one judgement has found so far."""
+
+    allowed: list[str] = field(default_factory=list)
+    commands: list[tuple[str | None, ...]] = field(default_factory=list)
+    outputs: list[tuple[Word, str]] = field(default_factory=list)  # redirect targets, checked at the end
+    edits: list[tuple[Word, str]] = field(default_factory=list)  # files a writer changes
+    # (what a link points to, the directories a relative symlink target is resolved from, the command)
+    links: list[tuple[Word, list[Word], str]] = field(default_factory=list)
+    relative_programs: list[str] = field(default_factory=list)
+    changes_directory: bool = False
+    leaves_repository: bool = False  # ... perhaps to a directory outside the repository
+    reads: list[Read] = field(default_factory=list)  # files and directories read
+    history: list[HistoryRead] = field(default_factory=list)  # contents printed by git
+    tree_writes: list[TreeWrite] = field(default_factory=list)
