@@ -47,8 +47,6 @@ import re
 import shutil
 import stat
 import statistics
-import subprocess
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -57,6 +55,13 @@ from typing import Any
 
 from gitbot import git
 from gitbot.checkpoints.errors import json_safe_path
+from gitbot.checkpoints.seeding import (
+    LISTING_ARGS,
+    Background,
+    SeedFixes,
+    filtered_index_info,
+    read_seed_listing,
+)
 from gitbot.checkpoints.shadow import (
     GITLINK_MODE,
     MANIFEST_PREFIX,
@@ -82,10 +87,6 @@ SLOW_MEDIAN_SECONDS = 2.0
 _TIMING_WINDOW = 10
 _TIMING_MIN_SAMPLES = 3
 
-# `ls-files -s -v` records of plain cached files and symlinks (tag H, stage 0 or not), the common case.
-_ORDINARY_RECORDS = (b"H 100644 ", b"H 100755 ", b"H 120000 ")
-
-_LISTING_ARGS = ("ls-files", "-z", "-s", "-v")
 _STATUS_ARGS = ("status", "--porcelain=v2", "-z", "--untracked-files=all", "--no-renames",
                 # A submodule counts as changed when its HEAD moves, not when its files do:
                 # it is recorded by reference, and looking inside would cost a status per submodule.
@@ -168,7 +169,7 @@ class Checkpointer:
         self._degraded_at_step: int | None = None
         # Set when the index was (re-)seeded: the next scan copies blobs only the user's index holds.
         self._keep_staged = False
-        self._seed_listing: _Background | None = None
+        self._seed_listing: Background | None = None
         self._seed_tree: str | None = None  # HEAD's tree when the index was seeded
         since = per_response_from(self.paths, run_id) if steps else None
         if since is not None:  # a resumed run stays in the mode it had degraded to
@@ -321,36 +322,19 @@ class Checkpointer:
         self._keep_staged = True
         # One pass over the seeded entries finds gitlinks and the assume-unchanged and skip-worktree
         # bits that would hide our changes; it runs while the first scan's status does (_fix_seeded).
-        self._seed_listing = _Background(self.shadow, self.index, _LISTING_ARGS)
+        self._seed_listing = Background(self.shadow, self.index, LISTING_ARGS)
 
-    def _read_seed_listing(self) -> _SeedFixes | None:
-        """What the seeded index holds that the scan must handle (read while the first status runs):
-        gitlinks (recorded by reference now), assume-unchanged and skip-worktree bits the user set for
-        their own reasons (or a sparse checkout did), and entries the policy denies reading."""
+    def _read_seed_listing(self) -> SeedFixes | None:
+        """What the seeded index holds that the first scan must handle (read while its status runs)."""
         listing, self._seed_listing = self._seed_listing, None
         if listing is None:
             return None
-        out = listing.output()
-        records = out.split(b"\0")
-        fixes = _SeedFixes(records, has_attributes=b"\t.gitattributes\0" in out or b"/.gitattributes\0" in out)
-        # Nearly every record is "H <mode> <sha> <stage>\t<path>" for a file or symlink: nothing to do.
-        # Only the rest is parsed (this runs once per run, over every entry of a big index).
-        for record in (r for r in records if r and not r.startswith(_ORDINARY_RECORDS)):
-            meta, _, path = record.partition(b"\t")
-            tag, mode, sha = meta[:1], meta[2:8].decode(), meta[9:].split(b" ")[0].decode()
-            if mode == GITLINK_MODE:
-                self._not_captured[os.fsdecode(path)] = _gitlink_reason(sha)
-            if tag.islower():
-                fixes.assume_unchanged.append(path)
-            if tag in (b"S", b"s"):
-                fixes.skip_worktree.append(path)
-        if self._denied is not None:
-            denied = self._denied
-            fixes.denied = {path for path in dict.fromkeys(r.partition(b"\t")[2] for r in records if r)
-                            if denied(os.fsdecode(path))}
+        fixes = read_seed_listing(listing.output(), self._denied)
+        for path, sha in fixes.gitlinks:  # recorded by reference from now on
+            self._not_captured[os.fsdecode(path)] = _gitlink_reason(sha)
         return fixes
 
-    def _fix_seeded(self, fixes: _SeedFixes) -> list[str]:
+    def _fix_seeded(self, fixes: SeedFixes) -> list[str]:
         """After the first status: tracked files the policy denies reading leave the private index (the
         scan finds them untracked and passes them by), the bits are cleared, and entries whose stored
         form is filtered are re-added. Returns the paths the status did not judge, for the scan."""
@@ -370,37 +354,21 @@ class Checkpointer:
                             input=b"\0".join(present) + b"\0")
         filtered: list[bytes] = []
         if fixes.has_attributes or self._attribute_files_outside_the_tree():
-            filtered = self._rehash_filtered(fixes.records, fixes.denied)
+            filtered = self._rehash_filtered(fixes)
         return [os.fsdecode(p) for p in dict.fromkeys([*fixes.denied, *assume_unchanged, *present, *filtered])]
 
     def _attribute_files_outside_the_tree(self) -> bool:
         return bool(self.shadow.user_settings.get("attributesfile")) or any(
             p.is_file() for p in (self.paths.common_dir / "info" / "attributes", Path("/etc/gitattributes")))
 
-    def _rehash_filtered(self, records: list[bytes], denied: set[bytes]) -> list[bytes]:
+    def _rehash_filtered(self, fixes: SeedFixes) -> list[bytes]:
         """Entries with a `filter` attribute hold the user's *clean* form (an LFS pointer); the shadow
         runs no filters, so it must store what is on disk. Re-adding them without stat data makes
-        the next scan hash the file as it is. `records`: the seeded index as `ls-files -s -v` lists it.
-        Returns the paths re-added."""
-        # `:(attr:filter)` would only match `filter` set without a value; a driver name (filter=lfs)
-        # is "specified", so: everything except where the attribute is unspecified.
-        proc = git.run(["-c", "core.fsmonitor=false", "ls-files", "-z", "--", ".", ":(exclude,attr:!filter)"],
-                       cwd=self.repo, ok=(0, 1, 128))
-        if proc.returncode != 0:
-            log.warning("could not list files with a filter attribute: %s", proc.stderr.decode("utf-8", "replace"))
-            return []
-        filtered = {p for p in proc.stdout.split(b"\0") if p}
-        if not filtered:
-            return []
-        entries: dict[bytes, tuple[bytes, bytes]] = {}
-        for record in records:
-            meta, _, path = record.partition(b"\t")
-            if path in filtered and meta[2:8] != GITLINK_MODE.encode():
-                entries[path] = (meta[2:8], meta[9:].split(b" ")[0])
-        if entries:
-            self.shadow.git("update-index", "-z", "--index-info", index=self.index,
-                            input=b"".join(b"%s %s\t%s\0" % (mode, sha, path) for path, (mode, sha) in entries.items()))
-        return list(entries)
+        the next scan hash the file as it is. Returns the paths re-added."""
+        records, paths = filtered_index_info(self.repo, fixes)
+        if records:
+            self.shadow.git("update-index", "-z", "--index-info", index=self.index, input=records)
+        return paths
 
     def _add_touched(self, touched: list[str]) -> bool:
         """The fast path: update only the named paths. False when it cannot decide (scan instead)."""
@@ -451,7 +419,7 @@ class Checkpointer:
         """The general path: ask git what differs from the index, and update just those paths.
         False when status found nothing at all to look at."""
         # Right after seeding, the seeded index's listing is read and matched here while status runs.
-        status = _Background(self.shadow, self.index, _STATUS_ARGS)
+        status = Background(self.shadow, self.index, _STATUS_ARGS)
         try:
             fixes = self._read_seed_listing()
         except BaseException:
@@ -646,50 +614,6 @@ class Checkpointer:
         if rel == ".." or rel.startswith("../"):
             raise ValueError(f"{raw} is outside the repository {self.repo}")
         return rel
-
-
-class _Background:
-    """A git command against the private index, running while this process does something else;
-    its output goes to files so that a full pipe never stalls it. (The first scan runs the seeded
-    index's listing and status at once: both only read the seed, and status writes its refreshed
-    index by rename, which leaves the listing's file intact.)"""
-
-    def __init__(self, shadow: ShadowRepo, index: Path, args: tuple[str, ...]) -> None:
-        self._args = list(args)
-        self._stdout, self._stderr = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115 - closed in output() or discard()
-        self._process = subprocess.Popen(["git", *self._args], env=shadow.env(index), cwd=shadow.paths.work_tree,
-                                         stdin=subprocess.DEVNULL, stdout=self._stdout, stderr=self._stderr)
-
-    def output(self) -> bytes:
-        try:
-            returncode = self._process.wait()
-            self._stdout.seek(0)
-            self._stderr.seek(0)
-            if returncode != 0:
-                raise GitCommandError(self._args, returncode, self._stderr.read())
-            return self._stdout.read()
-        finally:
-            self._close()
-
-    def discard(self) -> None:
-        self._process.kill()
-        self._process.wait()
-        self._close()
-
-    def _close(self) -> None:
-        self._stdout.close()
-        self._stderr.close()
-
-
-@dataclass
-class _SeedFixes:
-    """What the first scan must fix in a freshly seeded index (see Checkpointer._read_seed_listing)."""
-
-    records: list[bytes]  # `ls-files -s -v` records of the seeded index
-    has_attributes: bool
-    assume_unchanged: list[bytes] = field(default_factory=list)
-    skip_worktree: list[bytes] = field(default_factory=list)
-    denied: set[bytes] = field(default_factory=set)
 
 
 def _status_paths(out: bytes) -> tuple[list[str], set[str], list[tuple[str, str]]]:

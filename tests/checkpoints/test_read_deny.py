@@ -85,6 +85,20 @@ def test_a_tracked_denied_file_and_its_staged_edit_stay_out_of_the_store(repo: P
     assert git(repo, "diff", "--cached", "--name-only").strip() == ".env"  # the user's index untouched
 
 
+def test_a_tracked_denied_file_with_a_filter_attribute_is_not_re_added(repo: Path, tmp_path: Path) -> None:
+    # The first scan re-adds filtered entries (as on disk, not in clean form): never a denied one.
+    git(repo, "config", "filter.fake.clean", "cat")
+    (repo / ".gitattributes").write_text("*.key filter=fake\n*.bin filter=fake\n")
+    (repo / "server.key").write_text(f"{SECRET}\n")
+    (repo / "model.bin").write_text("weights\n")
+    git(repo, "add", ".gitattributes", "server.key", "model.bin")
+    git(repo, "commit", "-q", "-m", "a key committed by mistake")
+    step0 = Checkpointer(repo, "run-f", read_deny=DEFAULT_READ_DENY).take(0)
+    files = tree_files(repo, step0.commit)
+    assert "model.bin" in files and "server.key" not in files
+    assert "server.key" in step0.not_captured and SECRET.encode() not in store_text(repo, tmp_path)
+
+
 def test_a_reopened_run_keeps_its_rules_and_other_runs_are_unaffected(repo: Path) -> None:
     (repo / ".env").write_text(f"KEY={SECRET}\n")
     Checkpointer(repo, "run-c", read_deny=("**/.env",)).take(0)
