@@ -133,6 +133,9 @@ class ShadowRepo:
             # Every pathspec we pass is a file name; '*' or ':(' in a name must not become magic.
             "GIT_LITERAL_PATHSPECS": "1",
         })
+        # The private index is ours to write: status must keep its refreshed stat data and its
+        # untracked cache, or every scan redoes both (a full scan costs 1.2x `git status` instead of 0.8x).
+        del self._base_env["GIT_OPTIONAL_LOCKS"]
 
     # -- running git -------------------------------------------------------------------------
 

@@ -206,6 +206,18 @@ def test_a_runs_steps_are_read_from_its_loose_refs_and_from_packed_ones(repo: Pa
     assert Checkpointer(repo, "run-a").last_step == 12
 
 
+def test_the_private_index_keeps_what_status_learnt(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A full scan is cheap only because status writes its refreshed stat data and untracked cache
+    # into the private index; an environment that forbids optional locks would throw both away.
+    monkeypatch.setenv("GIT_OPTIONAL_LOCKS", "0")  # as the user's own environment might
+    cp = Checkpointer(repo, "run-a")
+    cp.take(0)
+    (repo / "new.txt").write_text("untracked\n")
+    cp.take(1)
+    assert b"UNTR" in cp.index.read_bytes()  # the untracked cache extension
+    assert cp.shadow.env(cp.index).get("GIT_OPTIONAL_LOCKS") is None
+
+
 def test_take_rejects_bad_steps_and_bad_arguments(repo: Path) -> None:
     cp = Checkpointer(repo, "run-a")
     cp.take(0)
