@@ -177,9 +177,11 @@ def calibrate_patterns(repo: Path) -> list[tuple[str, str]]:
         if found:
             patterns.append((label, found))
     # The old stream's weak spot: JSON with context a little over the drain budget (rg was killed
-    # near its end and a --count pass followed). ~450 bytes of JSON per matching line with context.
+    # near its end and a --count pass followed). 450-900 bytes of JSON per matching line with context.
     best: tuple[int, str] | None = None
-    for _, word in sorted(estimated, key=lambda item: abs(math.log(item[0] / 1400)))[:40:5]:
+    tried = [min(estimated, key=lambda item: abs(math.log(item[0] / lines)))[1]
+             for lines in (450, 600, 800, 1000, 1300, 1700, 2200, 3000)] if estimated else []
+    for word in dict.fromkeys(tried):
         size = rg_json_bytes(repo, rf"\b{word}\b")
         if DRAIN_BUDGET_BYTES < size and (best is None or size < best[0]):
             best = (size, rf"\b{word}\b")
