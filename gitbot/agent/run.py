@@ -5,6 +5,7 @@ Every way in (gitbot run, demo, fix-check, hook, action) calls `run_task`.
 
 from __future__ import annotations
 
+import copy
 import os
 import platform
 import re
@@ -77,7 +78,10 @@ def check_repository(repo: Path) -> Path:
 
 
 def run_task(task: Task, repo: Path, *, policy: Policy, options: RunOptions | None = None,
-             provider: Provider | None = None, secrets: Secrets | None = None, reporter=None) -> RunResult:
+             provider: Provider | None = None, secrets: Secrets | None = None, reporter=None,
+             history: list[dict] | None = None) -> RunResult:
+    """`history`: the messages of an earlier run to continue (see agent/history.py); the task then
+    comes as one more user message after them."""
     from gitbot.checkpoints import Checkpointer, RunLock
 
     options = options or RunOptions()
@@ -86,8 +90,12 @@ def run_task(task: Task, repo: Path, *, policy: Policy, options: RunOptions | No
     provider = provider or make_provider(options.model)
     run_id = options.run_id or new_run_id()
     tools, ctx = tool_context(repo, policy, secrets, task.check_command, options.review_on_submit)
+    task_message = ctx.secrets.redact(first_user_message(task, repo, policy))
     conversation = Conversation(system=system_prompt(), tools=[t.definition() for t in tools],
-                                first_user_text=ctx.secrets.redact(first_user_message(task, repo, policy)))
+                                first_user_text=task_message)
+    if history:
+        conversation.messages = copy.deepcopy(history)
+        conversation.add_user([{"type": "text", "text": task_message}])
     prices = load_prices()
     budget = options.context_budget_tokens or context_budget(prices, provider.model)
 
@@ -104,7 +112,11 @@ def run_task(task: Task, repo: Path, *, policy: Policy, options: RunOptions | No
                      check_command=task.check_command, model=provider.model, repo=str(repo),
                      limits=vars(policy.limits), replay=provider.is_replay, max_tokens=options.max_tokens,
                      context_budget_tokens=budget, review_on_submit=options.review_on_submit,
-                     first_message=conversation.messages[0]["content"][0]["text"])
+                     first_message=conversation.messages[0]["content"][0]["text"], continues=bool(history))
+        if history:
+            # What the record needs to rebuild this conversation (resume, or a later continuation).
+            record.event("history", messages=history)
+            record.event("user", n=0, content=[{"type": "text", "text": task_message}], mistakes=0)
         record.event("checkpoint", step=0, **first.to_event())
         agent = Agent(provider=provider, tools=tools, ctx=ctx, conversation=conversation, record=record,
                       prices=prices, limits=policy.limits, max_tokens=options.max_tokens,

@@ -31,7 +31,7 @@ from gitbot import __version__
 from gitbot.agent.result import ExitCode
 from gitbot.forge import pull_request as prmod
 from gitbot.forge.actions_io import ActionsIO
-from gitbot.forge.event import ContextError, Ignore, decide, read_context
+from gitbot.forge.event import CommentTrigger, ContextError, Ignore, decide, read_context
 from gitbot.forge.github import ForgeError, GitHubRepo, connect
 from gitbot.forge.inputs import InputError, read_inputs
 from gitbot.forge.job import Job
@@ -102,7 +102,7 @@ def _run_action(environ: dict[str, str], io: ActionsIO, secrets: PublishSecrets)
         io.set_outputs(outputs("error"))
         return ExitCode.CONFIG
 
-    decision = decide(ctx, label=inputs.label)
+    decision = decide(ctx, label=inputs.label, trigger_phrase=inputs.trigger_phrase)
     if isinstance(decision, Ignore):
         io.notice(f"gitbot has nothing to do: {decision.reason}", title="gitbot")
         io.write_summary(f"## gitbot: nothing to do\n\n{md_cell(decision.reason)}\n")
@@ -126,11 +126,18 @@ def _run_action(environ: dict[str, str], io: ActionsIO, secrets: PublishSecrets)
 
 
 def execute(job: Job) -> int:
-    """plan → status comment → work → report; every failure ends in a report too."""
+    """plan → status comment → work → report; every failure ends in a report too. A request made in a
+    comment goes through converse.py first (👀, taken once; a pull request's is handled there)."""
     from gitbot.checks import CheckCommandError
     from gitbot.errors import ConfigError
 
     report = Report(job)
+    if isinstance(job.trigger, CommentTrigger):
+        from gitbot.forge.converse import begin
+
+        done = begin(job, report)
+        if done is not None:
+            return done
     try:
         report.planned(make_plan(job))
     except Refused as exc:

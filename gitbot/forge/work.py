@@ -76,7 +76,7 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
             )
     prmod.start_branch(repo, plan.branch, start)
 
-    policy, sandbox_off = run_policy(job, start)
+    policy, sandbox_off = run_policy(job, start, answer_only=plan.mode == "answer")
     provider = make_provider(job)
     open_pr = job.forge.open_pull(plan.branch)
 
@@ -96,13 +96,12 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
             secrets=job.secrets,
             reporter=ToolLog(job.io),
         )
-        after = (
-            run_check(job, checks, "after the agent") if before is not None and result.files_changed else None
-        )
+        changed = result.files_changed if plan.mode != "answer" else []
+        after = run_check(job, checks, "after the agent") if before is not None and changed else None
     verdict = judge(job, result, before, after)
     commit = None
     left_out: list[prmod.LeftOut] = []
-    if result.files_changed:
+    if changed:
         # The run's policy judges every changed path again: the agent's commands can write files its
         # file tools could not.
         keep, left_out = prmod.partition_changes(result.files_changed, policy.check_edit)
@@ -138,22 +137,42 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
     if verdict.tests_modified:
         result.extra["tests_modified"] = ", ".join(verdict.tests_modified)
     job.io.untrusted(result.summary or "(no summary)", heading="The model's summary of its work:")
+    keep_record(job, result.run_id)
     diff_base = base_tip if plan.start_sha is None else start
     return WorkOutcome(result, verdict, commit, pushed_to, diff_base, left_out, sandbox_off=sandbox_off)
+
+
+def keep_record(job: Job, run_id: str) -> str | None:
+    """Push the run's record, for a later request on the pull request to continue its conversation
+    (run_records.py); a failure only costs that continuation."""
+    from gitbot.forge import run_records
+
+    try:
+        return run_records.publish(job.repo, run_id, auth=job.auth, secrets=job.secrets)
+    except prmod.GitError as exc:
+        job.io.warning(f"could not keep the run's record on GitHub: {exc}", title="gitbot")
+        return None
 
 
 # ---------------------------------------------------------------- what the agent runs with
 
 
-def run_policy(job: Job, start: str):
+def run_policy(job: Job, start: str, *, answer_only: bool = False, max_cost_usd: float | None = None):
     """The policy as the starting commit has it (nothing the agent writes can loosen it), with the
-    action's limits, and the sandbox required. Returns (policy, sandbox_off)."""
+    action's limits, and the sandbox required. Returns (policy, sandbox_off).
+
+    answer_only: no file may be edited (`@gitbot answer`). max_cost_usd: a lower budget than the
+    input's (what is left of a pull request's total)."""
     from gitbot.agent.run import with_limits
     from gitbot.policy import load_policy
 
     policy_file = Path(job.inputs.policy) if job.inputs.policy else None
     policy = load_policy(job.repo, policy_file, base_ref=start)
     policy = with_limits(policy, max_steps=job.inputs.max_steps, max_cost_usd=job.inputs.max_cost_usd)
+    if max_cost_usd is not None and max_cost_usd < policy.limits.max_cost_usd:
+        policy = with_limits(policy, max_cost_usd=max_cost_usd)
+    if answer_only:
+        policy = dataclasses.replace(policy, edit_allow=())
     return sandboxed(job, policy)
 
 
