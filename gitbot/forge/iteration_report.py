@@ -73,7 +73,8 @@ def report_iteration(job: Job, report: Report, plan, outcome: IterationOutcome) 
         current = get_pull(job.forge, plan.pull.number)
         ledger = Ledger.parse(current.body) or Ledger(issue=plan.ledger.issue)
         ledger.record(row)
-        update_body(job.forge, plan.pull.number, report.safe(with_section(current.body, ledger.section())))
+        # Only the section is gitbot's: the rest of a person's pull request body stays as they wrote it.
+        update_body(job.forge, plan.pull.number, with_section(current.body, report.safe(ledger.section())))
     except ForgeError as exc:
         io.warning(f"could not update the pull request's body: {exc}", title="gitbot")
         ledger = plan.ledger

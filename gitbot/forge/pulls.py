@@ -20,15 +20,16 @@ from gitbot.forge.github import ForgeError, GitHubRepo, forge_error
 
 REPLY_MARKER = "<!-- gitbot:reply {key} run {run} -->"
 REPLY_PATTERN = re.compile(r"<!-- gitbot:reply ([\w-]+) run (\d+) -->")
-THREAD_PAGES = 5  # review threads are read 50 at a time, up to this many pages
+THREADS_PER_PAGE = 50
+THREAD_PAGES = 5  # review threads are read THREADS_PER_PAGE at a time, up to this many pages
 THREAD_COMMENTS = 30  # comments per thread (the first ones: the request and its discussion)
 CHECK_RUNS = 50
 
 REVIEW_THREADS_QUERY = """
-query ReviewThreads($owner: String!, $name: String!, $number: Int!, $after: String) {
+query ReviewThreads($owner: String!, $name: String!, $number: Int!, $first: Int!, $after: String) {
   repository(owner: $owner, name: $name) {
     pullRequest(number: $number) {
-      reviewThreads(first: 50, after: $after) {
+      reviewThreads(first: $first, after: $after) {
         pageInfo { hasNextPage endCursor }
         nodes {
           isResolved
@@ -196,7 +197,7 @@ def review_threads(forge: GitHubRepo, number: int) -> list[ReviewThread]:
         data = graphql(
             forge,
             REVIEW_THREADS_QUERY,
-            {"owner": owner, "name": name, "number": number, "after": after},
+            {"owner": owner, "name": name, "number": number, "first": THREADS_PER_PAGE, "after": after},
             f"reading the review threads of #{number}",
         )
         connection = (((data.get("repository") or {}).get("pullRequest") or {}).get("reviewThreads")) or {}

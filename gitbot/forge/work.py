@@ -86,7 +86,8 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
     # agent it executes code the agent wrote, so it must never see the tokens.
     checks = CheckSandbox(policy, repo)
     with job.io.commands_stopped():
-        before = run_check(job, checks, "before the agent")
+        # An answer changes nothing, so there is nothing to verify.
+        before = run_check(job, checks, "before the agent") if plan.mode != "answer" else None
         result = run_task(
             plan.task,
             repo,

@@ -867,12 +867,17 @@ def _make_handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 rec = Recorded(self.command, url.path, query, headers, body)
                 with fake._lock:
                     fake.requests.append(rec)
-                    if headers.get("authorization", "") not in (f"token {fake.token}", f"Bearer {fake.token}"):
+                    if headers.get("authorization", "") not in (
+                        f"token {fake.token}",
+                        f"Bearer {fake.token}",
+                    ):
                         status, payload = 401, {"message": "Bad credentials"}
                     else:
                         status, payload = github_graphql.answer(fake, body)
                 rec.status = status
-                self._send(status, {"Content-Type": "application/json; charset=utf-8"}, json.dumps(payload).encode())
+                self._send(
+                    status, {"Content-Type": "application/json; charset=utf-8"}, json.dumps(payload).encode()
+                )
             elif url.path.startswith(API_PREFIX + "/"):
                 path = url.path[len(API_PREFIX) :]
                 try:
