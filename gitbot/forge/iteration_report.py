@@ -64,6 +64,7 @@ def report_iteration(job: Job, report: Report, plan, outcome: IterationOutcome) 
         by=t.author.login,
         link=t.html_url,
         actions_run=ctx.run_id,
+        redact=job.secrets.redact,
         continued=outcome.continued,
     )
     if outcome.moved:

@@ -5,19 +5,22 @@ The body of a pull request gitbot works on ends with a section between two marke
     <!-- gitbot:iterations -->
     ## Iterations            (a table, once there is more than the first run)
     …rows, and the cumulative cost and tokens by class…
-    <!-- gitbot:ledger {"issue": 7, "iterations": [...]} -->
+    <!-- gitbot:ledger BASE64-JSON -->
     <!-- /gitbot:iterations -->
 
-The JSON (with every `--` written `-\u002d`, so nothing in it can end the HTML comment, and in plain
-text, so the redaction of secrets on the way out sees every string in it) is what gitbot reads back on the next request: which run to continue, what has been spent,
+The JSON, base64-encoded so that nothing in it (a summary the model wrote, a file name someone chose) can
+end the HTML comment, render, mention anyone or close an issue, is what gitbot reads back on the next request: which run to continue, what has been spent,
 how many iterations there were and which comment each answered (a comment is never worked on twice:
 a re-run of the same workflow run replaces its own row). Only the last section counts, and only
 gitbot writes one: everything the model wrote is fenced with `<!--` broken (mdsafe.fenced), and only
-people with write access can edit the body.
+people with write access can edit the body. Base64 hides strings from the redaction of what gitbot posts,
+so every string is redacted before it goes in (report.iteration_of).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 from dataclasses import asdict, dataclass, field, fields
@@ -28,7 +31,7 @@ from gitbot.receipt import money
 
 START = "<!-- gitbot:iterations -->"
 END = "<!-- /gitbot:iterations -->"
-DATA = re.compile(r"<!-- gitbot:ledger (\{.*?\}) -->")
+DATA = re.compile(r"<!-- gitbot:ledger ([A-Za-z0-9+/=]*) -->")
 SUMMARY_CHARS = 1_500  # of each iteration's summary, kept for a later run that cannot continue this one
 
 
@@ -85,12 +88,12 @@ class Ledger:
         if match is None:
             return None
         try:
-            data = json.loads(match.group(1))
+            data = json.loads(base64.b64decode(match.group(1), validate=True))
             return cls(
                 issue=data.get("issue") if isinstance(data.get("issue"), int) else None,
                 iterations=[Iteration.from_dict(item) for item in data.get("iterations", [])],
             )
-        except (ValueError, TypeError, AttributeError):
+        except (ValueError, TypeError, AttributeError, binascii.Error):
             return None
 
     def find(self, trigger: str) -> Iteration | None:
@@ -128,7 +131,7 @@ class Ledger:
 
     def section(self) -> str:
         payload = {"issue": self.issue, "iterations": [asdict(it) for it in self.iterations]}
-        data = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).replace("--", "-\\u002d")
+        data = base64.b64encode(json.dumps(payload, separators=(",", ":")).encode()).decode()
         parts = [START]
         if len(self.iterations) > 1:
             parts += ["## Iterations", "", self.table(), "", self.totals()]

@@ -23,7 +23,7 @@ from gitbot.forge.mention import defuse
 from gitbot.forge.plan import Plan
 from gitbot.forge.pr_body import BodyParts, StepCost, left_out_notes, parse_changes, receipt_markdown, render
 from gitbot.forge.work import WorkOutcome
-from gitbot.receipt import money
+from gitbot.receipt import cache_read_share, money
 
 COMMENT_SUMMARY_CHARS = 3_000
 SANDBOX_OFF_WARNING = (
@@ -216,7 +216,14 @@ class Report:
         ledger = Ledger(issue=plan.issue)
         ledger.record(
             iteration_of(
-                result, outcome, trigger=None, request=request, by=by, link=link, actions_run=job.ctx.run_id
+                result,
+                outcome,
+                trigger=None,
+                request=request,
+                by=by,
+                link=link,
+                actions_run=job.ctx.run_id,
+                redact=job.secrets.redact,
             )
         )
         return ledger
@@ -313,9 +320,8 @@ def restore_hint(run_id: str, actions_run_id: str) -> str:
 
 def cache_note(result: RunResult) -> str:
     """ ", 85% of the input read from the cache" (nothing when no input was counted)."""
-    u = result.usage
-    prompt = u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens
-    return f", {u.cache_read_input_tokens / prompt:.0%} of the input read from the cache" if prompt else ""
+    share = cache_read_share(result)
+    return f", {share} read from the cache" if share != "none" else ""
 
 
 def iteration_of(
@@ -327,9 +333,11 @@ def iteration_of(
     by: str,
     link: str,
     actions_run: str,
+    redact,
     continued: bool = False,
 ) -> Iteration:
-    """One ledger row for a run."""
+    """One ledger row for a run; `redact` cleans the strings a person or the model wrote, which the
+    ledger's encoding would hide from the redaction of the body."""
     u = result.usage
     verification = outcome.verdict.verification if outcome.verdict else None
     checked = verification is not None and verification.after is not None
@@ -342,7 +350,7 @@ def iteration_of(
     return Iteration(
         n=0,
         trigger=trigger,
-        request=request,
+        request=redact(request),
         by=by,
         link=link,
         actions_run=actions_run,
@@ -356,7 +364,7 @@ def iteration_of(
         cache_read_tokens=u.cache_read_input_tokens,
         output_tokens=u.output_tokens,
         continued=continued,
-        summary=result.summary or "",
+        summary=redact(result.summary or ""),
     )
 
 

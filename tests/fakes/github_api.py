@@ -88,6 +88,9 @@ class Recorded:
     headers: dict[str, str]  # lower-cased names
     body: Any  # parsed JSON, raw bytes for git, or None
     status: int = 0
+    at: float = field(
+        default_factory=time.monotonic
+    )  # when it arrived (CLOCK_MONOTONIC: comparable across processes)
 
     @property
     def route(self) -> str:

@@ -157,7 +157,13 @@ def test_the_gitbot_workflow_is_least_privilege_and_serialised():
     assert on["pull_request_review"]["types"] == ["submitted"]
     assert "pull_request_target" not in on
     assert workflow["permissions"] == {} and "concurrency" not in workflow
-    writes = {"contents": "write", "pull-requests": "write", "issues": "write", "actions": "read", "checks": "read"}
+    writes = {
+        "contents": "write",
+        "pull-requests": "write",
+        "issues": "write",
+        "actions": "read",
+        "checks": "read",
+    }
     fix, converse = workflow["jobs"]["fix"], workflow["jobs"]["converse"]
     for job in (fix, converse):
         assert job["permissions"] == writes

@@ -46,10 +46,13 @@ def answer_script(answer: str) -> list[dict]:
 class Runner(Harness):
     """Every job on a fresh checkout of the fake's repository at the same path (what a runner gives)."""
 
-    def run(self, api: FakeMessagesAPI, event_name: str, event: dict, **kwargs) -> Ran:
+    def new_machine(self) -> None:
         if self.runs:
             self.workspace.rename(self.tmp / f"old-workspace-{self.runs}")
             actions_checkout(self.fake, self.workspace)
+
+    def run(self, api: FakeMessagesAPI, event_name: str, event: dict, **kwargs) -> Ran:
+        self.new_machine()
         return super().run(api, event_name, event, **kwargs)
 
 

@@ -17,10 +17,16 @@ def test_every_operation_gitbot_sends_is_valid_against_githubs_schema(query):
 @pytest.mark.parametrize(
     "query,problem",
     [
-        ("query { repository(owner: \"o\", name: \"r\") { pullRequest(number: 1) { isResolved } } }", "isResolved"),
-        ("mutation { markPullRequestReady(input: {pullRequestId: \"x\"}) { clientMutationId } }", "markPullRequestReady"),
-        ("mutation { addReaction(input: {subjectId: \"x\", content: LOOK}) { reaction { content } } }", "LOOK"),
-        ("query { repository(owner: \"o\") { id } }", "name"),
+        (
+            'query { repository(owner: "o", name: "r") { pullRequest(number: 1) { isResolved } } }',
+            "isResolved",
+        ),
+        (
+            'mutation { markPullRequestReady(input: {pullRequestId: "x"}) { clientMutationId } }',
+            "markPullRequestReady",
+        ),
+        ('mutation { addReaction(input: {subjectId: "x", content: LOOK}) { reaction { content } } }', "LOOK"),
+        ('query { repository(owner: "o") { id } }', "name"),
         ("query { repository(", "syntax"),
     ],
 )

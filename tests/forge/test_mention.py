@@ -72,7 +72,9 @@ def test_a_custom_phrase_is_matched_and_defused_as_a_whole_word():
     assert live_mentions(defuse("run /fixit", "/fixit"), "/fixit") == []
 
 
-@pytest.mark.parametrize("phrase,ok", [("@gitbot", True), ("/fix", True), ("a", False), ("two words", False),
-                                       ("`x`", False), ("> x", False)])
+@pytest.mark.parametrize(
+    "phrase,ok",
+    [("@gitbot", True), ("/fix", True), ("a", False), ("two words", False), ("`x`", False), ("> x", False)],
+)
 def test_which_phrases_are_accepted(phrase, ok):
     assert valid_phrase(phrase) is ok

@@ -21,7 +21,9 @@ def write_record(repo, run_id=RUN, *, token="", history=None):
     if history:
         record.event("history", messages=history)
         record.event("user", n=0, content=[{"type": "text", "text": "And now this"}])
-    record.event("reply", n=1, content=[{"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a"}}])
+    record.event(
+        "reply", n=1, content=[{"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a"}}]
+    )
     record.event("user", n=1, content=[{"type": "tool_result", "tool_use_id": "t1", "content": f"a {token}"}])
     record.write_result({"status": "completed"})
     record.close()
