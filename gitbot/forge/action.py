@@ -131,6 +131,7 @@ def execute(job: Job) -> int:
     from gitbot.checks import CheckCommandError
     from gitbot.errors import ConfigError
 
+    warm_up_the_model_client()
     report = Report(job)
     if isinstance(job.trigger, CommentTrigger):
         from gitbot.forge.converse import begin
@@ -163,3 +164,12 @@ def execute(job: Job) -> int:
 
         job.io.untrusted(traceback.format_exc(), heading="gitbot crashed:")
         return report.fail(f"internal error: {type(exc).__name__}: {exc}", ExitCode.INFRA)
+
+
+def warm_up_the_model_client() -> None:
+    """Import the model's SDK in the background: it takes about a second, which the GitHub calls and git
+    fetches before the first model request can hide (they wait on the network, or on git processes)."""
+    import importlib
+    import threading
+
+    threading.Thread(target=importlib.import_module, args=("anthropic",), name="warm-up", daemon=True).start()

@@ -33,7 +33,9 @@ MAX_LISTED_COMMITS = 20
 class IterationOutcome(WorkOutcome):
     head: str = ""  # the branch's tip the work started from
     continued: bool = False  # the run continued the previous run's conversation
-    moved: bool = False  # the branch moved while gitbot worked: the change went to `pushed_to` beside it
+    # Why the change went to `pushed_to` beside the pull request's branch instead of onto it: "moved" (someone
+    # pushed while gitbot worked) or "default" (the branch is the repository's default branch); "" when on it.
+    beside: str = ""
     record_ref: str | None = None
 
 
@@ -51,10 +53,18 @@ def _iterate(job: Job, plan) -> IterationOutcome:
     repo, auth, inputs = job.repo, job.auth, job.inputs
     trigger, pull, ledger = plan.trigger, plan.pull, plan.ledger
     branch = prmod.validate_branch(pull.head_ref)
-    head = prmod.fetch(repo, branch, auth=auth)
+    default = prmod.validate_branch(plan.default_branch)
+    prior = ledger.last_run_id
+    record_ref = run_records.ref_of(prior) if prior else None
+    # One round trip for the branch, the default branch (the policy's source) and the record to continue.
+    wanted = {f"refs/heads/{b}": f"refs/remotes/origin/{b}" for b in (branch, default)}
+    if record_ref:
+        wanted[record_ref] = record_ref
+    tips = prmod.fetch_refs(repo, wanted, auth=auth)
+    head = tips[f"refs/heads/{branch}"]
     if head is None:
         raise GitError(f"the pull request's branch {branch!r} is gone from origin")
-    default_tip = prmod.fetch(repo, plan.default_branch, auth=auth) or head
+    default_tip = tips[f"refs/heads/{default}"] or head
     prmod.start_branch(repo, branch, head)
     plan.context.commits = commits_since(repo, ledger, head)
 
@@ -63,12 +73,11 @@ def _iterate(job: Job, plan) -> IterationOutcome:
         job, default_tip, answer_only=trigger.mode == "answer", max_cost_usd=max(0.01, remaining)
     )
     history = None
-    prior = ledger.last_run_id
     if prior:
         try:
-            run_dir = run_records.fetch(repo, prior, auth=auth)
+            run_dir = run_records.unpack(repo, prior)
         except GitError as exc:
-            job.io.warning(f"could not fetch the record of run {prior}: {exc}", title="gitbot")
+            job.io.warning(f"could not read the record of run {prior}: {exc}", title="gitbot")
             run_dir = None
         history = messages_of_run(run_dir) if run_dir is not None else None
         job.io.info(
@@ -114,19 +123,22 @@ def _iterate(job: Job, plan) -> IterationOutcome:
         )
     if outcome.commit is not None:
         outcome.leaks = scan_diff(prmod.added_text(repo, head, outcome.commit.sha), job.secrets)
+    beside_branch = f"gitbot/pr-{pull.number}-{result.run_id}"
     if outcome.commit is not None and not outcome.leaks and result.status is Status.COMPLETED:
         outcome.pushed_to = branch
         try:
+            if branch == plan.default_branch:
+                raise GitError("gitbot never pushes to the default branch")
             # Only if the branch is still at `head`: the commit is a fast-forward from it, so nothing
             # anyone pushed is ever overwritten.
             prmod.push(repo, branch, outcome.commit.sha, expected_tip=head, auth=auth)
         except GitError:
-            outcome.moved = True
-            outcome.pushed_to = f"gitbot/pr-{pull.number}-{result.run_id}"
+            outcome.beside = "default" if branch == plan.default_branch else "moved"
+            outcome.pushed_to = beside_branch
             prmod.push(repo, outcome.pushed_to, outcome.commit.sha, expected_tip=None, auth=auth)
     elif outcome.commit is not None and not outcome.leaks:
         # A stopped attempt goes next to the pull request, never onto it.
-        outcome.pushed_to = f"gitbot/pr-{pull.number}-{result.run_id}"
+        outcome.pushed_to = beside_branch
         prmod.push(repo, outcome.pushed_to, outcome.commit.sha, expected_tip=None, auth=auth)
     if result.max_cost_usd is None:
         result.max_cost_usd = policy.limits.max_cost_usd

@@ -9,6 +9,8 @@ for review when an iteration verifies.
 
 from __future__ import annotations
 
+import urllib.parse
+
 from gitbot.agent.result import ExitCode, Status, exit_code_for
 from gitbot.errors import ConfigError
 from gitbot.forge import pull_request as prmod
@@ -16,11 +18,19 @@ from gitbot.forge.github import ForgeError, PullData
 from gitbot.forge.iterate import IterationOutcome, iterate
 from gitbot.forge.job import Job
 from gitbot.forge.ledger import Ledger, with_section
-from gitbot.forge.mdsafe import code_span, fenced, md_cell
-from gitbot.forge.pr_body import parse_changes, receipt_markdown
+from gitbot.forge.mdsafe import code_span, fenced, md_cell, prose
+from gitbot.forge.pr_body import left_out_notes, parse_changes, receipt_markdown
 from gitbot.forge.pr_task import request_label
 from gitbot.forge.pulls import get_pull, mark_ready, update_body
-from gitbot.forge.report import COMMENT_SUMMARY_CHARS, Report, cache_note, iteration_of, outputs, warnings
+from gitbot.forge.report import (
+    COMMENT_SUMMARY_CHARS,
+    SANDBOX_OFF_WARNING,
+    Report,
+    cache_note,
+    iteration_of,
+    outputs,
+    warnings,
+)
 from gitbot.forge.work import SandboxUnavailable
 from gitbot.receipt import money
 
@@ -67,8 +77,8 @@ def report_iteration(job: Job, report: Report, plan, outcome: IterationOutcome) 
         redact=job.secrets.redact,
         continued=outcome.continued,
     )
-    if outcome.moved:
-        row.outcome, row.commit = "branch moved", None
+    if outcome.beside:
+        row.outcome, row.commit = f"beside the branch ({outcome.beside})", None
     # The body as it is now (someone may have edited it while gitbot worked), with this iteration's row.
     try:
         current = get_pull(job.forge, plan.pull.number)
@@ -82,16 +92,12 @@ def report_iteration(job: Job, report: Report, plan, outcome: IterationOutcome) 
         ledger.record(row)
     notes = []
     if outcome.sandbox_off:
-        from gitbot.forge.report import SANDBOX_OFF_WARNING
-
         notes.append(SANDBOX_OFF_WARNING)
     if outcome.verdict.tests_modified:
         files = ", ".join(code_span(p) for p in outcome.verdict.tests_modified)
         notes.append(
             f"The agent changed tests or check configuration ({files}): make sure the fix is in the code."
         )
-    from gitbot.forge.pr_body import left_out_notes
-
     notes += left_out_notes(outcome.left_out)
     cost = (
         f"This step: {money(result.cost_usd)} for {result.steps} model request(s){cache_note(result)}"
@@ -110,20 +116,16 @@ def report_iteration(job: Job, report: Report, plan, outcome: IterationOutcome) 
         and not outcome.left_out
     ):
         status = "answered"
-        from gitbot.forge.mdsafe import prose
-
         text = (
             f"💬 gitbot's answer (the model's words, not checked by gitbot):\n\n"
             f"{prose(job.secrets.redact(result.summary or '(no answer)'))}\n\nNo file was changed. {cost}"
         )
     elif outcome.commit is not None and outcome.pushed_to and result.status is Status.COMPLETED:
-        text = changed_text(job, plan, outcome, notes) + f"\n\n{cost}"
-        if v.verified and not outcome.moved:
+        text = changed_text(job, report, plan, outcome, notes) + f"\n\n{cost}"
+        if v.verified and not outcome.beside:
             ready = make_ready(job, plan, outcome)
             if ready:
                 text += f"\n\n{ready}"
-        if not v.verified:
-            exit_code = ExitCode.GAVE_UP
     else:
         if result.status is Status.COMPLETED:
             status, headline = "no_changes", "finished without a change it may push"
@@ -145,12 +147,12 @@ def report_iteration(job: Job, report: Report, plan, outcome: IterationOutcome) 
     io.write_summary(
         f"## gitbot: {md_cell(request_label(t))} on #{plan.pull.number}: {status}\n\n{receipt_markdown(result)}\n"
     )
-    verified = v.verified and outcome.commit is not None and not outcome.moved
+    verified = v.verified and outcome.commit is not None and not outcome.beside
     io.set_outputs(outputs(status, pr=pull, verified=verified, result=result))
     return exit_code
 
 
-def changed_text(job: Job, plan, outcome: IterationOutcome, notes: list[str]) -> str:
+def changed_text(job: Job, report: Report, plan, outcome: IterationOutcome, notes: list[str]) -> str:
     ctx, commit = job.ctx, outcome.commit
     base = f"{ctx.server_url}/{ctx.repository}"
     changes = parse_changes(prmod.diff_text(job.repo, outcome.head, commit.sha))
@@ -163,11 +165,15 @@ def changed_text(job: Job, plan, outcome: IterationOutcome, notes: list[str]) ->
     if len(changes) > MAX_LISTED_FILES:
         lines.append(f"- … and {len(changes) - MAX_LISTED_FILES} more file(s)")
     commit_link = f"[`{commit.sha[:10]}`]({base}/commit/{commit.sha})"
-    if outcome.moved:
+    if outcome.beside:
+        why = (
+            "moved while gitbot worked, so gitbot did not push onto it (it never pushes over someone's commit)"
+            if outcome.beside == "moved"
+            else "is the repository's default branch, which gitbot never pushes to"
+        )
         head = (
-            f"⚠️ The branch `{md_cell(plan.pull.head_ref)}` moved while gitbot worked, so gitbot did not push onto "
-            f"it (it never pushes over someone's commit): its change {commit_link} is on "
-            f"{job_branch_link(job, outcome.pushed_to)}. Merge it into the branch, or ask again."
+            f"⚠️ The branch `{md_cell(plan.pull.head_ref)}` {why}: its change {commit_link} is on "
+            f"{report.branch_link(outcome.pushed_to)}. Merge it into the branch, or ask again."
         )
     else:
         head = f"✅ gitbot pushed {commit_link} to `{md_cell(plan.pull.head_ref)}`:"
@@ -203,12 +209,5 @@ def make_ready(job: Job, plan, outcome: IterationOutcome) -> str:
     return "The check passed, so this pull request is no longer a draft: it is ready for review."
 
 
-def job_branch_link(job: Job, branch: str | None) -> str:
-    ctx = job.ctx
-    return f"[`{branch}`]({ctx.server_url}/{ctx.repository}/tree/{branch})" if branch else ""
-
-
 def _quote_path(path: str) -> str:
-    import urllib.parse
-
     return urllib.parse.quote(path)

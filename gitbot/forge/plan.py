@@ -12,6 +12,7 @@ from typing import Any
 
 from gitbot.forge import pull_request as prmod
 from gitbot.forge.event import Actor, CommentTrigger, IssueTrigger, is_own_comment
+from gitbot.forge.github import CommentData
 from gitbot.forge.issue_task import IssueText, build_issue_task, clean_title, select_comments
 from gitbot.forge.job import Job
 from gitbot.forge.mdsafe import md_cell
@@ -101,13 +102,19 @@ def _mention_plan(job: Job, t: CommentTrigger) -> Plan:
     author = (snapshot.get("user") or {}).get("login", "")
     issue = IssueText(t.number, snapshot.get("title") or "", snapshot.get("body") or "", author)
     comments = job.forge.comments(t.number)
-    # gitbot's own replies are its words, not the issue's: they stay out of the task.
-    theirs = [c for c in comments if not is_own_comment(Actor(c.author, c.author_type), c.body)]
+    asked_at = request_time(t)
+    # gitbot's own replies are its words, not the issue's: they stay out of the task. The request itself
+    # is the payload's copy, as it was when the event fired (an edit since then does not count).
+    theirs = [
+        c
+        for c in comments
+        if c.id != t.comment_id and not is_own_comment(Actor(c.author, c.author_type), c.body)
+    ]
+    selection = select_comments(theirs, asked_at)
+    when = asked_at or dt.datetime.now(dt.UTC)
+    selection.kept.append(CommentData(t.comment_id, t.author.login, t.author.type, t.body, when, when))
     task = build_issue_task(
-        issue,
-        select_comments(theirs, request_time(t)),
-        repository=job.ctx.repository,
-        check_command=job.inputs.check_command,
+        issue, selection, repository=job.ctx.repository, check_command=job.inputs.check_command
     )
     task = Task(
         text=f"{task.text}\n\n{issue_request_note(t)}",

@@ -55,9 +55,10 @@ class PullContext:
 
 def cap(text: str, limit: int) -> str:
     text = text.strip()
-    return (
-        text if len(text) <= limit else text[:limit].rstrip() + f" […{len(text) - limit:,} more characters]"
-    )
+    if len(text) <= limit:
+        return text
+    more = render_prompt("conversation/more_characters", count=f"{len(text) - limit:,}")
+    return f"{text[:limit].rstrip()}\n{more}"
 
 
 def mode_text(mode: str) -> str:
@@ -77,10 +78,11 @@ def request_time(trigger: CommentTrigger) -> dt.datetime | None:
 
 def _where(trigger: CommentTrigger) -> str:
     if trigger.line is not None:
-        return f"a comment on line(s) {_lines(trigger.line.start_line, trigger.line.line)} of {trigger.line.path}"
+        lines = _lines(trigger.line.start_line, trigger.line.line)
+        return render_prompt("conversation/where_line", lines=lines, path=trigger.line.path)
     if trigger.kind == "pull_request_review":
-        return "a review of the pull request"
-    return "a comment on the pull request"
+        return render_prompt("conversation/where_review")
+    return render_prompt("conversation/where_comment")
 
 
 def _lines(start: int | None, end: int | None) -> str:
@@ -109,8 +111,10 @@ def _thread_text(thread: ReviewThread, asked_at: dt.datetime | None, skip_id: in
     ]
     if not comments:
         return ""
-    place = f"{thread.path}, line {_lines(thread.start_line, thread.line)}" + (
-        " (outdated)" if thread.outdated else ""
+    place = render_prompt(
+        "conversation/place_outdated" if thread.outdated else "conversation/place",
+        path=thread.path,
+        lines=_lines(thread.start_line, thread.line),
     )
     return render_prompt("conversation/thread", place=place, comments="\n".join(comments))
 
@@ -200,7 +204,7 @@ def build_pull_task(ctx: PullContext, *, continued: bool, check_command: str | N
         tag=tag,
         content=body,
     )
-    title = clean_title(f"{_where(ctx.trigger)} on #{ctx.pull.number}", 100)
+    title = clean_title(f"{request_label(ctx.trigger)} on #{ctx.pull.number}", 100)
     return Task(text=text, source="pull_request_comment", title=title, check_command=check_command)
 
 

@@ -55,16 +55,27 @@ def publish(repo: Path, run_id: str, *, auth: dict[str, str], secrets: Secrets) 
 def fetch(repo: Path, run_id: str, *, auth: dict[str, str]) -> Path | None:
     """The run's record directory, fetched from origin unless it is here already; None when origin has
     no record of that run."""
+    from gitbot.forge.pull_request import fetch_refs
+
+    if (runs_dir(repo) / run_id / "trajectory.jsonl").is_file():
+        return runs_dir(repo) / run_id
+    ref = ref_of(run_id)
+    if fetch_refs(repo, {ref: ref}, auth=auth)[ref] is None:
+        return None
+    return unpack(repo, run_id)
+
+
+def unpack(repo: Path, run_id: str) -> Path | None:
+    """The record of a run from its local ref (fetched with `ref_of(run_id)` as the local name) into the
+    run directory, unless it is there already; None when there is no such ref."""
     ref = ref_of(run_id)
     run_dir = runs_dir(repo) / run_id
     if (run_dir / "trajectory.jsonl").is_file():
         return run_dir
-    if not git(repo, "ls-remote", "origin", ref, env=auth).strip():
+    if not git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False).strip():
         return None
-    git(repo, "fetch", "--no-tags", "--quiet", "origin", f"+{ref}:{ref}", env=auth)
     run_dir.mkdir(parents=True, exist_ok=True)
     for name in FILES:
-        listed = git(repo, "ls-tree", ref, "--", name).strip()
-        if listed:
+        if git(repo, "ls-tree", ref, "--", name).strip():
             (run_dir / name).write_text(git(repo, "show", f"{ref}:{name}"), encoding="utf-8")
     return run_dir if (run_dir / "trajectory.jsonl").is_file() else None

@@ -183,6 +183,9 @@ class FakeGitHub(PullsMixin):
         self.forbid_pull_creation = False  # "Allow GitHub Actions to create and approve pull requests" off
         self._ids = itertools.count(1001)
         self._init_pulls()
+        # Called with each git request before it is served; one that returns True is done and removed
+        # (to change the repository at a precise moment, e.g. a person pushing just before gitbot does).
+        self.git_hooks: list[Callable[[Recorded], bool]] = []
         self._log_urls: dict[str, tuple[int, float]] = {}
         self._lock = threading.RLock()
         self._server: ThreadingHTTPServer | None = None
@@ -909,6 +912,8 @@ def _make_handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                     extra_env["HTTP_CONTENT_ENCODING"] = headers["content-encoding"]
                 with fake._lock:
                     fake.requests.append(rec)
+                    hooks = [hook for hook in fake.git_hooks if hook(rec)]
+                    fake.git_hooks = [hook for hook in fake.git_hooks if hook not in hooks]
                 status, extra, data = fake._answer_git(rec, raw, extra_env)
                 rec.status = status
                 self._send(status, extra, data)

@@ -176,8 +176,8 @@ class PullsMixin:
         `pull_request_review`/`submitted` payload."""
         pr = self.pull(number)
         review = self._add_review(pr, body, author, state, at)
-        for path, line, text in comments:
-            self._add_review_comment(pr, text, author, path, line, None, None, review.id, at)
+        for path, line, text in comments:  # drafted before the review was submitted, at the latest then
+            self._add_review_comment(pr, text, author, path, line, None, None, review.id, review.submitted_at)
         return {
             "action": "submitted",
             "review": self.review_json(review),
@@ -244,6 +244,27 @@ class PullsMixin:
                 if new_line >= line:
                     return "\n".join(hunk)
         return "\n".join(hunk) or f"@@ -{line},1 +{line},1 @@"
+
+    def commit_as_someone(self, branch: str, message: str = "A person's commit") -> str:
+        """A commit on `branch` in the bare repository, as if someone pushed it (same tree, new commit)."""
+        env = {
+            "GIT_AUTHOR_NAME": "Maria",
+            "GIT_AUTHOR_EMAIL": "maria@example.invalid",
+            "GIT_COMMITTER_NAME": "Maria",
+            "GIT_COMMITTER_EMAIL": "maria@example.invalid",
+            "PATH": "/usr/bin:/bin",
+        }
+        tip = self.branch_sha(branch)
+        git = ["git", "-C", str(self.bare_repo)]
+        sha = subprocess.run(
+            [*git, "commit-tree", f"{tip}^{{tree}}", "-p", tip, "-m", message],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        subprocess.run([*git, "update-ref", f"refs/heads/{branch}", sha, tip], check=True)
+        return sha
 
     # ---------------------------------------------------------------- reading state
 

@@ -72,18 +72,47 @@ API_VERSION_HEADER = "anthropic-version"
 MESSAGES_PATH = "/v1/messages"
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
 
-MESSAGE_FIELDS = frozenset({
-    "model", "messages", "max_tokens", "system", "tools", "tool_choice", "stream", "stop_sequences",
-    "metadata", "cache_control", "thinking", "service_tier", "output_config", "container", "mcp_servers",
-    "context_management", "inference_geo"})
-COUNT_TOKENS_FIELDS = frozenset({
-    "model", "messages", "system", "tools", "tool_choice", "thinking", "cache_control", "output_config",
-    "mcp_servers", "context_management"})
+MESSAGE_FIELDS = frozenset(
+    {
+        "model",
+        "messages",
+        "max_tokens",
+        "system",
+        "tools",
+        "tool_choice",
+        "stream",
+        "stop_sequences",
+        "metadata",
+        "cache_control",
+        "thinking",
+        "service_tier",
+        "output_config",
+        "container",
+        "mcp_servers",
+        "context_management",
+        "inference_geo",
+    }
+)
+COUNT_TOKENS_FIELDS = frozenset(
+    {
+        "model",
+        "messages",
+        "system",
+        "tools",
+        "tool_choice",
+        "thinking",
+        "cache_control",
+        "output_config",
+        "mcp_servers",
+        "context_management",
+    }
+)
 SAMPLING_FIELDS = ("temperature", "top_p", "top_k")
 BLOCK_TYPES = {
     "user": frozenset({"text", "image", "document", "tool_result", "search_result"}),
-    "assistant": frozenset({"text", "tool_use", "thinking", "redacted_thinking", "server_tool_use",
-                            "web_search_tool_result"}),
+    "assistant": frozenset(
+        {"text", "tool_use", "thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result"}
+    ),
 }
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
 MAX_CACHE_BREAKPOINTS = 4
@@ -95,12 +124,19 @@ FAULTS: dict[str, tuple[int, str, str, bool]] = {
     "500": (500, "api_error", "fake server: scripted internal server error", True),
     "529": (529, "overloaded_error", "Overloaded", True),
     "503": (503, "api_error", "fake server: scripted service unavailable", True),
-    "401": (401, "authentication_error", "fake server: scripted authentication failure (invalid x-api-key)",
-            False),
+    "401": (
+        401,
+        "authentication_error",
+        "fake server: scripted authentication failure (invalid x-api-key)",
+        False,
+    ),
     "400": (400, "invalid_request_error", "fake server: scripted invalid request", False),
-    "spend_limit": (429, "rate_limit_error",
-                    "fake server: scripted spend limit: you have reached your specified API usage limits",
-                    False),
+    "spend_limit": (
+        429,
+        "rate_limit_error",
+        "fake server: scripted spend limit: you have reached your specified API usage limits",
+        False,
+    ),
     "reset": (0, "", "", False),
     "garbage": (200, "", "", False),
     "stream_error": (529, "overloaded_error", "Overloaded", True),
@@ -119,30 +155,46 @@ def _random_id(prefix: str, length: int = 24) -> str:
     return prefix + "".join(secrets.choice(_ID_ALPHABET) for _ in range(length))
 
 
-def tool_turn(*calls: tuple[str, dict], text: str | None = None,
-              usage_output_tokens: int | None = None) -> dict:
+def tool_turn(
+    *calls: tuple[str, dict], text: str | None = None, usage_output_tokens: int | None = None
+) -> dict:
     """A reply that calls tools: optional leading text, then one tool_use block per (name, input)."""
     if not calls:
         raise ValueError("tool_turn needs at least one (name, input) call")
     content: list[dict] = [{"type": "text", "text": text}] if text else []
     for name, tool_input in calls:
-        content.append({"type": "tool_use", "id": _random_id("toolu_"), "name": name, "input": dict(tool_input)})
-    return {"kind": "reply", "content": content, "stop_reason": "tool_use",
-            "usage_output_tokens": usage_output_tokens}
+        content.append(
+            {"type": "tool_use", "id": _random_id("toolu_"), "name": name, "input": dict(tool_input)}
+        )
+    return {
+        "kind": "reply",
+        "content": content,
+        "stop_reason": "tool_use",
+        "usage_output_tokens": usage_output_tokens,
+    }
 
 
 def text_turn(text: str, stop_reason: str = "end_turn", *, usage_output_tokens: int | None = None) -> dict:
     """A reply with one text block (no content at all when `text` is empty)."""
     content = [{"type": "text", "text": text}] if text else []
-    return {"kind": "reply", "content": content, "stop_reason": stop_reason,
-            "usage_output_tokens": usage_output_tokens}
+    return {
+        "kind": "reply",
+        "content": content,
+        "stop_reason": stop_reason,
+        "usage_output_tokens": usage_output_tokens,
+    }
 
 
-def message_turn(content: list[dict], stop_reason: str = "end_turn", *,
-                 usage_output_tokens: int | None = None) -> dict:
+def message_turn(
+    content: list[dict], stop_reason: str = "end_turn", *, usage_output_tokens: int | None = None
+) -> dict:
     """A reply with exactly these content blocks."""
-    return {"kind": "reply", "content": copy.deepcopy(list(content)), "stop_reason": stop_reason,
-            "usage_output_tokens": usage_output_tokens}
+    return {
+        "kind": "reply",
+        "content": copy.deepcopy(list(content)),
+        "stop_reason": stop_reason,
+        "usage_output_tokens": usage_output_tokens,
+    }
 
 
 def fault(kind: str, **opts: Any) -> dict:
@@ -158,8 +210,13 @@ def fault(kind: str, **opts: Any) -> dict:
         raise ValueError(f"unknown fault options: {sorted(unknown)}")
     retry_after = opts.get("retry_after", 0)
     retry_after_ms = opts["retry_after_ms"] if "retry_after_ms" in opts else max(1, round(retry_after * 1000))
-    return {"kind": "fault", "fault": kind, "retry_after": retry_after, "retry_after_ms": retry_after_ms,
-            "message": opts.get("message")}
+    return {
+        "kind": "fault",
+        "fault": kind,
+        "retry_after": retry_after,
+        "retry_after_ms": retry_after_ms,
+        "message": opts.get("message"),
+    }
 
 
 # ------------------------------------------------------------------------------------- token counting
@@ -259,8 +316,11 @@ class PromptCache:
         last_written = max(written, default=-1)
         creation = cumulative[last_written] - read if last_written > hit_end else 0
         total = running
-        return {"input_tokens": total - read - creation, "cache_creation_input_tokens": creation,
-                "cache_read_input_tokens": read}
+        return {
+            "input_tokens": total - read - creation,
+            "cache_creation_input_tokens": creation,
+            "cache_read_input_tokens": read,
+        }
 
 
 # ----------------------------------------------------------------------------------------- validation
@@ -377,8 +437,10 @@ def _validate_messages(messages: Any) -> bool:
         if role not in BLOCK_TYPES:
             raise _invalid(f"messages.{i}.role: Input should be 'user' or 'assistant'")
         if role != expected:
-            raise _invalid(f'messages.{i}.role: roles must alternate between "user" and "assistant", '
-                           f'starting with "user"; expected "{expected}" here')
+            raise _invalid(
+                f'messages.{i}.role: roles must alternate between "user" and "assistant", '
+                f'starting with "user"; expected "{expected}" here'
+            )
         content = message.get("content")
         ids: list[str] = []
         if isinstance(content, str):
@@ -400,13 +462,17 @@ def _validate_messages(messages: Any) -> bool:
                     any_tool_blocks = True
                 if kind == "tool_result":
                     if other_seen:
-                        raise _invalid(f"{where}: `tool_result` blocks must come first in the user message, "
-                                       f"before any other content")
+                        raise _invalid(
+                            f"{where}: `tool_result` blocks must come first in the user message, "
+                            f"before any other content"
+                        )
                     previous = uses[i - 1] if i > 0 else []
                     if block["tool_use_id"] not in previous:
-                        raise _invalid(f"{where}: unexpected `tool_use_id` found in `tool_result` blocks: "
-                                       f"{block['tool_use_id']}. Each `tool_result` block must have a "
-                                       f"corresponding `tool_use` block in the previous message.")
+                        raise _invalid(
+                            f"{where}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                            f"{block['tool_use_id']}. Each `tool_result` block must have a "
+                            f"corresponding `tool_use` block in the previous message."
+                        )
                 else:
                     other_seen = True
         else:
@@ -417,12 +483,16 @@ def _validate_messages(messages: Any) -> bool:
             continue
         answered: set[str] = set()
         if i + 1 < len(messages) and isinstance(messages[i + 1].get("content"), list):
-            answered = {b.get("tool_use_id") for b in messages[i + 1]["content"] if b.get("type") == "tool_result"}
+            answered = {
+                b.get("tool_use_id") for b in messages[i + 1]["content"] if b.get("type") == "tool_result"
+            }
         missing = [tid for tid in ids if tid not in answered]
         if missing:
-            raise _invalid(f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately "
-                           f"after: {', '.join(missing)}. Each `tool_use` block must have a corresponding "
-                           f"`tool_result` block in the next message.")
+            raise _invalid(
+                f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately "
+                f"after: {', '.join(missing)}. Each `tool_use` block must have a corresponding "
+                f"`tool_result` block in the next message."
+            )
     return any_tool_blocks
 
 
@@ -433,8 +503,10 @@ def validate_request(body: Any, *, count_tokens: bool = False) -> None:
     allowed = COUNT_TOKENS_FIELDS if count_tokens else MESSAGE_FIELDS
     for key in body:
         if key in SAMPLING_FIELDS:
-            raise _invalid(f"{key}: is not supported by this API version (sampling parameters were removed "
-                           f"in anthropic-version 2026-10-21)")
+            raise _invalid(
+                f"{key}: is not supported by this API version (sampling parameters were removed "
+                f"in anthropic-version 2026-10-21)"
+            )
         if key not in allowed:
             raise _invalid(f"{key}: Extra inputs are not permitted")
     if not isinstance(body.get("model"), str) or not body["model"]:
@@ -473,8 +545,9 @@ def validate_request(body: Any, *, count_tokens: bool = False) -> None:
         if blocks and not _has_cache_control(blocks[-1][1]):
             found += 1
     if found > MAX_CACHE_BREAKPOINTS:
-        raise _invalid(f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
-                       f"Found {found}.")
+        raise _invalid(
+            f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found {found}."
+        )
 
 
 # ----------------------------------------------------------------------------------------- the server
@@ -533,17 +606,25 @@ def _sse(event: str, data: dict) -> bytes:
 
 def _chunks(text: str, parts: int = 3) -> list[str]:
     size = max(1, math.ceil(len(text) / parts))
-    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
 class FakeMessagesAPI:
     """A scripted Messages API on 127.0.0.1:<free port>; a context manager (or .start() / .stop())."""
 
-    def __init__(self, script: list[dict], *, api_key: str = "test-key", min_cacheable_tokens: int = 1024,
-                 cache_lookback_blocks: int = 20):
+    def __init__(
+        self,
+        script: list[dict],
+        *,
+        api_key: str = "test-key",
+        min_cacheable_tokens: int = 1024,
+        cache_lookback_blocks: int = 20,
+    ):
         for n, turn in enumerate(script):
             if not isinstance(turn, dict) or turn.get("kind") not in ("reply", "fault"):
-                raise ValueError(f"script[{n}] is not a turn (use tool_turn, text_turn, message_turn or fault)")
+                raise ValueError(
+                    f"script[{n}] is not a turn (use tool_turn, text_turn, message_turn or fault)"
+                )
         self._script = list(script)
         self._next = 0
         self.api_key = api_key
@@ -564,8 +645,12 @@ class FakeMessagesAPI:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.fake = self  # type: ignore[attr-defined]
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-messages-api", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="fake-messages-api",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -612,8 +697,14 @@ class FakeMessagesAPI:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
-        record: dict[str, Any] = {"path": path, "headers": headers, "body": body, "status": None, "usage": None,
-                                  "fault": None}
+        record: dict[str, Any] = {
+            "path": path,
+            "headers": headers,
+            "body": body,
+            "status": None,
+            "usage": None,
+            "fault": None,
+        }
         with self._lock:
             self.requests.append(record)
             try:
@@ -659,23 +750,40 @@ class FakeMessagesAPI:
                 self._served_ids.add(block["id"])
         usage = self.cache.account(body)
         out = turn.get("usage_output_tokens")
-        usage = {"input_tokens": usage["input_tokens"],
-                 "output_tokens": output_tokens(content) if out is None else int(out),
-                 "cache_creation_input_tokens": usage["cache_creation_input_tokens"],
-                 "cache_read_input_tokens": usage["cache_read_input_tokens"]}
+        usage = {
+            "input_tokens": usage["input_tokens"],
+            "output_tokens": output_tokens(content) if out is None else int(out),
+            "cache_creation_input_tokens": usage["cache_creation_input_tokens"],
+            "cache_read_input_tokens": usage["cache_read_input_tokens"],
+        }
         record["usage"] = dict(usage)
-        message = {"id": _random_id("msg_"), "type": "message", "role": "assistant", "model": body["model"],
-                   "content": content, "stop_reason": turn["stop_reason"], "stop_sequence": None, "usage": usage}
+        message = {
+            "id": _random_id("msg_"),
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": content,
+            "stop_reason": turn["stop_reason"],
+            "stop_sequence": None,
+            "usage": usage,
+        }
         if streaming:
             return ("sse", 200, self._events(message), {})
         return self._json(200, message)
 
     def _events(self, message: dict) -> list[bytes]:
         usage = message["usage"]
-        start = {**message, "content": [], "stop_reason": None, "stop_sequence": None,
-                 "usage": {**usage, "output_tokens": 1}}
-        events = [_sse("message_start", {"type": "message_start", "message": start}),
-                  _sse("ping", {"type": "ping"})]
+        start = {
+            **message,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {**usage, "output_tokens": 1},
+        }
+        events = [
+            _sse("message_start", {"type": "message_start", "message": start}),
+            _sse("ping", {"type": "ping"}),
+        ]
         for index, block in enumerate(message["content"]):
             kind = block.get("type")
             deltas: list[dict] = []
@@ -684,23 +792,42 @@ class FakeMessagesAPI:
                 deltas = [{"type": "text_delta", "text": piece} for piece in _chunks(block["text"])]
             elif kind in ("tool_use", "server_tool_use"):
                 opening = {**block, "input": {}}
-                deltas = [{"type": "input_json_delta", "partial_json": piece}
-                          for piece in _chunks(json.dumps(block["input"]))]
+                deltas = [
+                    {"type": "input_json_delta", "partial_json": piece}
+                    for piece in _chunks(json.dumps(block["input"]))
+                ]
             elif kind == "thinking":
                 opening = {**block, "thinking": "", "signature": ""}
-                deltas = [{"type": "thinking_delta", "thinking": piece} for piece in _chunks(block["thinking"])]
+                deltas = [
+                    {"type": "thinking_delta", "thinking": piece} for piece in _chunks(block["thinking"])
+                ]
                 deltas.append({"type": "signature_delta", "signature": block.get("signature", "")})
             else:
                 opening = block
-            events.append(_sse("content_block_start",
-                               {"type": "content_block_start", "index": index, "content_block": opening}))
-            events += [_sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
-                       for d in deltas]
+            events.append(
+                _sse(
+                    "content_block_start",
+                    {"type": "content_block_start", "index": index, "content_block": opening},
+                )
+            )
+            events += [
+                _sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+                for d in deltas
+            ]
             events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
-        events.append(_sse("message_delta", {
-            "type": "message_delta",
-            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]},
-            "usage": dict(usage)}))
+        events.append(
+            _sse(
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {
+                        "stop_reason": message["stop_reason"],
+                        "stop_sequence": message["stop_sequence"],
+                    },
+                    "usage": dict(usage),
+                },
+            )
+        )
         events.append(_sse("message_stop", {"type": "message_stop"}))
         return events
 
@@ -711,28 +838,75 @@ class FakeMessagesAPI:
         if kind == "reset" or (kind == "stream_cut" and not streaming):
             return ("reset", None)
         if kind == "stream_cut":
-            start = {"id": _random_id("msg_"), "type": "message", "role": "assistant", "model": model,
-                     "content": [], "stop_reason": None, "stop_sequence": None,
-                     "usage": {"input_tokens": 0, "output_tokens": 1}}
-            return ("sse", 200, [
-                _sse("message_start", {"type": "message_start", "message": start}),
-                _sse("content_block_start", {"type": "content_block_start", "index": 0,
-                                             "content_block": {"type": "text", "text": ""}}),
-                _sse("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                             "delta": {"type": "text_delta", "text": "Let me"}}),
-            ], {})
+            start = {
+                "id": _random_id("msg_"),
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 0, "output_tokens": 1},
+            }
+            return (
+                "sse",
+                200,
+                [
+                    _sse("message_start", {"type": "message_start", "message": start}),
+                    _sse(
+                        "content_block_start",
+                        {
+                            "type": "content_block_start",
+                            "index": 0,
+                            "content_block": {"type": "text", "text": ""},
+                        },
+                    ),
+                    _sse(
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": 0,
+                            "delta": {"type": "text_delta", "text": "Let me"},
+                        },
+                    ),
+                ],
+                {},
+            )
         if kind == "garbage":
             if streaming:
                 return ("sse", 200, [b"event: message_start\ndata: {this is not json\n\n"], {})
-            return ("raw", 200, b"<html>502 Bad Gateway: this is not JSON", {"content-type": "application/json"})
+            return (
+                "raw",
+                200,
+                b"<html>502 Bad Gateway: this is not JSON",
+                {"content-type": "application/json"},
+            )
         if kind == "stream_error" and streaming:
-            start = {"id": _random_id("msg_"), "type": "message", "role": "assistant", "model": model,
-                     "content": [], "stop_reason": None, "stop_sequence": None,
-                     "usage": {"input_tokens": 0, "output_tokens": 1}}
-            error = {"type": "error", "error": {"type": error_type, "message": message},
-                     "request_id": _random_id("req_")}
-            return ("sse", 200, [_sse("message_start", {"type": "message_start", "message": start}),
-                                 _sse("ping", {"type": "ping"}), _sse("error", error)], {})
+            start = {
+                "id": _random_id("msg_"),
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 0, "output_tokens": 1},
+            }
+            error = {
+                "type": "error",
+                "error": {"type": error_type, "message": message},
+                "request_id": _random_id("req_"),
+            }
+            return (
+                "sse",
+                200,
+                [
+                    _sse("message_start", {"type": "message_start", "message": start}),
+                    _sse("ping", {"type": "ping"}),
+                    _sse("error", error),
+                ],
+                {},
+            )
         headers: dict[str, str] = {}
         if transient:
             headers["x-should-retry"] = "true"
@@ -747,16 +921,31 @@ class FakeMessagesAPI:
 
     @staticmethod
     def _json(status: int, payload: Any, headers: dict | None = None) -> tuple:
-        return ("raw", status, json.dumps(payload).encode(), {"content-type": "application/json", **(headers or {})})
+        return (
+            "raw",
+            status,
+            json.dumps(payload).encode(),
+            {"content-type": "application/json", **(headers or {})},
+        )
 
-    def _error(self, status: int, error_type: str, message: str, *, headers: dict | None = None,
-               details: dict | None = None) -> tuple:
+    def _error(
+        self,
+        status: int,
+        error_type: str,
+        message: str,
+        *,
+        headers: dict | None = None,
+        details: dict | None = None,
+    ) -> tuple:
         request_id = _random_id("req_")
         error: dict[str, Any] = {"type": error_type, "message": message}
         if details:
             error["details"] = details
-        return self._json(status, {"type": "error", "error": error, "request_id": request_id},
-                          {**(headers or {}), "request-id": request_id})
+        return self._json(
+            status,
+            {"type": "error", "error": error, "request_id": request_id},
+            {**(headers or {}), "request-id": request_id},
+        )
 
     @staticmethod
     def _respond(handler: BaseHTTPRequestHandler, action: tuple) -> None:
@@ -781,8 +970,12 @@ class FakeMessagesAPI:
             _, status, events, headers = action
             handler.close_connection = True
             handler.send_response(status)
-            for name, value in {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache",
-                                "request-id": _random_id("req_"), **headers}.items():
+            for name, value in {
+                "content-type": "text/event-stream; charset=utf-8",
+                "cache-control": "no-cache",
+                "request-id": _random_id("req_"),
+                **headers,
+            }.items():
                 handler.send_header(name, value)
             handler.send_header("connection", "close")
             handler.end_headers()
