@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.gen_repo import make_repo
 from gitbot.checkpoints import Checkpointer
+from gitbot.policy.defaults import DEFAULT_READ_DENY
 
 ISOLATED = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_NAME": "bench",
             "GIT_AUTHOR_EMAIL": "bench@example.invalid", "GIT_COMMITTER_NAME": "bench",
@@ -68,7 +69,7 @@ def bench_size(n_files: int, steps: int, workdir: Path) -> dict[str, float]:
     make_repo(repo, n_files)
     print(f"\n== {n_files} files (generated and committed in {time.perf_counter() - began:.1f} s)")
     env = clean_env()
-    targets = tracked_files(repo, 4 * steps + 4)
+    targets = tracked_files(repo, 5 * steps + 4)
     cursor = iter(range(len(targets)))
 
     def status() -> None:
@@ -97,6 +98,17 @@ def bench_size(n_files: int, steps: int, workdir: Path) -> dict[str, float]:
         full_times.append(time.perf_counter() - began)
     assert cp.stats()["mode"] == "per_step", cp.stats()
 
+    # The same with the default read_deny rules, as a run builds it (issue 12): every path is matched
+    # against them when the index is seeded, and each scanned path again.
+    denying = Checkpointer(repo, "bench-run-read-deny", read_deny=DEFAULT_READ_DENY)
+    first_denying = timed(lambda: denying.take(0))
+    denying_times = []
+    for step in range(1, steps + 1):
+        touch(repo, targets[next(cursor)], 1000 + step)
+        began = time.perf_counter()
+        denying.take(step)
+        denying_times.append(time.perf_counter() - began)
+
     naive_dir = workdir / f"naive-{n_files}.git"
     subprocess.run(["git", "init", "-q", "--bare", "--template=", str(naive_dir)], check=True, env=clean_env())
     naive_env = clean_env(GIT_DIR=str(naive_dir), GIT_WORK_TREE=str(repo), GIT_INDEX_FILE=str(naive_dir / "index"))
@@ -114,7 +126,8 @@ def bench_size(n_files: int, steps: int, workdir: Path) -> dict[str, float]:
 
     result = {"status": statistics.median(status_times), "first": first,
               "touched": statistics.median(touched_times), "full": statistics.median(full_times),
-              "naive_first": naive_first, "naive": statistics.median(naive_times)}
+              "naive_first": naive_first, "naive": statistics.median(naive_times),
+              "first_read_deny": first_denying, "full_read_deny": statistics.median(denying_times)}
     ms = {k: v * 1000 for k, v in result.items()}
     print(f"git status (user repo, one file changed)     median {ms['status']:8.1f} ms")
     print(f"gitbot first checkpoint (step 0)                    {ms['first']:8.1f} ms"
@@ -123,6 +136,10 @@ def bench_size(n_files: int, steps: int, workdir: Path) -> dict[str, float]:
           f"   = {result['touched'] / result['status']:.2f}x git status")
     print(f"gitbot per step, touched=None (command ran)  median {ms['full']:8.1f} ms"
           f"   = {result['full'] / result['status']:.2f}x git status")
+    print(f"  with the default read_deny rules: first          {ms['first_read_deny']:8.1f} ms"
+          f"   = {result['first_read_deny'] / result['first']:.2f}x without")
+    print(f"  with the default read_deny rules: touched=None median {ms['full_read_deny']:8.1f} ms"
+          f"   = {result['full_read_deny'] / result['full']:.2f}x without")
     print(f"naive first checkpoint (add -A && commit)           {ms['naive_first']:8.1f} ms"
           f"   = {result['naive_first'] / result['first']:.1f}x gitbot's first")
     print(f"naive per step                               median {ms['naive']:8.1f} ms"

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gitbot.hooks import install
+from gitbot.hooks.install import install
 
 CHECKS = ["true", "git diff --quiet HEAD -- README"]
 GOAL_ADDED_MS = 60.0

@@ -21,7 +21,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import anthropic
-from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
 
 from gitbot.agent.run import RunOptions, run_task, with_limits
 from gitbot.llm.anthropic import AnthropicProvider
@@ -30,6 +29,7 @@ from gitbot.record import load_events, runs_dir
 from gitbot.secrets import Secrets
 from gitbot.task import Task
 from tests.conftest import BUGGY_MODULE, TEST_MODULE, make_repo
+from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
 
 CHECK = "python3 -m unittest"
 

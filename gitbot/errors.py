@@ -15,5 +15,5 @@ class GitError(Exception):
     """A git command failed; the message says which and why."""
 
 
-class NotAGitRepository(GitError):
-    """The directory is not inside a git work tree (or does not exist)."""
+class NotAGitRepository(GitError, ConfigError):
+    """The directory is not inside a git work tree (or does not exist): bad input, exit code 2."""

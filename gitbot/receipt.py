@@ -18,9 +18,12 @@ def cost_rows(result: RunResult) -> list[tuple[str, str]]:
     """What the run cost, by token class: the same rows in the terminal, the PR and the job summary."""
     u = result.usage
     total = money(result.cost_usd)
-    if result.price_table_date:
+    if result.price_source == "policy":
+        total += " (prices from the policy's [model] table)"
+    elif result.price_table_date:
         total += f" (prices of {result.price_table_date})"
-    rows = [
+    rows = [("provider", result.provider)] if result.provider else []
+    rows += [
         ("model", result.model + (" (replay)" if result.replay else "")),
         ("model requests", str(result.steps)),
         ("tool calls", str(result.tool_calls)),

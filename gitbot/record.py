@@ -6,7 +6,12 @@ complete line readable (a torn last line is skipped on load). result.json is rep
 atomically at the end.
 
 Events (field "event"): run_start, checkpoint, request, reply, tool_start, tool_end,
-limit, error, run_end. See gitbot/agent/loop.py for what each carries.
+limit, error, run_end, secrets_stopped. See gitbot/agent/loop.py for what each carries.
+
+Nothing is written before it passes the run's `Secrets.scrub` (known values, then the secret
+scanner): a finding is replaced, never kept, and `stopped` lists where, so the run can say so. The
+record is uploaded as the Action's artifact and read by `gitbot resume`; a secret a tool printed
+must not outlive the step that printed it.
 """
 
 from __future__ import annotations
@@ -15,27 +20,20 @@ import datetime as _dt
 import json
 import os
 import secrets as _secrets
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gitbot.errors import NotAGitRepository
+from gitbot import git
+from gitbot.secrets import Secrets
+from gitbot.secretscan import Finding, describe
 
-
-def git_dir(repo: Path) -> Path:
-    """The absolute .git directory of the work tree at `repo` (worktrees get their own)."""
-    try:
-        out = subprocess.run(["git", "rev-parse", "--absolute-git-dir"], cwd=repo, capture_output=True,
-                             text=True, check=True).stdout.strip()
-    except (subprocess.CalledProcessError, FileNotFoundError, NotADirectoryError) as exc:
-        raise NotAGitRepository(f"{repo} is not inside a git work tree") from exc
-    return Path(out)
+MAX_STOPS_LISTED = 20
 
 
 def gitbot_dir(repo: Path) -> Path:
-    return git_dir(repo) / "gitbot"
+    return git.git_dir(repo) / "gitbot"
 
 
 def runs_dir(repo: Path) -> Path:
@@ -60,8 +58,12 @@ def latest_run(repo: Path) -> str | None:
 
 
 class RunRecord:
-    def __init__(self, repo: Path, run_id: str):
+    def __init__(self, repo: Path, run_id: str, secrets: Secrets | None = None):
         self.run_id = run_id
+        self.secrets = secrets if secrets is not None else Secrets()
+        # Where secret-like values were stopped on their way into this record (or, reported by the
+        # loop, into the model's context): "step 3 (execute_command output): line 2 (aws-access-key-id)".
+        self.stopped: list[str] = []
         self.dir = runs_dir(repo) / run_id
         self.dir.mkdir(parents=True, exist_ok=True)
         self.trajectory_path = self.dir / "trajectory.jsonl"
@@ -72,11 +74,38 @@ class RunRecord:
         self._file = open(self.trajectory_path, "a", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
 
     def event(self, kind: str, **data: Any) -> None:
-        line = json.dumps({"event": kind, "t": round(time.time(), 3), **data}, ensure_ascii=False, default=str)
+        data, findings = self.secrets.scrub_data(data)
+        if findings:
+            self.secrets_stopped(_event_place(kind, data), findings)
+        self._write({"event": kind, "t": round(time.time(), 3), **data})
+
+    def secrets_stopped(self, where: str, findings: list[Finding]) -> None:
+        """Say (in the record and in `stopped`) that secret-like values were replaced at `where`."""
+        if not findings:
+            return
+        self.stopped.append(f"{where}: {describe(findings)}")
+        self._write({"event": "secrets_stopped", "t": round(time.time(), 3), "where": where,
+                     "findings": [{"kind": f.kind, "line": f.line} for f in findings]})
+
+    def _write(self, event: dict[str, Any]) -> None:
+        line = json.dumps(event, ensure_ascii=False, default=str)
         self._file.write(line + "\n")
         self._file.flush()
 
+    def stop_note(self) -> str | None:
+        """One sentence for the run's warnings, or None when nothing was stopped."""
+        if not self.stopped:
+            return None
+        shown = "; ".join(self.stopped[:MAX_STOPS_LISTED])
+        more = f"; and {len(self.stopped) - MAX_STOPS_LISTED} more" if len(self.stopped) > MAX_STOPS_LISTED else ""
+        return (f"the secret scanner replaced secret-like values before they reached the model or the run "
+                f"record, in: {shown}{more}")
+
     def write_result(self, result: dict[str, Any]) -> None:
+        result, findings = self.secrets.scrub_data(result)
+        if findings:
+            self.secrets_stopped("result.json", findings)
+            result = {**result, "warnings": [*result.get("warnings", []), self.stop_note()]}
         write_json_atomic(self.result_path, result)
 
     def close(self) -> None:
@@ -84,6 +113,15 @@ class RunRecord:
             self._file.flush()
             os.fsync(self._file.fileno())
             self._file.close()
+
+
+def _event_place(kind: str, data: dict[str, Any]) -> str:
+    if isinstance(data.get("step"), int):
+        tool = f" ({data['tool']})" if isinstance(data.get("tool"), str) else ""
+        return f"the {kind} event of step {data['step']}{tool}"
+    if isinstance(data.get("n"), int):
+        return f"the {kind} event of request {data['n']}"
+    return f"the {kind} event"
 
 
 def _cut_torn_line(path: Path) -> None:

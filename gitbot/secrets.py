@@ -4,9 +4,11 @@ Secrets live only in gitbot's process: tools get an allow-listed environment, an
 text that goes to the model, the record, logs or a PR passes through `redact` first.
 
 `redact` replaces each known value and the forms it takes on its way into text (base64 at any
-byte alignment, alone or as a `user:VALUE` pair, URL-encoded, hex), and well-known token shapes
-(`ghp_…`, `github_pat_…`, `sk-ant-…`) even when the value itself is unknown. One regex, built when
-values are added, does it in a single pass.
+byte alignment, alone or as a `user:VALUE` pair, URL-encoded, hex) — one regex, built when values
+are added, does it in a single pass — and then everything the secret scanner finds
+(gitbot/secretscan.py: private keys, cloud keys, forge tokens, …) even when the value itself is
+unknown. `scrub` does the same and also says what it replaced where (never the value). The
+scanner's allow-marker never lets a known value through.
 """
 
 from __future__ import annotations
@@ -16,6 +18,10 @@ import os
 import re
 import urllib.parse
 from dataclasses import dataclass, field
+from typing import Any
+
+from gitbot import secretscan
+from gitbot.secretscan import REDACTED, Finding  # noqa: F401  (REDACTED: callers import it from here)
 
 # Environment variables whose values are secrets whatever their content.
 SECRET_ENV_NAMES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "GITHUB_TOKEN", "GH_TOKEN",
@@ -24,14 +30,10 @@ SECRET_ENV_NAMES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "GITHUB_TOKEN",
 # Name fragments that mark a variable as secret-bearing.
 SECRET_NAME_HINTS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY", "PRIVATE_KEY", "CREDENTIAL")
 MIN_SECRET_LENGTH = 8  # shorter values would redact ordinary words
-REDACTED = "[REDACTED]"
 # Forms a secret takes on its way into text: actions/checkout stores the job token in .git/config as
 # `AUTHORIZATION: basic base64("x-access-token:" + token)`; git credential URLs use `user:token`.
 ENCODED_PREFIXES = ("", "x-access-token:", "x:")
-# Token shapes redacted even when the value is not known to this process (a token from another job,
-# one the agent found in a file): GitHub's personal, OAuth, app, user-to-server and refresh tokens,
-# fine-grained PATs and Anthropic API keys.
-TOKEN_SHAPES = r"(?:gh[pousr]_|github_pat_|sk-ant-)[A-Za-z0-9_-]{20,}"
+KNOWN_SECRET = "known-secret"  # the kind of a finding that is one of the values gitbot was given
 
 
 def _base64_cores(data: bytes) -> set[str]:
@@ -117,18 +119,57 @@ class Secrets:
             self.values.add(value)
             self._pattern = None
 
-    def pattern(self) -> re.Pattern[str]:
-        """The combined regex: every known value and its encoded forms, then the token shapes."""
-        if self._pattern is None or self._built_from != self.values:
+    def pattern(self) -> re.Pattern[str] | None:
+        """The combined regex of every known value and its encoded forms (None: no value known)."""
+        if self._built_from != self.values:
             words: set[str] = set()
             for value in self.values:
                 if len(value) >= MIN_SECRET_LENGTH:
                     words.add(value)
                     words |= encoded_forms(value)
-            known = _trie_regex(words)
-            self._pattern = re.compile(f"{known}|{TOKEN_SHAPES}" if known else TOKEN_SHAPES)
+            self._pattern = re.compile(_trie_regex(words)) if words else None
             self._built_from = frozenset(self.values)
         return self._pattern
 
     def redact(self, text: str) -> str:
-        return self.pattern().sub(REDACTED, text)
+        return self.scrub(text)[0]
+
+    def scrub(self, text: str, *, honour_markers: bool = True) -> tuple[str, list[Finding]]:
+        """`text` without known values and secret-shaped spans, and what was replaced where. The
+        scanner's allow-marker is honoured unless `honour_markers` is false; a known value never is."""
+        known: list[Finding] = []
+        pattern = self.pattern()
+        if pattern is not None:
+            line, last = 1, 0
+            for match in pattern.finditer(text):
+                line += text.count("\n", last, match.start())
+                last = match.start()
+                known.append(Finding(KNOWN_SECRET, line, match.start(), match.end()))
+            if known:
+                text = secretscan.replace(text, known)
+        text, shaped = secretscan.redact(text, honour_markers=honour_markers)
+        return text, known + shaped
+
+    def scrub_data(self, data: Any) -> tuple[Any, list[Finding]]:
+        """`data` (JSON-like: dicts, lists, strings, numbers) with every string scrubbed, keys included;
+        a copy where anything changed. Findings' lines are those of the string they were in."""
+        if isinstance(data, str):
+            return self.scrub(data)
+        if isinstance(data, dict):
+            found: list[Finding] = []
+            out = {}
+            for key, value in data.items():
+                key, in_key = self.scrub_data(key)
+                value, in_value = self.scrub_data(value)
+                out[key] = value
+                found += in_key + in_value
+            return (out, found) if found else (data, found)
+        if isinstance(data, (list, tuple)):
+            found = []
+            items = []
+            for item in data:
+                item, in_item = self.scrub_data(item)
+                items.append(item)
+                found += in_item
+            return (items, found) if found else (data, found)
+        return data, []

@@ -67,8 +67,11 @@ def buggy_repo(tmp_path: Path) -> Path:
 
 def gitbot_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """Environment for running `python -m gitbot` as a real subprocess (no real keys leak in)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "GITHUB_", "INPUT_"))}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("ANTHROPIC_", "GITHUB_", "INPUT_", "OPENAI_", "AWS_", "GOOGLE_", "CLOUD_ML_"))}
     env.update(GIT_IDENTITY)
+    # The cloud SDKs' credential chains end at a metadata server on the network: never in tests.
+    env.update({"AWS_EC2_METADATA_DISABLED": "true", "NO_GCE_CHECK": "True"})
     env.update(extra or {})
     return env
 

@@ -64,7 +64,7 @@ def test_url_encoded_and_hex_forms_are_redacted(secrets):
 
 
 @pytest.mark.parametrize("token", [
-    "ghp_" + "a1B2c3D4e5" * 3, "gho_" + "Z" * 36, "ghs_" + "9" * 36, "ghu_" + "x_y-z" * 5,
+    "ghp_" + "a1B2c3D4e5" * 3, "gho_" + "Z" * 36, "ghs_" + "9" * 36, "ghu_" + "x1Y2z" * 7,
     "github_pat_11ABCDEFG0" + "q" * 60, "sk-ant-api03-" + "K" * 80,
 ])
 def test_well_known_token_shapes_are_redacted_even_when_unknown(token):

@@ -72,11 +72,13 @@ class Agent:
         self.state = state or LoopState()
         self.last_checkpoint: str | None = None
         self.warnings: list[str] = []
-        if prices.price(provider.model) is None:
+        if prices.price(provider.model, provider.endpoint) is None:
             self.state.cost = None
-            self.warnings.append(f"model {provider.model!r} is not in the price table "
+            on = "" if provider.endpoint.provider in ("anthropic", "replay") else f" on {provider.endpoint.describe()}"
+            self.warnings.append(f"model {provider.model!r}{on} is not in the price table "
                                  f"(prices of {prices.effective_date}): cost is unknown and the "
-                                 f"max_cost_usd budget cannot be enforced")
+                                 f"max_cost_usd budget cannot be enforced (the policy's [model] table can "
+                                 f"give its prices)")
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self) -> Stop:
@@ -134,8 +136,13 @@ class Agent:
             return self._limit(Status.TIME_LIMIT, f"stopped at the wall-time limit of "
                                                   f"{self.limits.max_wall_seconds:g} s: {exc}")
         except ProviderError as exc:
-            self.record.event("error", message=str(exc))
-            return Stop(Status.ERROR, f"provider error: {exc}")
+            # A server's error text may echo what it was sent: redacted like everything else kept or shown.
+            message = self.ctx.secrets.redact(encodable(str(exc)))
+            details = {}
+            if exc.unexpected:  # nobody classified it: the record keeps the whole story, the console one line
+                details["traceback"] = self.ctx.secrets.redact(encodable("".join(traceback.format_exception(exc))))
+            self.record.event("error", message=message, **details)
+            return Stop(Status.ERROR, f"provider error: {message}")
         finally:
             self.reporter.done_waiting()
         s.steps += 1
@@ -145,7 +152,7 @@ class Agent:
     def _account(self, reply: ModelReply, chars: int) -> None:
         s = self.state
         s.usage += reply.usage
-        cost = self.prices.cost(self.provider.model, reply.usage)
+        cost = self.prices.cost(self.provider.model, reply.usage, self.provider.endpoint)
         if s.cost is not None and cost is not None:
             s.cost += cost
         s.last_cached_tokens = reply.usage.cache_read_input_tokens + reply.usage.cache_creation_input_tokens
@@ -154,13 +161,13 @@ class Agent:
         self.record.event("reply", n=s.steps, content=reply.content, stop_reason=reply.stop_reason,
                           usage=reply.usage.to_dict(), cost_usd=cost, total_cost_usd=s.cost,
                           wait_seconds=round(reply.wait_seconds, 4), request_id=reply.request_id,
-                          attempts=reply.attempts, retries=reply.retry_log)
+                          attempts=reply.attempts, retries=reply.retry_log, provider_usage=reply.raw_usage)
 
     def _projected_cost(self, estimate_tokens: int) -> float | None:
         """What the next request will probably cost: what the last request cached is read back, the rest
         is written to the cache (priced above plain input, so the guess errs high), and as much output as
         the replies so far (at least a few hundred tokens)."""
-        price = self.prices.price(self.provider.model)
+        price = self.prices.price(self.provider.model, self.provider.endpoint)
         if price is None:
             return None
         cached = min(self.state.last_cached_tokens, estimate_tokens)
@@ -172,7 +179,11 @@ class Agent:
     # -- one reply ----------------------------------------------------------------------------
     def _handle(self, reply: ModelReply) -> Stop | None:
         s = self.state
-        self.conversation.add_assistant(reply.content or [{"type": "text", "text": EMPTY_REPLY}])
+        # The model's own words go back to it in every later request: a secret it wrote (into a file it
+        # creates, say) is replaced there too. The tool calls run with the input as given. (The record
+        # scrubs and reports its copy of the reply.)
+        self.conversation.add_assistant(_scrubbed_content(reply.content, self.ctx.secrets)
+                                        or [{"type": "text", "text": EMPTY_REPLY}])
         tool_uses = reply.tool_uses
         if reply.stop_reason == "refusal":
             return Stop(Status.ERROR, f"the model refused to continue: {reply.text or '(no explanation)'}")
@@ -258,7 +269,8 @@ class Agent:
             outcome, text = "error", f"{name} failed unexpectedly: {type(exc).__name__}: {exc}"
             self.record.event("tool_crash", step=step,
                               traceback=self.ctx.secrets.redact(encodable(traceback.format_exc())))
-        text = self.ctx.secrets.redact(encodable(text) if text.strip() else "(no output)")
+        text, stopped = self.ctx.secrets.scrub(encodable(text) if text.strip() else "(no output)")
+        self.record.secrets_stopped(f"step {step} ({name} output)", stopped)
         is_error = outcome != "ok"
         checkpoint = self._checkpoint_after_tool(step, tool, touched)
         duration = time.monotonic() - started
@@ -299,6 +311,19 @@ class Agent:
                           reason="per-response mode")
 
 
+def _scrubbed_content(content: list[dict[str, Any]], secrets) -> list[dict[str, Any]]:
+    """Text and tool-call inputs scrubbed; thinking blocks are left as they are, since their signature
+    covers their text and the API refuses an altered one."""
+    out = []
+    for block in content:
+        if block.get("type") == "text":
+            block = {**block, "text": secrets.redact(block.get("text", ""))}
+        elif block.get("type") == "tool_use":
+            block = {**block, "input": secrets.scrub_data(block.get("input"))[0]}
+        out.append(block)
+    return out
+
+
 def _target(args: Any) -> str:
     if not isinstance(args, dict):
         return ""
@@ -317,4 +342,6 @@ def build_result(stop: Stop, agent: Agent, *, run_id: str, model: str, files_cha
                      tool_calls=s.tool_calls, usage=s.usage, cost_usd=s.cost, files_changed=files_changed,
                      duration_seconds=time.monotonic() - s.started, replay=replay,
                      warnings=list(agent.warnings), step_log=list(s.step_log),
-                     price_table_date=agent.prices.effective_date, max_cost_usd=agent.limits.max_cost_usd)
+                     price_table_date=agent.prices.effective_date, max_cost_usd=agent.limits.max_cost_usd,
+                     provider=None if replay else agent.provider.endpoint.describe(),
+                     price_source="policy" if agent.provider.endpoint.price is not None else None)

@@ -66,6 +66,8 @@ class RunResult:
     sandbox: str = "none"  # "bubblewrap", "none (…reason…)"
     price_table_date: str | None = None
     max_cost_usd: float | None = None
+    provider: str | None = None  # "anthropic", "bedrock (us-east-1)", "openai (localhost:8000)"; never a key
+    price_source: str | None = None  # "policy": priced by the policy's [model] table, not the price table
     extra: dict[str, Any] = field(default_factory=dict)  # fix-check / action fields
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,6 +88,8 @@ class RunResult:
             "checkpoints": self.checkpoints,
             "price_table_date": self.price_table_date,
             "max_cost_usd": self.max_cost_usd,
+            "provider": self.provider,
+            "price_source": self.price_source,
             "step_log": [asdict(s) for s in self.step_log],
         }
         data.update(self.extra)
@@ -95,7 +99,7 @@ class RunResult:
     def from_dict(cls, data: dict[str, Any]) -> RunResult:
         known = {"status", "run_id", "steps", "tool_calls", "usage", "cost_usd", "model", "files_changed",
                  "summary", "duration_seconds", "replay", "warnings", "sandbox", "checkpoints",
-                 "price_table_date", "max_cost_usd", "step_log"}
+                 "price_table_date", "max_cost_usd", "step_log", "provider", "price_source"}
         return cls(
             status=Status(data["status"]), run_id=data["run_id"], model=data.get("model", ""),
             summary=data.get("summary", ""), steps=data.get("steps", 0), tool_calls=data.get("tool_calls", 0),
@@ -105,5 +109,6 @@ class RunResult:
             step_log=[StepRecord(**s) for s in data.get("step_log", [])],
             checkpoints=data.get("checkpoints", {}), sandbox=data.get("sandbox", "none"),
             price_table_date=data.get("price_table_date"), max_cost_usd=data.get("max_cost_usd"),
+            provider=data.get("provider"), price_source=data.get("price_source"),
             extra={k: v for k, v in data.items() if k not in known},
         )

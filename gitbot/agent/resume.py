@@ -15,22 +15,22 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from gitbot import git
 from gitbot.agent.conversation import Conversation
 from gitbot.agent.loop import Agent, LoopState
 from gitbot.agent.result import RunResult, Status, StepRecord
 from gitbot.agent.run import (
-    ConfigError,
     _sigterm_as_interrupt,
     bind_policy,
-    check_repository,
     context_budget,
     drive,
-    make_provider,
     system_prompt,
     tool_context,
 )
+from gitbot.errors import ConfigError
 from gitbot.llm.base import Provider
 from gitbot.llm.pricing import load_prices
+from gitbot.llm.providers import make_provider
 from gitbot.llm.usage import Usage
 from gitbot.policy import Limits, Policy
 from gitbot.record import RunRecord, load_events, load_result, runs_dir
@@ -48,14 +48,18 @@ def resume_run(repo: Path, run_id: str, *, policy: Policy, provider: Provider | 
                secrets: Secrets | None = None, reporter=None) -> RunResult:
     from gitbot.checkpoints import Checkpointer, RunLock, restore
 
-    repo = check_repository(repo)
+    repo = git.repo_root(repo)
     events = _events(repo, run_id)
     start = next(e for e in events if e["event"] == "run_start")
     if start.get("replay"):
         raise ConfigError(f"run {run_id} was a replay; there is nothing to resume")
     # The limits are the run's own: resuming continues one budget, it does not grant a new one.
     policy = bind_policy(replace(policy, limits=Limits(**start["limits"])), repo)
-    provider = provider or make_provider(start["model"])
+    # The same provider, model and endpoint as before (a run must not move to another host when resumed);
+    # credentials and region come from the environment, prices from the policy's [model] table.
+    recorded = start.get("provider", "anthropic")
+    provider = provider or make_provider(start["model"], provider=None if recorded == "replay" else recorded,
+                                         base_url=start.get("base_url"), settings=policy.model)
     tools, ctx = tool_context(repo, policy, secrets, start.get("check_command"), start.get("review_on_submit", True))
     conversation = Conversation(system=system_prompt(), tools=[t.definition() for t in tools],
                                 first_user_text=start["first_message"])
@@ -63,14 +67,15 @@ def resume_run(repo: Path, run_id: str, *, policy: Policy, provider: Provider | 
     cut_off = _unfinished_tool_calls(events, conversation)
 
     with RunLock(repo), _sigterm_as_interrupt():
-        record = RunRecord(repo, run_id)
+        record = RunRecord(repo, run_id, secrets=ctx.secrets)
         restored = ""
         if any(call["name"] in CHANGES_FILES for call in cut_off if call["started"] and not call["finished"]):
             report = restore(repo, run_id, Checkpointer(repo, run_id).last_step, force=True)
             restored = "The work tree was restored to the last checkpoint. "
             record.event("resume_restore", step=report.after_step, written=len(report.written),
                          removed=len(report.removed))
-        checkpointer = Checkpointer(repo, run_id)  # after a restore: it recorded steps of its own
+        # After a restore (it recorded steps of its own); the run's read_deny rules are in its manifests.
+        checkpointer = Checkpointer(repo, run_id, read_deny=policy.read_deny)
         results = [_result_for(call, restored) for call in cut_off]
         if not cut_off and conversation.messages[-1]["role"] == "assistant":
             # Killed after a reply without tool calls, before its nudge was recorded.
@@ -84,9 +89,9 @@ def resume_run(repo: Path, run_id: str, *, policy: Policy, provider: Provider | 
         agent = Agent(provider=provider, tools=tools, ctx=ctx, conversation=conversation, record=record,
                       prices=prices, limits=policy.limits, max_tokens=start["max_tokens"],
                       context_budget_tokens=start.get("context_budget_tokens")
-                      or context_budget(prices, provider.model),
+                      or context_budget(prices, provider),
                       reporter=reporter or _null(), checkpointer=checkpointer, state=state)
-        if state.cost is None or prices.price(provider.model) is None:
+        if state.cost is None or prices.price(provider.model, provider.endpoint) is None:
             agent.state.cost = None
         agent.last_checkpoint = checkpointer.last_commit
         if results:

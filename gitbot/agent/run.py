@@ -16,12 +16,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from gitbot import git
 from gitbot.agent.conversation import Conversation
 from gitbot.agent.loop import Agent, Stop, build_result
 from gitbot.agent.result import RunResult, Status
-from gitbot.errors import ConfigError
 from gitbot.llm.base import Provider
 from gitbot.llm.pricing import load_prices
+from gitbot.llm.providers import DEFAULT_MODEL, make_provider
 from gitbot.policy import Policy
 from gitbot.record import RunRecord, new_run_id
 from gitbot.secrets import Secrets
@@ -30,9 +31,6 @@ from gitbot.textsafe import printable
 from gitbot.tools.base import PROMPTS_DIR, ToolContext
 from gitbot.tools.registry import all_tools
 
-# Sonnet 5.5: strong at routine code fixes at half Opus 5.5's price, and its cache reads cost
-# $0.10/M, which is what an agent loop mostly pays for. See README "Choosing a model".
-DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_MAX_TOKENS = 32_000
 # Requests stay under this many prompt tokens unless the model's window is smaller: long prompts
 # cost on every step, and old tool results are rarely needed in full.
@@ -52,31 +50,6 @@ class RunOptions:
     context_budget_tokens: int | None = None
 
 
-def make_provider(model: str, *, replay: Path | None = None) -> Provider:
-    if replay is not None:
-        from gitbot.llm.replay import ReplayProvider
-
-        return ReplayProvider(replay)
-    if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
-        raise ConfigError("ANTHROPIC_API_KEY is not set: gitbot needs an Anthropic API key to call the model "
-                          "(export ANTHROPIC_API_KEY=…; ANTHROPIC_BASE_URL selects a compatible gateway)")
-    from gitbot.llm.anthropic import AnthropicProvider
-
-    return AnthropicProvider(model)
-
-
-def check_repository(repo: Path) -> Path:
-    repo = Path(repo).resolve()
-    if not repo.is_dir():
-        raise ConfigError(f"{repo} is not a directory")
-    try:
-        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=repo, capture_output=True, text=True,
-                             check=True).stdout.strip()
-    except subprocess.CalledProcessError:
-        raise ConfigError(f"{repo} is not a git work tree (run `git init` first, or pass --repo)") from None
-    return Path(top)
-
-
 def run_task(task: Task, repo: Path, *, policy: Policy, options: RunOptions | None = None,
              provider: Provider | None = None, secrets: Secrets | None = None, reporter=None,
              history: list[dict] | None = None) -> RunResult:
@@ -85,24 +58,26 @@ def run_task(task: Task, repo: Path, *, policy: Policy, options: RunOptions | No
     from gitbot.checkpoints import Checkpointer, RunLock
 
     options = options or RunOptions()
-    repo = check_repository(repo)
+    repo = git.repo_root(repo)
     policy = bind_policy(policy, repo)
     provider = provider or make_provider(options.model)
     run_id = options.run_id or new_run_id()
     tools, ctx = tool_context(repo, policy, secrets, task.check_command, options.review_on_submit)
-    task_message = ctx.secrets.redact(first_user_message(task, repo, policy))
+    first_text, stopped_in_task = ctx.secrets.scrub(first_user_message(task, repo, policy))
     conversation = Conversation(system=system_prompt(), tools=[t.definition() for t in tools],
-                                first_user_text=task_message)
+                                first_user_text=first_text)
     if history:
         conversation.messages = copy.deepcopy(history)
-        conversation.add_user([{"type": "text", "text": task_message}])
+        conversation.add_user([{"type": "text", "text": first_text}])
     prices = load_prices()
-    budget = options.context_budget_tokens or context_budget(prices, provider.model)
+    budget = options.context_budget_tokens or context_budget(prices, provider)
 
     with RunLock(repo), _sigterm_as_interrupt():
-        record = RunRecord(repo, run_id)
+        record = RunRecord(repo, run_id, secrets=ctx.secrets)
+        record.secrets_stopped("the task and the first message", stopped_in_task)
         try:
-            checkpointer = Checkpointer(repo, run_id)
+            # Files the agent may not read are not stored either: the store is uploaded as an artifact.
+            checkpointer = Checkpointer(repo, run_id, read_deny=policy.read_deny)
             first = checkpointer.take(0)
         except KeyboardInterrupt:
             return close_record(record, RunResult(status=Status.ERROR, run_id=run_id, model=provider.model,
@@ -110,13 +85,14 @@ def run_task(task: Task, repo: Path, *, policy: Policy, options: RunOptions | No
                                                   replay=provider.is_replay))
         record.event("run_start", run_id=run_id, task=task.text, source=task.source, title=task.title,
                      check_command=task.check_command, model=provider.model, repo=str(repo),
+                     **endpoint_fields(provider),
                      limits=vars(policy.limits), replay=provider.is_replay, max_tokens=options.max_tokens,
                      context_budget_tokens=budget, review_on_submit=options.review_on_submit,
                      first_message=conversation.messages[0]["content"][0]["text"], continues=bool(history))
         if history:
             # What the record needs to rebuild this conversation (resume, or a later continuation).
             record.event("history", messages=history)
-            record.event("user", n=0, content=[{"type": "text", "text": task_message}], mistakes=0)
+            record.event("user", n=0, content=[{"type": "text", "text": first_text}], mistakes=0)
         record.event("checkpoint", step=0, **first.to_event())
         agent = Agent(provider=provider, tools=tools, ctx=ctx, conversation=conversation, record=record,
                       prices=prices, limits=policy.limits, max_tokens=options.max_tokens,
@@ -135,7 +111,7 @@ def drive(agent: Agent, record: RunRecord, checkpointer, *, policy: Policy, run_
     try:
         stop = agent.run()
         result = finish(agent, stop, run_id=run_id, model=provider.model, replay=provider.is_replay,
-                        checkpointer=checkpointer, sandbox=_sandbox_description(policy))
+                        checkpointer=checkpointer, sandbox=agent.ctx.runner.receipt_line)
     except KeyboardInterrupt:
         result = build_result(Stop(Status.ERROR, "interrupted (Ctrl-C or SIGTERM)"), agent, run_id=run_id,
                               model=provider.model, files_changed=[], replay=provider.is_replay)
@@ -149,6 +125,10 @@ def drive(agent: Agent, record: RunRecord, checkpointer, *, policy: Policy, run_
 
 def close_record(record: RunRecord, result: RunResult) -> RunResult:
     record.event("run_end", status=result.status.value, summary=result.summary)
+    note = record.stop_note()
+    if note:
+        result.warnings.append(note)
+        result.extra["secrets_stopped"] = list(record.stopped)
     record.write_result(result.to_dict())
     record.close()
     return result
@@ -195,9 +175,16 @@ def finish(agent: Agent, stop: Stop, *, run_id: str, model: str, replay: bool, c
     return result
 
 
-def context_budget(prices, model: str) -> int:
-    price = prices.price(model)
-    window = price.context_window if price else 200_000
+def endpoint_fields(provider: Provider) -> dict:
+    """What run_start keeps of the provider, for the record and for `gitbot resume` to call the same one."""
+    endpoint = provider.endpoint
+    return {"provider": endpoint.provider, "endpoint_host": endpoint.host, "base_url": endpoint.base_url,
+            "region": endpoint.region}
+
+
+def context_budget(prices, provider: Provider) -> int:
+    price = prices.price(provider.model, provider.endpoint)
+    window = provider.endpoint.context_window or (price.context_window if price else 200_000)
     budget = min(window * CONTEXT_WINDOW_FRACTION, DEFAULT_CONTEXT_BUDGET_TOKENS)
     if price is not None and price.tier_above_tokens:  # above it every token costs the higher tier
         budget = min(budget, price.tier_above_tokens * 0.95)
@@ -254,14 +241,6 @@ def project_instructions(repo: Path, policy: Policy | None = None) -> str:
             continue
         texts.append(f"--- {name} ---\n{printable(text).strip()}")
     return "\n\n".join(texts)
-
-
-def _sandbox_description(policy: Policy) -> str:
-    try:
-        from gitbot.sandbox import describe
-    except ImportError:
-        return "none"
-    return describe(policy)
 
 
 @contextmanager

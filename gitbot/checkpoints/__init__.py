@@ -9,13 +9,12 @@
     list_checkpoints(repo, run_id); diff(repo, run_id, 0, 5); restore(repo, run_id, 3)
     prune(repo, keep=20)                      # delete old runs' checkpoints and records
 
-Everything lives in `<git-dir>/gitbot/shadow`; see _git.py for the isolation rules,
+Everything lives in `<git-dir>/gitbot/shadow`; see shadow.py for the isolation rules,
 snapshot.py for what is captured, restore.py for what restore refuses to do.
 """
 
 from gitbot.checkpoints.errors import (
     CheckpointError,
-    GitCommandError,
     LockHeld,
     OutsideChanges,
     UnknownRun,
@@ -34,7 +33,6 @@ __all__ = [
     "Checkpoint",
     "CheckpointError",
     "Checkpointer",
-    "GitCommandError",
     "LockHeld",
     "OutsideChanges",
     "PruneReport",

@@ -45,16 +45,6 @@ class LockHeld(CheckpointError):
                          "Wait for it to finish (or stop it) and try again.")
 
 
-class GitCommandError(RuntimeError):
-    """A git command failed in a way that is not the user's input (a bug or a broken repository)."""
-
-    def __init__(self, args: list[str], returncode: int, stderr: bytes):
-        self.args_ = args
-        self.returncode = returncode
-        self.stderr = stderr.decode("utf-8", "replace").strip()
-        super().__init__(f"git {' '.join(args[:3])} failed with exit code {returncode}: {self.stderr}")
-
-
 def display_path(path: str) -> str:
     """A path safe to print on one line: control characters and undecodable bytes are escaped."""
     text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

@@ -14,9 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gitbot.checkpoints._git import RepoPaths, ShadowRepo, discover
 from gitbot.checkpoints.errors import UnknownRun, UnknownStep, display_path
-from gitbot.checkpoints.snapshot import per_response_from, validate_run_id
+from gitbot.checkpoints.shadow import RepoPaths, ShadowRepo, discover, per_response_from, validate_run_id
 from gitbot.record import load_events
 
 

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import Any, Self
 
-from gitbot.checkpoints._git import discover
 from gitbot.checkpoints.errors import LockHeld
+from gitbot.checkpoints.shadow import discover
 
 LOCK_NAME = "run.lock"
 

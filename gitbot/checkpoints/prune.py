@@ -17,11 +17,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitbot.checkpoints._git import REF_ROOT, RepoPaths, ShadowRepo, discover, run_git
+from gitbot import git
 from gitbot.checkpoints.errors import UnknownRun
 from gitbot.checkpoints.history import known_runs
 from gitbot.checkpoints.lock import RunLock
-from gitbot.checkpoints.snapshot import _modes_file, validate_run_id
+from gitbot.checkpoints.shadow import REF_ROOT, RepoPaths, ShadowRepo, discover, modes_file, validate_run_id
 
 DEFAULT_KEEP = 20
 # Shared parts of split private indexes that no index has read for this long are dropped (git
@@ -92,7 +92,7 @@ def prune(repo: Path | str, *, keep: int = DEFAULT_KEEP, older_than_days: float 
             for path in (shadow.dir / "indexes").glob(f"{run}*") if shadow.exists else ():
                 if path.name == run or path.name.startswith(run + "."):
                     path.unlink(missing_ok=True)
-            _modes_file(shadow.dir, run).unlink(missing_ok=True)
+            modes_file(shadow.dir, run).unlink(missing_ok=True)
             shutil.rmtree(paths.run_dir(run), ignore_errors=True)
         if shadow.exists:
             _repoint_head(shadow, report.kept)
@@ -168,8 +168,8 @@ def _gc(shadow: ShadowRepo) -> None:
     env = shadow.env()
     env.pop("GIT_WORK_TREE", None)  # the shadow alone: nothing here looks at a work tree
     # -l (implied by gc's repack) never copies the user's objects in; prune only ever deletes from
-    # the shadow's own object directory, never from the alternates. Refs stay loose (see _git.py).
-    run_git(["-c", "gc.packRefs=false", "-c", "gc.writeCommitGraph=false", "gc", "--quiet", "--prune=now"],
+    # the shadow's own object directory, never from the alternates. Refs stay loose (see shadow.py).
+    git.run(["-c", "gc.packRefs=false", "-c", "gc.writeCommitGraph=false", "gc", "--quiet", "--prune=now"],
             env=env, cwd=shadow.dir)
 
 

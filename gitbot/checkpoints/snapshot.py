@@ -16,9 +16,14 @@ ref points at the previous commit.
 Not captured, and listed as such: files above the size cap (default 10 MB, or
 GITBOT_CHECKPOINT_SIZE_CAP; hashing and storing them on every step would cost more than the
 checkpoint is worth), nested repositories and submodules (recorded by reference: a gitlink to
-their HEAD; their `.git` is never renamed or entered), and files that cannot be read. Ignored
-files are never captured: git's ignore rules decide, and there is no built-in exclusion list (so
-lockfiles, .env files and build scripts restore fine).
+their HEAD; their `.git` is never renamed or entered), files that cannot be read, and files the
+policy's `read_deny` rules match (an untracked `.env`: the store is uploaded as the Action's
+artifact, and a secret must not reach it; tracked ones are dropped from the private index too, so
+their blobs are never copied in). The run's read_deny rules are written into every checkpoint's
+manifest, so a restore or resume of the run excludes the same files without being told, and never
+deletes or overwrites one because no checkpoint holds it. Ignored files are never captured: git's
+ignore rules decide, and there is no other built-in exclusion list (so lockfiles and build
+scripts restore fine).
 
 What the seeded index must not be trusted for (fixed up at seeding):
 - stat data the user's git could not vouch for: the copy keeps the index's mtime, so git's
@@ -48,7 +53,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitbot.checkpoints._git import (
+from gitbot import git
+from gitbot.checkpoints.errors import json_safe_path
+from gitbot.checkpoints.shadow import (
     GITLINK_MODE,
     MANIFEST_PREFIX,
     REF_ROOT,
@@ -56,11 +63,13 @@ from gitbot.checkpoints._git import (
     ShadowRepo,
     discover,
     fs,
-    run_git,
-    user_environ,
+    modes_file,
+    per_response_from,
     user_head,
+    validate_run_id,
 )
-from gitbot.checkpoints.errors import GitCommandError, UnknownRun, json_safe_path
+from gitbot.git import GitCommandError
+from gitbot.policy.files import path_matcher
 
 log = logging.getLogger(__name__)
 
@@ -89,30 +98,6 @@ def size_cap_from_env() -> int:
     return int(match.group(1)) * 1024 ** " kmg".index(match.group(2).lower() or " ")
 
 
-def _modes_file(shadow_dir: Path, run_id: str) -> Path:
-    return shadow_dir / "modes" / f"{run_id}.json"
-
-
-def per_response_from(paths: RepoPaths, run_id: str) -> int | None:
-    """The first step a run checkpointed only once per model response (None: per step throughout).
-    Steps from there on have no checkpoint of their own unless a response ended at them."""
-    try:
-        data = json.loads(_modes_file(paths.shadow_dir, run_id).read_text())
-    except (OSError, ValueError):
-        return None
-    value = data.get("per_response_from") if isinstance(data, dict) else None
-    return value if isinstance(value, int) else None
-
-
-def validate_run_id(run_id: str) -> str:
-    ok = (isinstance(run_id, str) and 0 < len(run_id) <= 200 and run_id[0].isalnum()
-          and all(c.isalnum() or c in "._-" for c in run_id) and ".." not in run_id
-          and not run_id.endswith(".lock"))
-    if not ok:
-        raise UnknownRun(f"{run_id!r} is not a valid run id (letters, digits, '.', '_', '-')")
-    return run_id
-
-
 @dataclass
 class Checkpoint:
     step: int
@@ -138,7 +123,7 @@ class Checkpointer:
     """Takes a run's checkpoints. One instance per run; the caller holds the RunLock meanwhile."""
 
     def __init__(self, repo: Path | str, run_id: str, *, size_cap_bytes: int | None = None,
-                 slow_median_seconds: float = SLOW_MEDIAN_SECONDS):
+                 slow_median_seconds: float = SLOW_MEDIAN_SECONDS, read_deny: Sequence[str] = ()):
         validate_run_id(run_id)
         if size_cap_bytes is None:
             size_cap_bytes = size_cap_from_env()
@@ -163,6 +148,10 @@ class Checkpointer:
             self._last_commit = steps[self._last_step]
             self._last_tree, manifest = self.shadow.read_commit(self._last_commit)
             self._not_captured = dict(manifest.get("not_captured", {}))
+            # A run keeps the read_deny rules it started with (and gains any it is given now).
+            read_deny = (*manifest.get("read_deny", ()), *read_deny)
+        self.read_deny: tuple[str, ...] = tuple(dict.fromkeys(read_deny))
+        self._denied = path_matcher(self.read_deny)
         # Paths whose index entries changed since the last recorded tree, so a checkpoint's
         # files_changed needs no tree diff; None when unknown (then diff the trees).
         self._changed: set[str] | None = set()
@@ -336,6 +325,18 @@ class Checkpointer:
                 skip_worktree.append(path)
             if path == b".gitattributes" or path.endswith(b"/.gitattributes"):
                 has_attributes = True
+        if self._denied is not None:
+            # Tracked files the policy denies reading leave the private index: status then reports them
+            # as untracked, and every scan passes them by (its staged blobs are never kept either).
+            denied = [p for p in entries if self._denied(os.fsdecode(p))]
+            if denied:
+                self.shadow.git("update-index", "--force-remove", "-z", "--stdin", index=self.index,
+                                input=b"\0".join(denied) + b"\0")
+                for p in denied:
+                    del entries[p]
+                    self._not_captured[os.fsdecode(p)] = READ_DENY_REASON
+                assume_unchanged = [p for p in assume_unchanged if p in entries]
+                skip_worktree = [p for p in skip_worktree if p in entries]
         if assume_unchanged:
             self.shadow.git("update-index", "--no-assume-unchanged", "-z", "--stdin", index=self.index,
                             input=b"\0".join(assume_unchanged) + b"\0")
@@ -356,10 +357,8 @@ class Checkpointer:
         """Entries with a `filter` attribute hold the user's *clean* form (an LFS pointer); the shadow
         runs no filters, so it must store what is on disk. Re-adding them without stat data makes
         the next scan hash the file as it is."""
-        env = user_environ()
-        env["GIT_OPTIONAL_LOCKS"] = "0"
-        proc = run_git(["-c", "core.fsmonitor=false", "ls-files", "-z", "--", ":(attr:filter)"], env=env,
-                       cwd=self.repo, ok=(0, 1, 128))
+        proc = git.run(["-c", "core.fsmonitor=false", "ls-files", "-z", "--", ":(attr:filter)"], cwd=self.repo,
+                       ok=(0, 1, 128))
         if proc.returncode != 0:
             log.warning("could not list files with a filter attribute: %s", proc.stderr.decode("utf-8", "replace"))
             return
@@ -495,6 +494,8 @@ class Checkpointer:
             return None
 
     def _why_not_capturable(self, rel: str, st: os.stat_result) -> str | None:
+        if self._denied is not None and self._denied(rel):
+            return READ_DENY_REASON
         if stat.S_ISLNK(st.st_mode):
             return None
         if not stat.S_ISREG(st.st_mode):
@@ -511,10 +512,8 @@ class Checkpointer:
 
     def _nested_head(self, directory: Path) -> str | None:
         """HEAD of a nested repository or submodule, read without entering or changing it."""
-        env = user_environ()
-        env.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": str(self.shadow.dir),
-                    "GIT_DIR": str(directory / ".git")})
-        proc = run_git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], env=env, cwd=directory, ok=(0, 1, 128))
+        env = git.isolated_env(self.shadow.dir, {"GIT_DIR": str(directory / ".git")})
+        proc = git.run(["rev-parse", "-q", "--verify", "HEAD^{commit}"], env=env, cwd=directory, ok=(0, 1, 128))
         if proc.returncode != 0:
             return None  # no commits yet, or not a repository git can read
         return proc.stdout.decode().strip() or None
@@ -529,6 +528,8 @@ class Checkpointer:
         else:
             manifest = {"run": self.run_id, "step": step, "size_cap": self.size_cap_bytes,
                         "not_captured": self._not_captured}
+            if self.read_deny:
+                manifest["read_deny"] = list(self.read_deny)
             title = f"gitbot checkpoint: run {self.run_id} step {step}" + (f" ({reason})" if reason else "")
             # ensure_ascii keeps undecodable file names as \\udcXX escapes: valid JSON, lossless.
             message = f"{title}\n\n{MANIFEST_PREFIX}{json.dumps(manifest, sort_keys=True)}\n"
@@ -564,7 +565,7 @@ class Checkpointer:
             self._degraded_at_step = step
             # Steps after this one may have no checkpoint of their own; list/diff/restore must know
             # not to stand in the last checkpoint for them. (A resumed run stays in this mode.)
-            modes = _modes_file(self.shadow.dir, self.run_id)
+            modes = modes_file(self.shadow.dir, self.run_id)
             modes.parent.mkdir(exist_ok=True)
             tmp = modes.with_name(f".{modes.name}.{os.getpid()}.tmp")
             tmp.write_text(json.dumps({"per_response_from": step + 1}) + "\n")
@@ -643,6 +644,7 @@ def _is_nested_repo(directory: Path) -> bool:
 
 
 GITLINK_REASON = "git repository (nested repository or submodule) recorded by reference at "
+READ_DENY_REASON = "matches the policy's files.read_deny; never stored in a checkpoint"
 
 
 def _gitlink_reason(sha: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gitbot.checks.parsers import Failure, ParsedOutput, cut, parse_output
-from gitbot.checks.runner import CheckRun
+from gitbot.sandbox.command import CommandRun
 from gitbot.task import Task
 
 # Budgets in characters. The whole task stays well under MAX_TASK_CHARS however large the output.
@@ -22,7 +22,7 @@ OUTPUT_OPEN = "<check_output>"
 OUTPUT_CLOSE = "</check_output>"
 
 
-def build_task(cmd: str, run: CheckRun, *, root: Path | None = None, parsed: ParsedOutput | None = None,
+def build_task(cmd: str, run: CommandRun, *, root: Path | None = None, parsed: ParsedOutput | None = None,
                source: str = "check") -> Task:
     parsed = parsed or parse_output(run.output, root)
     how = "timed out" if run.timed_out else f"exits {run.exit_code}"
@@ -48,7 +48,7 @@ def build_task(cmd: str, run: CheckRun, *, root: Path | None = None, parsed: Par
     return Task(text=text, source=source, title=task_title(cmd, parsed, run), check_command=cmd)
 
 
-def task_title(cmd: str, parsed: ParsedOutput, run: CheckRun) -> str:
+def task_title(cmd: str, parsed: ParsedOutput, run: CommandRun) -> str:
     if run.timed_out:
         detail = "timed out"
     elif parsed.failures:
@@ -88,14 +88,14 @@ def _describe_failure(failure: Failure) -> str:
     return text
 
 
-def _describe_output(run: CheckRun, parsed: ParsedOutput) -> str:
+def _describe_output(run: CommandRun, parsed: ParsedOutput) -> str:
     size = f"{run.output_bytes:,} bytes in all"
     if parsed.failures:
         return f"the parts about each failure, {size}"
     return f"the last lines, {size}"
 
 
-def _evidence(parsed: ParsedOutput, run: CheckRun) -> str:
+def _evidence(parsed: ParsedOutput, run: CommandRun) -> str:
     """Excerpts about the failures in order, within EXCERPTS_CHARS; else the output's tail."""
     blocks = []
     used = 0

@@ -61,8 +61,9 @@ def register(subparsers: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from gitbot.checkpoints import CheckpointError, GitCommandError
+    from gitbot.checkpoints import CheckpointError
     from gitbot.errors import NotAGitRepository
+    from gitbot.git import GitCommandError
 
     if not getattr(args, "checkpoints_action", None):
         args.checkpoints_parser.print_help(sys.stderr)

@@ -41,7 +41,7 @@ def main(args) -> int:
     try:
         repo = make_sample_repository(workdir)
         say(f"Sample repository with a bug: {repo if args.keep else repo.name}")
-        from gitbot.commands.fix_check import fix_check_flow
+        from gitbot.fixcheck.flow import fix_check_flow
 
         outcome = fix_check_flow(repo, CHECK_COMMAND, replay=DATA / "demo_replay.json", json_output=args.json,
                                  progress_label="[replay] ")

@@ -56,19 +56,20 @@ def register(subparsers) -> None:
 
 
 def main_run(args) -> int:
-    from gitbot.hooks import run_hook
+    from gitbot.hooks.run import run_hook
 
     return run_hook(args.stage, checks=args.checks, fix=args.fix, repo=args.repo)
 
 
 def main_install(args) -> int:
-    from gitbot.config import CONFIG_RELPATH, ConfigFileError, example_stage_table
-    from gitbot.hooks import HookError, find_repo, install
+    from gitbot.errors import ConfigError, GitError
+    from gitbot.hooks.config import CONFIG_RELPATH, example_stage_table
+    from gitbot.hooks.install import find_repo, install
 
     try:
         repo = find_repo(args.repo)
         report = install(repo, args.stage, checks=args.checks, fix=args.fix, force=args.force)
-    except (HookError, ConfigFileError) as exc:
+    except (ConfigError, GitError) as exc:
         print(f"gitbot: {exc}", file=sys.stderr)
         return 2
     verb = "reinstalled" if report.reinstalled else "installed"
@@ -88,12 +89,13 @@ def main_install(args) -> int:
 
 
 def main_uninstall(args) -> int:
-    from gitbot.hooks import HookError, find_repo, uninstall
+    from gitbot.errors import ConfigError, GitError
+    from gitbot.hooks.install import find_repo, uninstall
 
     try:
         repo = find_repo(args.repo)
         report = uninstall(repo, args.stage)
-    except HookError as exc:
+    except (ConfigError, GitError) as exc:
         print(f"gitbot: {exc}", file=sys.stderr)
         return 2
     if report.restored_previous:

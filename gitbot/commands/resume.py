@@ -18,9 +18,9 @@ def register(subparsers) -> None:
 
 
 def main(args) -> int:
+    from gitbot import git
     from gitbot.agent.result import exit_code_for
     from gitbot.agent.resume import resume_run
-    from gitbot.agent.run import check_repository
     from gitbot.checkpoints import CheckpointError
     from gitbot.errors import ConfigError
     from gitbot.policy import load_policy
@@ -28,7 +28,7 @@ def main(args) -> int:
     from gitbot.receipt import print_receipt, render_json
 
     try:
-        repo = check_repository(args.repo)
+        repo = git.repo_root(args.repo)
         result = resume_run(repo, args.run_id, policy=load_policy(repo, args.policy),
                             reporter=ConsoleReporter())
     except (ConfigError, CheckpointError) as exc:

@@ -21,7 +21,12 @@ def register(subparsers) -> None:
 def add_run_options(p) -> None:
     """Options shared by every command that runs the agent."""
     p.add_argument("--repo", type=Path, default=Path("."), help="the git work tree (default: .)")
-    p.add_argument("--model", default=None, help="model id (default: claude-sonnet-5-5)")
+    p.add_argument("--provider", default=None, choices=("anthropic", "bedrock", "vertex", "openai"),
+                   help="who serves the model (default: the policy's [model] provider, else anthropic)")
+    p.add_argument("--model", default=None,
+                   help="model id in the provider's form (default on anthropic: claude-sonnet-5-5)")
+    p.add_argument("--base-url", default=None, metavar="URL",
+                   help="the provider's endpoint (an OpenAI-compatible server: http://localhost:8000/v1)")
     p.add_argument("--max-steps", type=int, default=None, help="most model requests")
     p.add_argument("--max-cost", type=float, default=None, metavar="USD", help="budget in US dollars")
     p.add_argument("--policy", type=Path, default=None, help="policy file (default: .gitbot/policy.toml)")
@@ -57,27 +62,19 @@ def read_task_file(path: Path) -> str:
         raise ConfigError(f"cannot read task file {path}: {exc}") from None
 
 
-def prepare(args):
-    """Repository, policy (with CLI limit overrides), provider and options, or ConfigError."""
-    from gitbot.agent.run import DEFAULT_MODEL, RunOptions, check_repository, make_provider, with_limits
-    from gitbot.policy import load_policy
-
-    repo = check_repository(args.repo)
-    policy = load_policy(repo, args.policy)
-    policy = with_limits(policy, max_steps=args.max_steps, max_cost_usd=args.max_cost)
-    provider = make_provider(args.model or DEFAULT_MODEL, replay=args.replay)
-    return repo, policy, provider, RunOptions(model=provider.model)
-
-
 def execute(task, args) -> int:
+    from gitbot.agent.prepare import prepare_run
     from gitbot.agent.result import exit_code_for
     from gitbot.agent.run import run_task
     from gitbot.progress import ConsoleReporter
     from gitbot.receipt import print_receipt, render_json
 
-    repo, policy, provider, options = prepare(args)
-    reporter = ConsoleReporter(label="[replay] " if provider.is_replay else "")
-    result = run_task(task, repo, policy=policy, options=options, provider=provider, reporter=reporter)
+    run = prepare_run(args.repo, policy_file=args.policy, model=args.model, replay=args.replay,
+                      provider_name=args.provider, base_url=args.base_url, max_steps=args.max_steps,
+                      max_cost_usd=args.max_cost)
+    reporter = ConsoleReporter(label="[replay] " if run.provider.is_replay else "")
+    result = run_task(task, run.repo, policy=run.policy, options=run.options, provider=run.provider,
+                      reporter=reporter)
     print_receipt(result)
     if args.json:
         print(render_json(result))

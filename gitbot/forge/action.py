@@ -35,17 +35,16 @@ from gitbot.forge.event import CommentTrigger, ContextError, Ignore, decide, rea
 from gitbot.forge.github import ForgeError, GitHubRepo, connect
 from gitbot.forge.inputs import InputError, read_inputs
 from gitbot.forge.job import Job
-from gitbot.forge.leaks import PublishSecrets
 from gitbot.forge.mdsafe import md_cell
 from gitbot.forge.permissions import check_actors
 from gitbot.forge.plan import Refused, make_plan
 from gitbot.forge.report import Report, outputs
-from gitbot.forge.work import SandboxUnavailable, work
+from gitbot.forge.work import SandboxUnavailable, keep_artifact, work
 from gitbot.secrets import SECRET_ENV_NAMES, SECRET_NAME_HINTS, Secrets
 
 
 def run_action(environ: dict[str, str] | None = None, *, stdout: TextIO | None = None) -> int:
-    from gitbot.sandbox import protect_process_environ
+    from gitbot.sandbox.env import protect_process_environ
 
     # The runner started this process with the key and the token in its environment, and
     # /proc/<pid>/environ keeps showing that original block whatever os.environ becomes: a
@@ -61,10 +60,10 @@ def run_action(environ: dict[str, str] | None = None, *, stdout: TextIO | None =
         return _run_action(environ, io, secrets)
 
 
-def known_secrets(environ: dict[str, str]) -> PublishSecrets:
+def known_secrets(environ: dict[str, str]) -> Secrets:
     """Every secret gitbot can know: secret-named variables, the token and key inputs and any other
     secret-named input (Secrets also covers the base64 form the token takes in an extraheader)."""
-    secrets = PublishSecrets.from_environment(environ)
+    secrets = Secrets.from_environment(environ)
     secrets.add(environ.get("INPUT_GITHUB-TOKEN", "").strip())
     secrets.add(environ.get("INPUT_ANTHROPIC-API-KEY", "").strip())
     for name, value in environ.items():
@@ -91,7 +90,7 @@ def secrets_out_of_environment(secrets: Secrets) -> Iterator[None]:
         os.environ.update(removed)
 
 
-def _run_action(environ: dict[str, str], io: ActionsIO, secrets: PublishSecrets) -> int:
+def _run_action(environ: dict[str, str], io: ActionsIO, secrets: Secrets) -> int:
     try:
         inputs = read_inputs(environ)
         ctx = read_context(environ)
@@ -128,10 +127,9 @@ def _run_action(environ: dict[str, str], io: ActionsIO, secrets: PublishSecrets)
 def execute(job: Job) -> int:
     """plan → status comment → work → report; every failure ends in a report too. A request made in a
     comment goes through converse.py first (👀, taken once; a pull request's is handled there)."""
-    from gitbot.checks import CheckCommandError
     from gitbot.errors import ConfigError
 
-    warm_up_the_model_client()
+    warm_up_the_model_client(job.inputs.provider)
     report = Report(job)
     if isinstance(job.trigger, CommentTrigger):
         from gitbot.forge.converse import begin
@@ -155,7 +153,7 @@ def execute(job: Job) -> int:
         return report.fail(str(exc), ExitCode.GAVE_UP)
     except SandboxUnavailable as exc:
         return report.fail(str(exc), ExitCode.CONFIG)
-    except (ConfigError, CheckCommandError) as exc:
+    except ConfigError as exc:
         return report.fail(f"configuration: {exc}", ExitCode.CONFIG)
     except (ForgeError, prmod.GitError) as exc:
         return report.fail(str(exc), ExitCode.INFRA)
@@ -164,12 +162,22 @@ def execute(job: Job) -> int:
 
         job.io.untrusted(traceback.format_exc(), heading="gitbot crashed:")
         return report.fail(f"internal error: {type(exc).__name__}: {exc}", ExitCode.INFRA)
+    finally:
+        keep_artifact(job)  # whatever happened: the scanned artifact (once; work() may have made it)
 
 
-def warm_up_the_model_client() -> None:
+def warm_up_the_model_client(provider: str) -> None:
     """Import the model's SDK in the background: it takes about a second, which the GitHub calls and git
     fetches before the first model request can hide (they wait on the network, or on git processes)."""
     import importlib
     import threading
 
-    threading.Thread(target=importlib.import_module, args=("anthropic",), name="warm-up", daemon=True).start()
+    module = "openai" if provider == "openai" else "anthropic"  # Bedrock and Vertex: the anthropic SDK's clients
+    threading.Thread(target=_import_quietly, args=(importlib, module), name="warm-up", daemon=True).start()
+
+
+def _import_quietly(importlib, module: str) -> None:
+    try:
+        importlib.import_module(module)
+    except ImportError:  # an extra that is not installed: make_provider says so, with the fix
+        pass

@@ -73,6 +73,7 @@ class ActionsContext:
     workspace: Path
     actor: str = ""
     triggering_actor: str = ""
+    runner_temp: Path | None = None  # where the artifact action.yml uploads is prepared
 
     @property
     def owner(self) -> str:
@@ -112,6 +113,7 @@ def read_context(environ: dict[str, str]) -> ActionsContext:
         workspace=Path(environ.get("GITHUB_WORKSPACE") or "."),
         actor=environ.get("GITHUB_ACTOR", ""),
         triggering_actor=environ.get("GITHUB_TRIGGERING_ACTOR", ""),
+        runner_temp=Path(environ["RUNNER_TEMP"]) if environ.get("RUNNER_TEMP") else None,
     )
 
 

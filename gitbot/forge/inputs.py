@@ -38,11 +38,19 @@ def env_name(input_id: str) -> str:
     return "INPUT_" + input_id.replace(" ", "_").upper()
 
 
+PROVIDERS = ("anthropic", "bedrock", "vertex", "openai")
+
+
 @dataclass(frozen=True)
 class ActionInputs:
     anthropic_api_key: str
     github_token: str
     model: str | None = None
+    # Who serves the model. bedrock and vertex take no key input: their credentials come from the job
+    # (aws-actions/configure-aws-credentials, google-github-actions/auth, both with OIDC).
+    provider: str = "anthropic"
+    openai_api_key: str = ""
+    base_url: str | None = None
     label: str = DEFAULT_LABEL
     check_command: str | None = None
     max_cost_usd: float | None = None
@@ -91,11 +99,22 @@ def read_inputs(environ: dict[str, str]) -> ActionInputs:
         return default
 
     api_key, token = text("anthropic-api-key"), text("github-token")
-    if not api_key:
+    provider = (text("provider") or "anthropic").lower()
+    openai_key, base_url = text("openai-api-key"), text("base-url") or None
+    if provider not in PROVIDERS:
+        problems.append(f"provider must be one of {', '.join(PROVIDERS)}, got {provider!r}")
+    if provider == "anthropic" and not api_key:
         problems.append(
             "anthropic-api-key is required: add an ANTHROPIC_API_KEY repository secret and pass it "
-            "as `anthropic-api-key: ${{ secrets.ANTHROPIC_API_KEY }}`"
+            "as `anthropic-api-key: ${{ secrets.ANTHROPIC_API_KEY }}` (or choose another provider)"
         )
+    if provider == "openai" and not openai_key and not base_url:
+        problems.append(
+            "openai-api-key is required with provider openai: pass it as "
+            "`openai-api-key: ${{ secrets.OPENAI_API_KEY }}` (a self-hosted server needs base-url instead)"
+        )
+    if base_url and not re.match(r"^https?://[^\s/@]+(/\S*)?$", base_url):
+        problems.append(f"base-url must be an http(s) URL without credentials, got {base_url!r}")
     if not token:
         problems.append(
             "github-token is empty: leave it unset to use the workflow's token, or pass a GitHub "
@@ -133,6 +152,9 @@ def read_inputs(environ: dict[str, str]) -> ActionInputs:
         anthropic_api_key=api_key,
         github_token=token,
         model=text("model") or None,
+        provider=provider,
+        openai_api_key=openai_key,
+        base_url=base_url,
         label=label,
         check_command=check_command,
         max_cost_usd=max_cost,

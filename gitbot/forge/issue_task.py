@@ -1,13 +1,11 @@
 """A Task from a GitHub issue: its title, body and the comments that existed when the label was added.
 
 Anyone who can open an issue or comment writes this text, so:
-- hidden content is stripped first — HTML comments, zero-width, bidi and Unicode "tag" characters,
-  image alt text, link titles, link reference definitions (`[x]: <url> "title"` lines render as
-  nothing, the classic Markdown comment) and hidden HTML attributes — so the model reads only what a
-  maintainer sees when approving the issue (the injection vectors claude-code-action and Copilot
-  filter too);
-- a collapsed `<details>` section is kept (a maintainer can open it) but marked as collapsed, so the
-  model knows it is text a reader may not have seen;
+- everything that renders to nothing on github.com is stripped first (hidden_text.strip_hidden:
+  HTML comments, hidden elements and attributes, math that hides text, zero-width and bidi
+  characters, image alt text, link titles, link reference definitions…), so the model reads only
+  what a maintainer sees when approving the issue; a collapsed `<details>` section is kept (a
+  maintainer can open it) but marked as collapsed;
 - comments created or edited after the label was added are left out, so nobody can change the task
   after a maintainer approved it;
 - the whole is wrapped in delimiters with a random suffix, labelled as untrusted data, so a text
@@ -17,70 +15,22 @@ Anyone who can open an issue or comment writes this text, so:
 from __future__ import annotations
 
 import datetime as dt
-import html
-import re
 import secrets as _secrets
 import unicodedata
 from dataclasses import dataclass
 
 from gitbot.forge.github import CommentData
+
+# strip_hidden and its markers are used from here too (comments, titles): one function, in hidden_text.
+from gitbot.forge.hidden_text import COLLAPSED, COLLAPSED_END, strip_hidden  # noqa: F401
 from gitbot.forge.mdsafe import neutralise
 from gitbot.task import Task
-
-# Characters a reader does not see, beyond Unicode's "format" category (Cf: zero-width spaces and
-# joiners, bidi embeddings, overrides and isolates, the soft hyphen, the tag block E0000-E007F that
-# can spell whole hidden ASCII sentences): variation selectors, which can carry hidden bytes when
-# chained after a visible character, and the Hangul fillers, letters that render as blank.
-INVISIBLE_EXTRA = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef\u115f\u1160\u3164\uffa0]")
-HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
-# ![alt](url) -> ![](url), and the reference forms ![alt][ref], ![alt][], ![alt] -> ![][ref], ![][], ![]
-MARKDOWN_IMAGE = re.compile(r"!\[[^\]]*\]")
-LINK_TITLE = re.compile(r"(\]\([^)\s]+)\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\))\s*\)")  # [t](url "title")
-HIDDEN_ATTRIBUTE = re.compile(
-    r"""\s(?:alt|title|aria-label|aria-description|placeholder|data-[\w-]+)\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]+)""",
-    re.IGNORECASE,
-)
-# A link reference definition: up to three spaces, [label]: destination, optionally a title, which
-# may sit on the next line (and span lines, but not a blank one). Rendered, it is nothing at all:
-# `[//]: # (text)` is the classic Markdown comment. Footnotes (`[^1]: …`) are visible and kept. (One
-# that directly follows a paragraph line would render as text; it is stripped all the same.)
-_TITLE = r"""(?:"(?:[^"\n]|\n(?![ \t]*\n))*"|'(?:[^'\n]|\n(?![ \t]*\n))*'|\((?:[^()\n]|\n(?![ \t]*\n))*\))"""
-REFERENCE_DEFINITION = re.compile(
-    r"^[ ]{0,3}\[(?!\^)(?:[^\]\\\n]|\\.){1,999}\]:[ \t]*\n?[ \t]*(?:<[^<>\n]*>|[^\s<]\S*)"
-    rf"(?:(?:[ \t]+|[ \t]*\n[ \t]*){_TITLE})?[ \t]*(?:\n|\Z)",
-    re.MULTILINE,
-)
-DETAILS_OPEN = re.compile(r"<details\b[^>]*>", re.IGNORECASE)
-DETAILS_CLOSE = re.compile(r"</details\s*>", re.IGNORECASE)
-COLLAPSED = "[collapsed section: hidden until a reader expands it]"
-COLLAPSED_END = "[end of collapsed section]"
-ENTITY = re.compile(r"&(?:#\d+|#x[0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]{1,31});")
 
 MAX_TITLE_CHARS = 200
 MAX_BODY_CHARS = 20_000
 MAX_COMMENT_CHARS = 6_000
 MAX_COMMENTS_CHARS = 30_000
 STATUS_MARKER = "<!-- gitbot:status -->"
-
-
-def strip_hidden(text: str) -> str:
-    """The text as a reader of the rendered issue sees it, minus everything invisible."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n").replace("\u2029", "\n")
-    # Entities first, so `&#x200B;` or `&lt;!-- … --&gt;` cannot smuggle what the later steps remove.
-    text = ENTITY.sub(lambda m: html.unescape(m.group(0)), text)
-    text = _drop_invisible(text)
-    text = HTML_COMMENT.sub("", text)
-    text = MARKDOWN_IMAGE.sub("![]", text)
-    text = LINK_TITLE.sub(r"\1)", text)
-    text = REFERENCE_DEFINITION.sub("", text)
-    text = HIDDEN_ATTRIBUTE.sub("", text)
-    text = DETAILS_OPEN.sub(f"\n{COLLAPSED}\n", text)
-    text = DETAILS_CLOSE.sub(f"\n{COLLAPSED_END}\n", text)
-    return text.strip()
-
-
-def _drop_invisible(text: str) -> str:
-    return INVISIBLE_EXTRA.sub("", "".join(ch for ch in text if unicodedata.category(ch) != "Cf"))
 
 
 def clean_title(title: str, limit: int = 100) -> str:

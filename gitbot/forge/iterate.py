@@ -24,7 +24,7 @@ from gitbot.forge.job import Job
 from gitbot.forge.leaks import scan_diff
 from gitbot.forge.pr_body import Verification
 from gitbot.forge.pr_task import build_pull_task, request_label
-from gitbot.forge.work import ToolLog, Verdict, WorkOutcome, keep_record, make_provider, run_check, run_policy
+from gitbot.forge.work import ToolLog, Verdict, WorkOutcome, keep_record, prepare, run_check
 
 MAX_LISTED_COMMITS = 20
 
@@ -46,9 +46,9 @@ def iterate(job: Job, plan) -> IterationOutcome:
 
 def _iterate(job: Job, plan) -> IterationOutcome:
     from gitbot.agent.history import messages_of_run
-    from gitbot.agent.run import RunOptions, run_task
-    from gitbot.checks.sandboxed import CheckSandbox
+    from gitbot.agent.run import run_task
     from gitbot.forge.plan import redacted
+    from gitbot.sandbox.runner import Runner
 
     repo, auth, inputs = job.repo, job.auth, job.inputs
     trigger, pull, ledger = plan.trigger, plan.pull, plan.ledger
@@ -69,7 +69,8 @@ def _iterate(job: Job, plan) -> IterationOutcome:
     plan.context.commits = commits_since(repo, ledger, head)
 
     remaining = inputs.max_total_cost_usd - ledger.total_cost
-    policy, sandbox_off = run_policy(
+    # The policy as the default branch has it: the pull request's branch cannot loosen it.
+    prepared, policy, sandbox_off = prepare(
         job, default_tip, answer_only=trigger.mode == "answer", max_cost_usd=max(0.01, remaining)
     )
     history = None
@@ -88,21 +89,20 @@ def _iterate(job: Job, plan) -> IterationOutcome:
     task = redacted(
         job, build_pull_task(plan.context, continued=history is not None, check_command=inputs.check_command)
     )
-    provider = make_provider(job)
-    checks = CheckSandbox(policy, repo)
+    runner = Runner(policy, repo)
     with job.io.commands_stopped():
         result = run_task(
             task,
             repo,
             policy=policy,
-            options=RunOptions(model=provider.model),
-            provider=provider,
+            options=prepared.options,
+            provider=prepared.provider,
             secrets=job.secrets,
             reporter=ToolLog(job.io),
             history=history,
         )
         changed = result.files_changed if trigger.mode != "answer" else []
-        after = run_check(job, checks, "after the agent") if changed else None
+        after = run_check(job, runner, "after the agent") if changed else None
     verdict = judge_iteration(job, result, changed, after)
     outcome = IterationOutcome(
         result, verdict, head=head, continued=history is not None, sandbox_off=sandbox_off
@@ -155,7 +155,7 @@ def _iterate(job: Job, plan) -> IterationOutcome:
 
 def judge_iteration(job: Job, result: RunResult, changed: list[str], after) -> Verdict:
     """Verified when the check passes after the change (the check runs once, after the agent)."""
-    from gitbot.verify import is_test_or_check_config
+    from gitbot.fixcheck.tampering import is_test_or_check_config
 
     command = job.inputs.check_command
     after_text = after.describe() if after else None

@@ -31,25 +31,24 @@ from gitbot.forge.report import (
     outputs,
     warnings,
 )
-from gitbot.forge.work import SandboxUnavailable
+from gitbot.forge.work import SandboxUnavailable, keep_artifact
 from gitbot.receipt import money
 
 MAX_LISTED_FILES = 15
 
 
 def run_iteration(job: Job, report: Report, plan) -> int:
-    from gitbot.checks import CheckCommandError
-
     report.comment(
         f"👀 gitbot is working on this. Follow along in the [workflow run]({job.ctx.run_url}); this reply will "
         "say what changed, whether the check passed and what it cost."
     )
     try:
         outcome = iterate(job, plan)
+        keep_artifact(job)  # the record is complete: its scanned copy, and what the scan stopped
         return report_iteration(job, report, plan, outcome)
     except SandboxUnavailable as exc:
         return report.fail(str(exc), ExitCode.CONFIG)
-    except (ConfigError, CheckCommandError) as exc:
+    except ConfigError as exc:
         return report.fail(f"configuration: {exc}", ExitCode.CONFIG)
     except (ForgeError, prmod.GitError) as exc:
         return report.fail(str(exc), ExitCode.INFRA)
@@ -58,6 +57,8 @@ def run_iteration(job: Job, report: Report, plan) -> int:
 
         job.io.untrusted(traceback.format_exc(), heading="gitbot crashed:")
         return report.fail(f"internal error: {type(exc).__name__}: {exc}", ExitCode.INFRA)
+    finally:
+        keep_artifact(job)  # whatever happened (once: the call above may have made it)
 
 
 def report_iteration(job: Job, report: Report, plan, outcome: IterationOutcome) -> int:

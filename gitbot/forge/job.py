@@ -27,6 +27,8 @@ class Job:
     trigger: IssueTrigger | WorkflowTrigger | CommentTrigger
     secrets: Secrets
     repo: Path = field(init=False)
+    # What preparing the uploaded artifact stopped or left out (forge/artifact.py); None until prepared.
+    artifact_notes: list[str] | None = field(init=False, default=None)
     auth: dict[str, str] = field(init=False)  # git configuration carrying the token, for fetch and push
 
     def __post_init__(self) -> None:

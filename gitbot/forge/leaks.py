@@ -1,12 +1,14 @@
-"""Secrets in what gitbot is about to publish: the diff it pushes and the texts it posts.
+"""Secrets in the diff gitbot is about to push.
 
-Two kinds of hit: a value gitbot knows is secret (the GitHub token, the Anthropic key, secret-named
-inputs, and their base64 forms), and anything shaped like a GitHub token (`ghp_`, `gho_`, `ghs_`,
-`ghu_`, `ghr_`, `github_pat_`) or an Anthropic key (`sk-ant-`) followed by at least 20 token
-characters — a secret gitbot was never told about looks like that too.
+The added lines (and the names of new or renamed files) pass the same scrubbing as every other text
+that leaves gitbot (`Secrets.scrub`: the values gitbot knows are secret and their encoded forms, then
+the secret scanner, gitbot/secretscan.py). A hit stops the push: a pushed secret is public, or at
+least readable by everyone with read access, and stays in the history.
 
-A hit in the diff stops the push (a pushed secret is public, or at least readable by everyone with
-read access, and stays in the history); a hit in a text is redacted.
+The scanner's allow-marker (`gitbot: allow-secret`) counts here only on a line the change does not
+add, i.e. a marked line the diff removes and adds again unchanged (a moved fixture): the agent can
+write the marker as easily as the secret. Removed and context lines are not scanned, so taking a
+secret out always stays possible.
 """
 
 from __future__ import annotations
@@ -14,57 +16,83 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gitbot.secrets import REDACTED, Secrets
+from gitbot.secrets import KNOWN_SECRET, Secrets
+from gitbot.secretscan import ALLOW_MARKERS
 
-TOKEN_SHAPE = re.compile(r"(?<![A-Za-z0-9_-])(?:gh[pousr]_|github_pat_|sk-ant-)[A-Za-z0-9_-]{20,}")
-KNOWN = "a known secret value (a token, key or secret input gitbot was given)"
-SHAPED = "a string shaped like a GitHub token or an Anthropic API key"
-
-
-class PublishSecrets(Secrets):
-    """`Secrets` whose `redact` also removes everything shaped like a token or an API key."""
-
-    def redact(self, text: str) -> str:
-        return TOKEN_SHAPE.sub(REDACTED, super().redact(text))
+HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
 
 @dataclass(frozen=True)
 class Leak:
     path: str
-    kind: str  # KNOWN or SHAPED; never the value itself
+    line: int  # in the new version of the file; 0 for the file's name
+    kind: str  # a scanner rule name, or "known-secret"; never the value itself
+
+    def where(self) -> str:
+        return f"{self.path}:{self.line} ({self.kind})" if self.line else f"{self.path} (file name: {self.kind})"
 
 
-def _kind(text: str, secrets: Secrets) -> str | None:
-    if any(value in text for value in secrets.values):
-        return KNOWN
-    if TOKEN_SHAPE.search(text):
-        return SHAPED
-    if secrets.redact(text) != text:  # an encoded form of a known value (base64, URL-encoded, …)
-        return KNOWN
-    return None
+@dataclass
+class _Added:
+    path: str
+    line: int
+    text: str
+
+
+def _added_lines(diff: str) -> tuple[list[_Added], set[str]]:
+    """What a `git diff --text` adds (line by line, with new line numbers) and what it removes."""
+    added: list[_Added] = []
+    removed: set[str] = set()
+    path, number = "?", 0
+    for line in diff.split("\n"):  # not splitlines(): a \r or \f inside a line is not a new line
+        if line.startswith("diff --git "):
+            path = line.removeprefix("diff --git ").split(" b/", 1)[-1]
+            added.append(_Added(path, 0, path))
+        elif line.startswith("+++ "):
+            name = line[4:]
+            path = name[2:] if name.startswith("b/") else path
+        elif line.startswith("--- "):
+            continue
+        elif line.startswith(("rename to ", "copy to ")):
+            path = line.split(" to ", 1)[1]
+            added.append(_Added(path, 0, path))
+        elif match := HUNK.match(line):
+            number = int(match.group(1))
+        elif line.startswith("+"):
+            added.append(_Added(path, number, line[1:]))
+            number += 1
+        elif line.startswith("-"):
+            removed.add(line[1:])
+        elif line.startswith(" "):
+            number += 1
+    return added, removed
 
 
 def scan_diff(diff: str, secrets: Secrets) -> list[Leak]:
-    """Secrets in what a `git diff --text` adds: added lines and the names of new or renamed files,
-    by file. Removed and context lines are not looked at: taking a secret out must stay possible."""
-    added: dict[str, list[str]] = {}
-    path = "?"
-    for line in diff.splitlines():
-        if line.startswith("diff --git "):
-            path = text = line.removeprefix("diff --git ").split(" b/", 1)[-1]
-        elif line.startswith("+++ "):
-            text = line[4:]
-            path = text[2:] if text.startswith("b/") else path
-        elif line.startswith(("rename to ", "copy to ")):
-            path = text = line.split(" to ", 1)[1]
-        elif line.startswith("+"):
-            text = line[1:]
-        else:
-            continue
-        added.setdefault(path, []).append(text)
-    leaks = []
-    for path, lines in added.items():
-        kind = _kind("\n".join(lines), secrets)
-        if kind is not None:
-            leaks.append(Leak(path, kind))
+    """Every secret in what the diff adds, as path:line and kind."""
+    added, removed = _added_lines(diff)
+    # Added lines are scanned as one text per file, so a private key spanning lines is one block;
+    # a finding's line in that text maps back to the file's line number.
+    by_path: dict[str, list[_Added]] = {}
+    for item in added:
+        by_path.setdefault(item.path, []).append(item)
+    leaks: list[Leak] = []
+    for path, items in by_path.items():
+        shown = secrets.redact(path)  # a file's name can hold the secret too
+        text = "\n".join(item.text for item in items)
+        _, findings = secrets.scrub(text, honour_markers=False)
+        for finding in findings:
+            item = items[finding.line - 1]
+            if finding.kind != KNOWN_SECRET and _moved_and_marked(items, finding.line - 1, removed):
+                continue
+            leaks.append(Leak(shown, item.line, finding.kind))
     return leaks
+
+
+def _moved_and_marked(items: list[_Added], index: int, removed: set[str]) -> bool:
+    """The line (or the line above it) carries the allow-marker, and the change removed that same line
+    elsewhere: a marked line that already was in the repository, not one the agent wrote."""
+    for i in (index, index - 1):
+        if i >= 0 and items[i].line and any(m in items[i].text for m in ALLOW_MARKERS) and items[i].text in removed:
+            return True
+    return False

@@ -39,6 +39,9 @@ class Plan:
     # "fix" (a label, a failed run, `@gitbot fix`), "answer" (`@gitbot answer`: nothing may change) or
     # "auto" (a mention: the agent decides between answering and changing).
     mode: str = "fix"
+    # Where the policy is read from: the PR's base branch for an issue, the default branch (or the
+    # configured base-branch) for a failed run, never the commit under test, which could loosen it.
+    policy_branch: str | None = None
 
 
 def make_plan(job: Job) -> Plan:
@@ -154,6 +157,7 @@ def _workflow_plan(job: Job, t) -> Plan:
     )
     base = job.inputs.base_branch or t.head_branch
     return Plan(
+        policy_branch=job.inputs.base_branch or job.forge.default_branch,
         task=redacted(job, task),
         base=base,
         branch=t.branch,

@@ -22,48 +22,19 @@ from __future__ import annotations
 import base64
 import os
 import re
-import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gitbot import git as gitcmd
 from gitbot.errors import GitError
 from gitbot.forge.github import ForgeError, GitHubRepo, PullData
+from gitbot.git import BOT_EMAIL
 
-BOT_NAME = "github-actions[bot]"
-BOT_EMAIL = "41898282+github-actions[bot]@users.noreply.github.com"
 RUN_TRAILER = "Gitbot-Run"
 MODEL_EMAIL = "noreply@anthropic.com"
-# What git processes get from gitbot's environment (nothing else: no token, key or input).
-GIT_PASSTHROUGH = (
-    "PATH",
-    "HOME",
-    "LANG",
-    "LC_ALL",
-    "TMPDIR",
-    # A self-hosted runner behind a proxy or with its own certificate authority needs these to reach
-    # GitHub at all.
-    "HTTPS_PROXY",
-    "https_proxy",
-    "HTTP_PROXY",
-    "http_proxy",
-    "NO_PROXY",
-    "no_proxy",
-    "ALL_PROXY",
-    "all_proxy",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "GIT_SSL_CAINFO",
-    "GIT_SSL_CAPATH",
-)
-BOT_IDENTITY = {
-    "GIT_AUTHOR_NAME": BOT_NAME,
-    "GIT_AUTHOR_EMAIL": BOT_EMAIL,
-    "GIT_COMMITTER_NAME": BOT_NAME,
-    "GIT_COMMITTER_EMAIL": BOT_EMAIL,
-}
 CREDENTIAL_KEYS = r"^(http\.(.*\.)?extraheader|include\.path|includeif\..*\.path)$"
 # Pushing workflow files needs the `workflows` permission, which the workflow token never has.
 UNPUSHABLE_PREFIX = ".github/workflows/"
@@ -74,33 +45,13 @@ class BranchNotOurs(GitError):
     """The bot branch holds commits gitbot did not make: it is not overwritten."""
 
 
-def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """A minimal environment for one git process: `extra` (the token's configuration, for fetch and
-    push only) on top of a few harmless variables and the bot identity."""
-    env = {name: os.environ[name] for name in GIT_PASSTHROUGH if os.environ.get(name)}
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-    env.setdefault("LANG", "C.UTF-8")
-    env["GIT_TERMINAL_PROMPT"] = "0"  # nobody is there to type a password: fail instead of hanging
-    env.update(BOT_IDENTITY)
-    env.update(extra or {})
-    return env
-
-
-def git(
-    repo: Path, *args: str, env: dict[str, str] | None = None, input: str | None = None, check: bool = True
-) -> str:
-    done = subprocess.run(
-        ["git", "-c", "core.hooksPath=/dev/null", *args],
-        cwd=repo,
-        env=git_env(env),
-        input=input,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if check and done.returncode != 0:
-        raise GitError(f"git {args[0]} failed: {done.stderr.strip() or done.stdout.strip()}")
-    return done.stdout
+def git(repo: Path, *args: str, env: dict[str, str] | None = None, input: str | None = None,
+        check: bool = True) -> str:
+    """`git ARGS` as the bot: its identity, a minimal environment (`env`: the token's configuration, for
+    fetch and push only), no hooks of the repository's."""
+    return gitcmd.run(["-c", "core.hooksPath=/dev/null", *args], cwd=repo, env=gitcmd.bot_env(env),
+                      input=input.encode("utf-8") if input is not None else None,
+                      ok=(0,) if check else range(256)).stdout.decode("utf-8", "replace")
 
 
 def auth_env(token: str, server_url: str) -> dict[str, str]:
@@ -156,10 +107,7 @@ def validate_branch(name: str) -> str:
     """A branch name from an event is data: it must be a plain, valid branch name."""
     if name.startswith("-") or not re.fullmatch(r"[\w./+@-]+", name) or "@{" in name:
         raise GitError(f"refusing an unusual branch name: {name!r}")
-    done = subprocess.run(
-        ["git", "check-ref-format", "--branch", name], capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
+    if gitcmd.run(["check-ref-format", "--branch", name], cwd=None, ok=range(256)).returncode != 0:
         raise GitError(f"not a valid branch name: {name!r}")
     return name
 
@@ -295,27 +243,8 @@ def commit_changes(
 
 def added_text(repo: Path, base: str, head: str) -> str:
     """The diff from `base` to `head` with binary files as text, for the secret scan."""
-    done = subprocess.run(
-        [
-            "git",
-            "-c",
-            "core.hooksPath=/dev/null",
-            "diff",
-            "--text",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--no-renames",
-            base,
-            head,
-        ],
-        cwd=repo,
-        env=git_env(),
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise GitError(f"git diff failed: {done.stderr.decode('utf-8', 'replace').strip()}")
+    done = gitcmd.run(["-c", "core.hooksPath=/dev/null", "diff", "--text", "--no-color", "--no-ext-diff",
+                       "--no-textconv", "--no-renames", base, head], cwd=repo, env=gitcmd.bot_env())
     return done.stdout.decode("utf-8", "replace")
 
 

@@ -94,6 +94,8 @@ class Report:
                 "code, not in the test."
             )
         notes += left_out_notes(outcome.left_out)
+        notes += stopped_notes(result)
+        notes += job.artifact_notes or []
         pr = None
         status = result.status.value
         receipt = receipt_markdown(result)
@@ -231,19 +233,23 @@ class Report:
     def refuse_leaks(self, result: RunResult, leaks: list[Leak]) -> int:
         """The change holds something that looks like a secret: nothing is pushed, and nobody is shown it."""
         io = self.job.io
-        where = ", ".join(f"{code_span(leak.path)} ({leak.kind})" for leak in leaks[:10])
+        where = ", ".join(code_span(leak.where()) for leak in leaks[:10])
         more = f" and {len(leaks) - 10} more" if len(leaks) > 10 else ""
         message = (
             f"gitbot did not push its change: the diff adds what looks like a secret in {where}{more}. "
             "Nothing was pushed and no pull request was opened; the value is not shown anywhere. Check "
-            "whether a credential reached the repository's files, and rotate it if it is real."
+            "whether a credential reached the repository's files, and rotate it if it is real. (A false "
+            "positive, such as a test fixture, can be marked with `gitbot: allow-secret` on its line in the "
+            "repository; gitbot does not accept the marker on a line its own change adds.)"
         )
         io.error(
-            "the change contains a secret-like value; nothing was pushed",
+            f"the change contains a secret-like value ({', '.join(leak.where() for leak in leaks[:10])}); "
+            "nothing was pushed",
             title="gitbot: secret in the change",
         )
-        self.comment(f"⛔ {message}\n\n{receipt_markdown(result)}\n\n[workflow run]({self.job.ctx.run_url})")
-        io.write_summary(f"## gitbot refused to push\n\n{message}\n\n{receipt_markdown(result)}\n")
+        notes = warnings(self.job.artifact_notes or [])
+        self.comment(f"⛔ {message}\n\n{notes}{receipt_markdown(result)}\n\n[workflow run]({self.job.ctx.run_url})")
+        io.write_summary(f"## gitbot refused to push\n\n{message}\n\n{notes}{receipt_markdown(result)}\n")
         io.set_outputs(outputs("secret_found", result=result))
         return ExitCode.GAVE_UP
 
@@ -307,6 +313,20 @@ def request_costs(repo: Path, run_id: str) -> dict[int, StepCost]:
     except (OSError, ValueError):
         return {}
     return costs
+
+
+def stopped_notes(result: RunResult) -> list[str]:
+    """Where the secret scanner stopped values on their way to the model or the record (record.py)."""
+    stops = result.extra.get("secrets_stopped") or []
+    if not stops:
+        return []
+    shown = "; ".join(md_cell(str(stop)) for stop in stops[:10])
+    more = f"; and {len(stops) - 10} more" if len(stops) > 10 else ""
+    note = (
+        f"The secret scanner replaced secret-like values before they reached the model or the run record: "
+        f"{shown}{more}. Check where they came from, and rotate them if they are real."
+    )
+    return [note]
 
 
 def restore_hint(run_id: str, actions_run_id: str) -> str:

@@ -22,6 +22,8 @@ from gitbot.forge.leaks import Leak, scan_diff
 from gitbot.forge.plan import Plan
 from gitbot.forge.pr_body import Verification
 from gitbot.receipt import money
+from gitbot.sandbox.bwrap import probe
+from gitbot.sandbox.runner import Runner
 
 CHECK_TIMEOUT_SECONDS = 900.0
 
@@ -56,7 +58,7 @@ def work(job: Job, plan: Plan) -> WorkOutcome:
 
 
 def _work(job: Job, plan: Plan) -> WorkOutcome:
-    from gitbot.agent.run import RunOptions, run_task
+    from gitbot.agent.run import run_task
 
     repo, auth = job.repo, job.auth
     base_tip = prmod.fetch(repo, plan.base, auth=auth)
@@ -76,29 +78,34 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
             )
     prmod.start_branch(repo, plan.branch, start)
 
-    policy, sandbox_off = run_policy(job, start, answer_only=plan.mode == "answer")
-    provider = make_provider(job)
+    # The policy as the base branch has it (the default branch for a failed run): neither the agent
+    # nor the branch under test can loosen it.
+    policy_tip = base_tip
+    if plan.policy_branch and plan.policy_branch != plan.base:
+        policy_tip = prmod.fetch(repo, plan.policy_branch, auth=auth)
+        if policy_tip is None:
+            raise prmod.GitError(f"origin has no branch {plan.policy_branch!r} to read the policy from")
+    prepared, policy, sandbox_off = prepare(job, policy_tip, answer_only=plan.mode == "answer")
     open_pr = job.forge.open_pull(plan.branch)
-
-    from gitbot.checks.sandboxed import CheckSandbox
 
     # The check runs where the agent's commands run: sandboxed, allow-listed environment. After the
     # agent it executes code the agent wrote, so it must never see the tokens.
-    checks = CheckSandbox(policy, repo)
+    runner = Runner(policy, repo)
     with job.io.commands_stopped():
         # An answer changes nothing, so there is nothing to verify.
-        before = run_check(job, checks, "before the agent") if plan.mode != "answer" else None
+        before = run_check(job, runner, "before the agent") if plan.mode != "answer" else None
         result = run_task(
             plan.task,
             repo,
             policy=policy,
-            options=RunOptions(model=provider.model),
-            provider=provider,
+            options=prepared.options,
+            provider=prepared.provider,
             secrets=job.secrets,
             reporter=ToolLog(job.io),
         )
         changed = result.files_changed if plan.mode != "answer" else []
-        after = run_check(job, checks, "after the agent") if before is not None and changed else None
+        after = run_check(job, runner, "after the agent") if before is not None and changed else None
+    keep_artifact(job)  # the record is complete: its scanned copy, and what the scan stopped, go in the report
     verdict = judge(job, result, before, after)
     commit = None
     left_out: list[prmod.LeftOut] = []
@@ -143,6 +150,52 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
     return WorkOutcome(result, verdict, commit, pushed_to, diff_base, left_out, sandbox_off=sandbox_off)
 
 
+def keep_artifact(job: Job) -> list[str]:
+    """Prepare the one directory action.yml uploads: the run records and checkpoint store, scanned
+    (forge/artifact.py). Once per job; what it stopped is said in the log and kept for the report."""
+    from gitbot.forge.artifact import ARTIFACT_DIR_NAME, prepare_artifact
+
+    if job.artifact_notes is None:
+        job.artifact_notes = []
+        if job.ctx.runner_temp is not None:
+            try:
+                job.artifact_notes = prepare_artifact(job.repo, job.ctx.runner_temp / ARTIFACT_DIR_NAME,
+                                                      job.secrets).notes()
+            except Exception as exc:  # noqa: BLE001 - no artifact is better than a crash or an unscanned one
+                job.artifact_notes = [f"The run record was not uploaded: preparing it failed ({exc})."]
+        for note in job.artifact_notes:
+            job.io.warning(note, title="gitbot: artifact")
+    return job.artifact_notes
+
+
+# ---------------------------------------------------------------- what the agent runs with
+
+
+def prepare(job: Job, policy_ref: str, *, answer_only: bool = False, max_cost_usd: float | None = None):
+    """The run's policy (read at `policy_ref`, which the work cannot change), provider and options:
+    prepare_run with the action's inputs, the sandbox required. Returns (prepared, policy, sandbox_off).
+
+    answer_only: no file may be edited (`@gitbot answer`). max_cost_usd: a budget lower than the input's
+    (what is left of a pull request's total)."""
+    from gitbot.agent.prepare import prepare_run
+
+    # The key goes to the client and nowhere else: never into os.environ, where child processes (git, the
+    # check command) would inherit it. Cloud credentials come from the job's environment as it was when
+    # gitbot started (they are out of os.environ too).
+    inputs = job.inputs
+    prepared = prepare_run(job.repo, policy_file=Path(inputs.policy) if inputs.policy else None,
+                           base_ref=policy_ref, max_steps=inputs.max_steps, max_cost_usd=inputs.max_cost_usd,
+                           model=inputs.model, provider_name=inputs.provider, base_url=inputs.base_url,
+                           api_key=model_key(inputs), environ=job.io.environ)
+    policy = prepared.policy
+    if max_cost_usd is not None and policy.limits.max_cost_usd > max_cost_usd:
+        policy = dataclasses.replace(policy, limits=dataclasses.replace(policy.limits, max_cost_usd=max_cost_usd))
+    if answer_only:
+        policy = dataclasses.replace(policy, edit_allow=())
+    policy, sandbox_off = sandboxed(job, policy)
+    return prepared, policy, sandbox_off
+
+
 def keep_record(job: Job, run_id: str) -> str | None:
     """Push the run's record, for a later request on the pull request to continue its conversation
     (run_records.py); a failure only costs that continuation."""
@@ -155,38 +208,9 @@ def keep_record(job: Job, run_id: str) -> str | None:
         return None
 
 
-# ---------------------------------------------------------------- what the agent runs with
-
-
-def run_policy(job: Job, start: str, *, answer_only: bool = False, max_cost_usd: float | None = None):
-    """The policy as the starting commit has it (nothing the agent writes can loosen it), with the
-    action's limits, and the sandbox required. Returns (policy, sandbox_off).
-
-    answer_only: no file may be edited (`@gitbot answer`). max_cost_usd: a lower budget than the
-    input's (what is left of a pull request's total)."""
-    from gitbot.agent.run import with_limits
-    from gitbot.policy import load_policy
-
-    policy_file = Path(job.inputs.policy) if job.inputs.policy else None
-    policy = load_policy(job.repo, policy_file, base_ref=start)
-    policy = with_limits(policy, max_steps=job.inputs.max_steps, max_cost_usd=job.inputs.max_cost_usd)
-    if max_cost_usd is not None and max_cost_usd < policy.limits.max_cost_usd:
-        policy = with_limits(policy, max_cost_usd=max_cost_usd)
-    if answer_only:
-        policy = dataclasses.replace(policy, edit_allow=())
-    return sandboxed(job, policy)
-
-
-def make_provider(job: Job):
-    import anthropic
-
-    from gitbot.agent.run import DEFAULT_MODEL
-    from gitbot.llm.anthropic import AnthropicProvider
-
-    # The key goes to the client and nowhere else: never into os.environ, where child processes
-    # (git, the check command) would inherit it.
-    client = anthropic.Anthropic(api_key=job.inputs.anthropic_api_key, max_retries=0)
-    return AnthropicProvider(job.inputs.model or DEFAULT_MODEL, client=client)
+def model_key(inputs) -> str | None:
+    """The key input of the chosen provider (Bedrock and Vertex take theirs from the job's environment)."""
+    return {"anthropic": inputs.anthropic_api_key, "openai": inputs.openai_api_key}.get(inputs.provider) or None
 
 
 def sandboxed(job: Job, policy):
@@ -194,8 +218,6 @@ def sandboxed(job: Job, policy):
     off explicitly (then every report says so loudly). "auto" would run the agent's commands without a
     sandbox, with network, wherever bubblewrap does not work — on GitHub's Ubuntu 24.04 runners unless
     action.yml's sandbox setup step ran. Returns (policy, sandbox_off)."""
-    from gitbot import sandbox
-
     if policy.sandbox_mode == "off":
         job.io.warning(
             'the policy sets [sandbox] mode = "off": the agent\'s commands run without a sandbox',
@@ -203,7 +225,7 @@ def sandboxed(job: Job, policy):
         )
         return policy, True
     policy = dataclasses.replace(policy, sandbox_mode="required")
-    status = sandbox.probe()
+    status = probe()
     if not status.available:
         raise SandboxUnavailable(
             f"gitbot runs the agent's commands only inside the bubblewrap sandbox, and {status.description}. "
@@ -218,16 +240,16 @@ def sandboxed(job: Job, policy):
 # ---------------------------------------------------------------- checking and judging
 
 
-def run_check(job: Job, checks, when: str):
+def run_check(job: Job, runner: Runner, when: str):
     if not job.inputs.check_command:
         return None
-    run = checks.run(job.inputs.check_command, CHECK_TIMEOUT_SECONDS)
+    run = runner.run_check(job.inputs.check_command, CHECK_TIMEOUT_SECONDS)
     job.io.info(f"check {when}: {run.describe()}")
     return run
 
 
 def judge(job: Job, result: RunResult, before, after) -> Verdict:
-    from gitbot.verify import is_test_or_check_config
+    from gitbot.fixcheck.tampering import is_test_or_check_config
 
     tests_modified = [p for p in result.files_changed if is_test_or_check_config(p)]
     command = job.inputs.check_command

@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gitbot.llm.base import ModelReply, ModelRequest, ProviderError
+from gitbot.llm.base import Endpoint, ModelReply, ModelRequest, ProviderError
 from gitbot.llm.usage import Usage
 
 
 class ReplayProvider:
     is_replay = True
+    endpoint = Endpoint("replay")
 
     def __init__(self, path: Path):
         data = json.loads(Path(path).read_text(encoding="utf-8"))

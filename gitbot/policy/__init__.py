@@ -8,8 +8,8 @@ agent may do, and the same functions decide inside runs and in `gitbot policy ch
     policy.check_edit(".github/workflows/ci.yml")
     policy.check_command("pytest -q && ruff check .", extra_allowed=("make test",))
 
-Modules: config (the TOML format, errors with line numbers), files (path globs), commands (the
-tree-sitter-bash judge), defaults, init (`gitbot policy init`).
+Modules: config (the TOML format, errors with line numbers), files (path globs), judge/ (the
+tree-sitter-bash command judge), defaults, init (`gitbot policy init`).
 """
 
 from __future__ import annotations

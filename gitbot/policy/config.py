@@ -7,16 +7,21 @@ scanning the text for the key inside its table.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
 
+from gitbot import git
+from gitbot.errors import GitError
+from gitbot.llm.pricing import ModelPrice
+from gitbot.llm.settings import PROVIDERS, ModelSettings
 from gitbot.policy.base import Limits, PolicyError
-from gitbot.policy.commands import split_pattern
 from gitbot.policy.defaults import DEFAULT_POLICY_PATH, SANDBOX_MODES
 from gitbot.policy.files import GlobError, validate_path_glob
+from gitbot.policy.judge import split_pattern
 
 # table -> key -> kind
 SCHEMA: dict[str, dict[str, str]] = {
@@ -26,6 +31,11 @@ SCHEMA: dict[str, dict[str, str]] = {
     "limits": {"max_steps": "positive_int", "max_cost_usd": "positive_number",
                "max_consecutive_mistakes": "positive_int", "max_wall_seconds": "positive_number",
                "command_timeout_seconds": "positive_number"},
+    # Which model answers, and where (credentials never go here: each provider's standard chain).
+    # Prices are USD per million tokens and win over gitbot's table; zero is allowed (self-hosted).
+    "model": {"provider": "provider", "name": "text", "base_url": "text", "context_window": "positive_int",
+              "max_output_tokens": "positive_int", "price_input": "price", "price_output": "price",
+              "price_cache_read": "price", "price_cache_write": "price"},
 }
 KIND_DESCRIPTIONS = {
     "file_globs": "a list of file globs (strings) relative to the repository root",
@@ -34,6 +44,9 @@ KIND_DESCRIPTIONS = {
     "bool": "true or false",
     "positive_int": "a whole number greater than 0",
     "positive_number": "a number greater than 0",
+    "provider": "one of " + ", ".join(f'"{name}"' for name in PROVIDERS),
+    "text": "a non-empty string",
+    "price": "a number of US dollars per million tokens, 0 or more",
 }
 TOML_TYPE_NAMES = {str: "a string", bool: "a boolean", int: "an integer", float: "a number", list: "a list",
                    dict: "a table"}
@@ -148,7 +161,28 @@ def parse_policy(text: str, *, source: str, repo: Path | None = None):
         kwargs["sandbox_mode"] = sandbox["mode"]
     if "network" in sandbox:
         kwargs["network"] = sandbox["network"]
+    if values["model"]:
+        kwargs["model"] = _model_settings(values["model"], source, locate)
     return Policy(**kwargs)
+
+
+def _model_settings(model: dict[str, Any], source: str, locate: _Locator) -> ModelSettings:
+    prices = {key.removeprefix("price_"): model[key] for key in model if key.startswith("price_")}
+    price = None
+    if prices:
+        missing = [f"price_{k}" for k in ("input", "output") if k not in prices]
+        if missing:
+            raise PolicyError(source, locate.key("model", next(f"price_{k}" for k in prices)),
+                              f"[model] gives prices without {' and '.join(missing)}: give at least the input "
+                              "and output prices (cache prices default to the input price)")
+        # Without cache prices, cached tokens cost what input costs: the receipt never undercounts.
+        price = ModelPrice(input=prices["input"], output=prices["output"],
+                           cache_write=prices.get("cache_write", prices["input"]),
+                           cache_read=prices.get("cache_read", prices["input"]),
+                           context_window=model.get("context_window", 200_000))
+    return ModelSettings(provider=model.get("provider"), name=model.get("name"), base_url=model.get("base_url"),
+                         price=price, context_window=model.get("context_window"),
+                         max_output_tokens=model.get("max_output_tokens"))
 
 
 def _validate(value: Any, kind: str, table: str, key: str, source: str, locate: _Locator) -> Any:
@@ -177,6 +211,14 @@ def _validate(value: Any, kind: str, table: str, key: str, source: str, locate: 
         if value not in SANDBOX_MODES:
             raise fail(f"{where} must be {expected}, got {value!r}")
         return value
+    if kind in ("provider", "text"):
+        if not isinstance(value, str) or not value.strip() or (kind == "provider" and value not in PROVIDERS):
+            raise fail(f"{where} must be {expected}, got {value!r}")
+        return value.strip()
+    if kind == "price":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise fail(f"{where} must be {expected}, got {value!r}")
+        return float(value)
     if kind == "bool":
         if not isinstance(value, bool):
             raise fail(f"{where} must be {expected}, got {_type_name(value)} ({value!r})")
@@ -191,9 +233,8 @@ def _validate(value: Any, kind: str, table: str, key: str, source: str, locate: 
     return value
 
 
-def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "-C", str(repo), *args], check=False, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=30)
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return git.run(args, cwd=repo, ok=range(256), timeout=30)
 
 
 def read_policy_at_revision(repo: Path, revision: str, relpath: str) -> str | None:
@@ -201,18 +242,22 @@ def read_policy_at_revision(repo: Path, revision: str, relpath: str) -> str | No
     label = f"{revision}:{relpath}"
     try:
         verified = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}")
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except GitError as exc:
         raise PolicyError(label, None, f"cannot run git to read the base policy: {exc}") from None
     if verified.returncode != 0:
         raise PolicyError(label, None, f"the base revision {revision!r} does not exist in {repo}; "
                                        f"the policy must come from the base revision, so the run cannot start")
-    commit = verified.stdout.strip()
+    commit = verified.stdout.decode().strip()
     if _git(repo, "cat-file", "-e", f"{commit}:{relpath}").returncode != 0:
         return None
     shown = _git(repo, "cat-file", "blob", f"{commit}:{relpath}")
     if shown.returncode != 0:
-        raise PolicyError(label, None, f"cannot read the policy at the base revision: {shown.stderr.strip()}")
-    return shown.stdout
+        why = shown.stderr.decode("utf-8", "replace").strip()
+        raise PolicyError(label, None, f"cannot read the policy at the base revision: {why}")
+    try:
+        return shown.stdout.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PolicyError(label, None, f"cannot read the policy file: {exc}") from None
 
 
 def load_policy(repo: Path, policy_file: Path | None = None, *, base_ref: str | None = None):

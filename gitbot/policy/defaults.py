@@ -7,6 +7,8 @@ DEFAULT_READ_DENY: tuple[str, ...] = (
     "**/.env", "**/.env.*", "**/*.pem", "**/*.key", "**/*.p12", "**/*.pfx",
     "**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*", "**/id_ed25519*",
     "**/.netrc", "**/.pypirc", "**/.git-credentials",
+    # google-github-actions/auth writes its credentials file into the workspace.
+    "**/gha-creds-*.json",
 )
 DEFAULT_EDIT_ALLOW: tuple[str, ...] = ("**",)
 # CI definitions run with the repository's secrets, and .gitbot holds this very policy.

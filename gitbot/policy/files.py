@@ -12,7 +12,7 @@ import os
 import posixpath
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property, lru_cache
 from pathlib import Path
@@ -393,3 +393,28 @@ class FileRules:
                 if prefix and not has_glob_chars(prefix) and "\\" not in prefix:
                     found.append(prefix)
         return found
+
+
+def path_matcher(patterns: Sequence[str]) -> Callable[[str], bool] | None:
+    """A function telling whether a repository-relative path (lexical, no symlinks resolved) matches one
+    of these deny globs, as the deny rules match (case-insensitively), or None without globs. For
+    matching many paths at once (the checkpoint store matches every tracked file against read_deny):
+    `**/NAME` globs, all the defaults, are matched against the file name alone, four times faster."""
+    if not patterns:
+        return None
+    names = [p[3:] for p in patterns if p.startswith("**/") and "/" not in p[3:] and "**" not in p[3:]]
+    paths = [p for p in patterns if not (p.startswith("**/") and p[3:] in names)]
+
+    def combined(globs: list[str]) -> re.Pattern[str] | None:
+        # The whole alternation must match the whole text (`a|b\Z` would anchor only b).
+        return re.compile("(?:" + "|".join(f"(?:{glob_regex(g, path_mode=True)})" for g in globs) + r")\Z",
+                          re.IGNORECASE | re.DOTALL) if globs else None
+
+    by_name, by_path = combined(names), combined(paths)
+
+    def denied(rel: str) -> bool:
+        if by_name is not None and by_name.match(rel, rel.rfind("/") + 1):
+            return True
+        return by_path is not None and by_path.match(rel) is not None
+
+    return denied

@@ -145,4 +145,13 @@ max_consecutive_mistakes = {limits.max_consecutive_mistakes}
 max_wall_seconds = {int(limits.max_wall_seconds)}
 # The longest a single command may run (a tool call may ask for less, never more).
 command_timeout_seconds = {int(limits.command_timeout_seconds)}
+
+# Which model answers (default: the Anthropic API, claude-sonnet-5-5). No credentials here: each
+# provider reads its own (ANTHROPIC_API_KEY; AWS credentials; Google ADC; OPENAI_API_KEY).
+# [model]
+# provider = "openai"                    # anthropic | bedrock | vertex | openai
+# name = "qwen2.5-coder"                 # the model id in the provider's own form
+# base_url = "http://localhost:8000/v1"  # a server on this machine only; a remote one: --base-url
+# price_input = 0                        # USD per million tokens: 0 for a self-hosted model
+# price_output = 0
 """

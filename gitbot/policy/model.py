@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from gitbot.llm.settings import ModelSettings
 from gitbot.policy.base import Decision, Limits
-from gitbot.policy.commands import CommandRule, compile_rule, judge_command
 from gitbot.policy.defaults import (
     DEFAULT_COMMAND_ALLOW,
     DEFAULT_COMMAND_DENY,
@@ -19,6 +19,7 @@ from gitbot.policy.defaults import (
     DEFAULT_SANDBOX_MODE,
 )
 from gitbot.policy.files import FileRules
+from gitbot.policy.judge import CommandRule, compile_rule, judge_command
 
 
 @dataclass
@@ -35,6 +36,8 @@ class Policy:
     repo: Path | None = None
     # Where the policy came from, for messages ("built-in defaults", a file path, "REV:path").
     source: str = "built-in defaults"
+    # The [model] table: provider, model id, base URL, prices (gitbot/llm/settings.py).
+    model: ModelSettings = field(default_factory=ModelSettings)
 
     @property
     def allow_origin(self) -> str:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gitbot.policy import Policy
+    from gitbot.sandbox.runner import Runner
     from gitbot.secrets import Secrets
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
@@ -48,6 +49,21 @@ class ToolContext:
     state: dict[str, Any] = field(default_factory=dict)
     # Extra command lines allowed for this run only (the check command of fix-check).
     extra_allowed_commands: tuple[str, ...] = ()
+
+    @property
+    def runner(self) -> Runner:
+        """How this run's commands run: decided once per run from the policy (gitbot/sandbox/runner.py),
+        the same way the check that verifies the run is run."""
+        runner = self.state.get("runner")
+        if runner is None:
+            from dataclasses import replace
+
+            from gitbot.sandbox.runner import Runner
+
+            # A policy built without a repository (Policy()) gets this one, so absolute paths resolve.
+            policy = self.policy if self.policy.repo is not None else replace(self.policy, repo=self.repo)
+            runner = self.state["runner"] = Runner(policy, self.repo)
+        return runner
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,8 @@ from gitbot.checkpoints import (
     list_checkpoints,
     restore,
 )
-from gitbot.record import NotAGitRepository, RunRecord, load_events
+from gitbot.errors import NotAGitRepository
+from gitbot.record import RunRecord, load_events
 from tests.conftest import git, make_repo
 
 IGNORED = ("debug.log", "build/out.bin")

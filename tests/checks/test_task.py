@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gitbot.checks.runner import run_check
 from gitbot.checks.task import MAX_TASK_CHARS, OUTPUT_CLOSE, OUTPUT_OPEN, build_task
+from gitbot.sandbox.command import run_check
 
 PY = sys.executable
 

@@ -59,7 +59,7 @@ def test_missing_task_file_and_not_a_repository(tmp_path: Path, buggy_repo: Path
     plain = tmp_path / "plain"
     plain.mkdir()
     proc = run_gitbot(["run", "--task", "x", "--repo", str(plain)], env=env)
-    assert proc.returncode == 2 and "not a git work tree" in proc.stderr
+    assert proc.returncode == 2 and "not inside a git work tree" in proc.stderr
 
 
 def test_unknown_model_warns_and_reports_unknown_cost(buggy_repo: Path):

@@ -23,7 +23,13 @@ The script is a list of turns, served in order, one per valid request:
   connection is closed with an RST, no answer); "garbage" (200 whose body is not JSON); "stream_error"
   (a streaming request gets 200 and then an SSE `error` event with overloaded_error; a non-streaming one
   gets a plain 529); "stream_cut" (a stream that starts and is cut off before message_stop; a reset when
-  not streaming).
+  not streaming); "no_sse" (200 with an HTML page, content-type text/html, what a proxy's error page looks
+  like, streaming or not); "missing_fields" (200 with a message that has no content, stop_reason or usage;
+  a stream that goes from message_start to message_stop with no message_delta).
+
+Platform fakes (tests/fakes/bedrock_api.py, vertex_api.py) subclass this server: `_accept` routes and
+authenticates a request and returns its Messages body, `_stream` frames streamed events, `_error` shapes an
+error body, `_garbage_stream` is a stream whose framing holds no usable event.
 
 Validation (400 invalid_request_error; 401 for a wrong key; 404 for an unknown path) happens before any
 turn is consumed, and every request the server refuses on its own is appended to `errors` as
@@ -72,47 +78,18 @@ API_VERSION_HEADER = "anthropic-version"
 MESSAGES_PATH = "/v1/messages"
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
 
-MESSAGE_FIELDS = frozenset(
-    {
-        "model",
-        "messages",
-        "max_tokens",
-        "system",
-        "tools",
-        "tool_choice",
-        "stream",
-        "stop_sequences",
-        "metadata",
-        "cache_control",
-        "thinking",
-        "service_tier",
-        "output_config",
-        "container",
-        "mcp_servers",
-        "context_management",
-        "inference_geo",
-    }
-)
-COUNT_TOKENS_FIELDS = frozenset(
-    {
-        "model",
-        "messages",
-        "system",
-        "tools",
-        "tool_choice",
-        "thinking",
-        "cache_control",
-        "output_config",
-        "mcp_servers",
-        "context_management",
-    }
-)
+MESSAGE_FIELDS = frozenset({
+    "model", "messages", "max_tokens", "system", "tools", "tool_choice", "stream", "stop_sequences",
+    "metadata", "cache_control", "thinking", "service_tier", "output_config", "container", "mcp_servers",
+    "context_management", "inference_geo"})
+COUNT_TOKENS_FIELDS = frozenset({
+    "model", "messages", "system", "tools", "tool_choice", "thinking", "cache_control", "output_config",
+    "mcp_servers", "context_management"})
 SAMPLING_FIELDS = ("temperature", "top_p", "top_k")
 BLOCK_TYPES = {
     "user": frozenset({"text", "image", "document", "tool_result", "search_result"}),
-    "assistant": frozenset(
-        {"text", "tool_use", "thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result"}
-    ),
+    "assistant": frozenset({"text", "tool_use", "thinking", "redacted_thinking", "server_tool_use",
+                            "web_search_tool_result"}),
 }
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
 MAX_CACHE_BREAKPOINTS = 4
@@ -124,26 +101,24 @@ FAULTS: dict[str, tuple[int, str, str, bool]] = {
     "500": (500, "api_error", "fake server: scripted internal server error", True),
     "529": (529, "overloaded_error", "Overloaded", True),
     "503": (503, "api_error", "fake server: scripted service unavailable", True),
-    "401": (
-        401,
-        "authentication_error",
-        "fake server: scripted authentication failure (invalid x-api-key)",
-        False,
-    ),
+    "401": (401, "authentication_error", "fake server: scripted authentication failure (invalid x-api-key)",
+            False),
     "400": (400, "invalid_request_error", "fake server: scripted invalid request", False),
-    "spend_limit": (
-        429,
-        "rate_limit_error",
-        "fake server: scripted spend limit: you have reached your specified API usage limits",
-        False,
-    ),
+    "spend_limit": (429, "rate_limit_error",
+                    "fake server: scripted spend limit: you have reached your specified API usage limits",
+                    False),
     "reset": (0, "", "", False),
     "garbage": (200, "", "", False),
     "stream_error": (529, "overloaded_error", "Overloaded", True),
     # A stream that starts fine and is cut off part-way (the connection closes before message_stop);
     # without streaming it is a reset.
     "stream_cut": (0, "", "", True),
+    # A 200 whose body is an HTML page (what a proxy's error page looks like), for a stream or not.
+    "no_sse": (200, "", "", True),
+    # A 200 whose reply lacks required fields: no content, stop_reason or usage (a stream: no message_delta).
+    "missing_fields": (200, "", "", True),
 }
+PROXY_PAGE = b"<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1><p>upstream unavailable</p></body></html>"
 FAULT_OPTIONS = frozenset({"retry_after", "retry_after_ms", "message"})
 _ID_ALPHABET = string.ascii_letters + string.digits
 
@@ -155,46 +130,30 @@ def _random_id(prefix: str, length: int = 24) -> str:
     return prefix + "".join(secrets.choice(_ID_ALPHABET) for _ in range(length))
 
 
-def tool_turn(
-    *calls: tuple[str, dict], text: str | None = None, usage_output_tokens: int | None = None
-) -> dict:
+def tool_turn(*calls: tuple[str, dict], text: str | None = None,
+              usage_output_tokens: int | None = None) -> dict:
     """A reply that calls tools: optional leading text, then one tool_use block per (name, input)."""
     if not calls:
         raise ValueError("tool_turn needs at least one (name, input) call")
     content: list[dict] = [{"type": "text", "text": text}] if text else []
     for name, tool_input in calls:
-        content.append(
-            {"type": "tool_use", "id": _random_id("toolu_"), "name": name, "input": dict(tool_input)}
-        )
-    return {
-        "kind": "reply",
-        "content": content,
-        "stop_reason": "tool_use",
-        "usage_output_tokens": usage_output_tokens,
-    }
+        content.append({"type": "tool_use", "id": _random_id("toolu_"), "name": name, "input": dict(tool_input)})
+    return {"kind": "reply", "content": content, "stop_reason": "tool_use",
+            "usage_output_tokens": usage_output_tokens}
 
 
 def text_turn(text: str, stop_reason: str = "end_turn", *, usage_output_tokens: int | None = None) -> dict:
     """A reply with one text block (no content at all when `text` is empty)."""
     content = [{"type": "text", "text": text}] if text else []
-    return {
-        "kind": "reply",
-        "content": content,
-        "stop_reason": stop_reason,
-        "usage_output_tokens": usage_output_tokens,
-    }
+    return {"kind": "reply", "content": content, "stop_reason": stop_reason,
+            "usage_output_tokens": usage_output_tokens}
 
 
-def message_turn(
-    content: list[dict], stop_reason: str = "end_turn", *, usage_output_tokens: int | None = None
-) -> dict:
+def message_turn(content: list[dict], stop_reason: str = "end_turn", *,
+                 usage_output_tokens: int | None = None) -> dict:
     """A reply with exactly these content blocks."""
-    return {
-        "kind": "reply",
-        "content": copy.deepcopy(list(content)),
-        "stop_reason": stop_reason,
-        "usage_output_tokens": usage_output_tokens,
-    }
+    return {"kind": "reply", "content": copy.deepcopy(list(content)), "stop_reason": stop_reason,
+            "usage_output_tokens": usage_output_tokens}
 
 
 def fault(kind: str, **opts: Any) -> dict:
@@ -210,13 +169,8 @@ def fault(kind: str, **opts: Any) -> dict:
         raise ValueError(f"unknown fault options: {sorted(unknown)}")
     retry_after = opts.get("retry_after", 0)
     retry_after_ms = opts["retry_after_ms"] if "retry_after_ms" in opts else max(1, round(retry_after * 1000))
-    return {
-        "kind": "fault",
-        "fault": kind,
-        "retry_after": retry_after,
-        "retry_after_ms": retry_after_ms,
-        "message": opts.get("message"),
-    }
+    return {"kind": "fault", "fault": kind, "retry_after": retry_after, "retry_after_ms": retry_after_ms,
+            "message": opts.get("message")}
 
 
 # ------------------------------------------------------------------------------------- token counting
@@ -316,11 +270,8 @@ class PromptCache:
         last_written = max(written, default=-1)
         creation = cumulative[last_written] - read if last_written > hit_end else 0
         total = running
-        return {
-            "input_tokens": total - read - creation,
-            "cache_creation_input_tokens": creation,
-            "cache_read_input_tokens": read,
-        }
+        return {"input_tokens": total - read - creation, "cache_creation_input_tokens": creation,
+                "cache_read_input_tokens": read}
 
 
 # ----------------------------------------------------------------------------------------- validation
@@ -437,10 +388,8 @@ def _validate_messages(messages: Any) -> bool:
         if role not in BLOCK_TYPES:
             raise _invalid(f"messages.{i}.role: Input should be 'user' or 'assistant'")
         if role != expected:
-            raise _invalid(
-                f'messages.{i}.role: roles must alternate between "user" and "assistant", '
-                f'starting with "user"; expected "{expected}" here'
-            )
+            raise _invalid(f'messages.{i}.role: roles must alternate between "user" and "assistant", '
+                           f'starting with "user"; expected "{expected}" here')
         content = message.get("content")
         ids: list[str] = []
         if isinstance(content, str):
@@ -462,17 +411,13 @@ def _validate_messages(messages: Any) -> bool:
                     any_tool_blocks = True
                 if kind == "tool_result":
                     if other_seen:
-                        raise _invalid(
-                            f"{where}: `tool_result` blocks must come first in the user message, "
-                            f"before any other content"
-                        )
+                        raise _invalid(f"{where}: `tool_result` blocks must come first in the user message, "
+                                       f"before any other content")
                     previous = uses[i - 1] if i > 0 else []
                     if block["tool_use_id"] not in previous:
-                        raise _invalid(
-                            f"{where}: unexpected `tool_use_id` found in `tool_result` blocks: "
-                            f"{block['tool_use_id']}. Each `tool_result` block must have a "
-                            f"corresponding `tool_use` block in the previous message."
-                        )
+                        raise _invalid(f"{where}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                                       f"{block['tool_use_id']}. Each `tool_result` block must have a "
+                                       f"corresponding `tool_use` block in the previous message.")
                 else:
                     other_seen = True
         else:
@@ -483,16 +428,12 @@ def _validate_messages(messages: Any) -> bool:
             continue
         answered: set[str] = set()
         if i + 1 < len(messages) and isinstance(messages[i + 1].get("content"), list):
-            answered = {
-                b.get("tool_use_id") for b in messages[i + 1]["content"] if b.get("type") == "tool_result"
-            }
+            answered = {b.get("tool_use_id") for b in messages[i + 1]["content"] if b.get("type") == "tool_result"}
         missing = [tid for tid in ids if tid not in answered]
         if missing:
-            raise _invalid(
-                f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately "
-                f"after: {', '.join(missing)}. Each `tool_use` block must have a corresponding "
-                f"`tool_result` block in the next message."
-            )
+            raise _invalid(f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately "
+                           f"after: {', '.join(missing)}. Each `tool_use` block must have a corresponding "
+                           f"`tool_result` block in the next message.")
     return any_tool_blocks
 
 
@@ -503,10 +444,8 @@ def validate_request(body: Any, *, count_tokens: bool = False) -> None:
     allowed = COUNT_TOKENS_FIELDS if count_tokens else MESSAGE_FIELDS
     for key in body:
         if key in SAMPLING_FIELDS:
-            raise _invalid(
-                f"{key}: is not supported by this API version (sampling parameters were removed "
-                f"in anthropic-version 2026-10-21)"
-            )
+            raise _invalid(f"{key}: is not supported by this API version (sampling parameters were removed "
+                           f"in anthropic-version 2026-10-21)")
         if key not in allowed:
             raise _invalid(f"{key}: Extra inputs are not permitted")
     if not isinstance(body.get("model"), str) or not body["model"]:
@@ -545,9 +484,8 @@ def validate_request(body: Any, *, count_tokens: bool = False) -> None:
         if blocks and not _has_cache_control(blocks[-1][1]):
             found += 1
     if found > MAX_CACHE_BREAKPOINTS:
-        raise _invalid(
-            f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found {found}."
-        )
+        raise _invalid(f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
+                       f"Found {found}.")
 
 
 # ----------------------------------------------------------------------------------------- the server
@@ -606,25 +544,17 @@ def _sse(event: str, data: dict) -> bytes:
 
 def _chunks(text: str, parts: int = 3) -> list[str]:
     size = max(1, math.ceil(len(text) / parts))
-    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
 
 
 class FakeMessagesAPI:
     """A scripted Messages API on 127.0.0.1:<free port>; a context manager (or .start() / .stop())."""
 
-    def __init__(
-        self,
-        script: list[dict],
-        *,
-        api_key: str = "test-key",
-        min_cacheable_tokens: int = 1024,
-        cache_lookback_blocks: int = 20,
-    ):
+    def __init__(self, script: list[dict], *, api_key: str = "test-key", min_cacheable_tokens: int = 1024,
+                 cache_lookback_blocks: int = 20):
         for n, turn in enumerate(script):
             if not isinstance(turn, dict) or turn.get("kind") not in ("reply", "fault"):
-                raise ValueError(
-                    f"script[{n}] is not a turn (use tool_turn, text_turn, message_turn or fault)"
-                )
+                raise ValueError(f"script[{n}] is not a turn (use tool_turn, text_turn, message_turn or fault)")
         self._script = list(script)
         self._next = 0
         self.api_key = api_key
@@ -645,12 +575,8 @@ class FakeMessagesAPI:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.fake = self  # type: ignore[attr-defined]
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="fake-messages-api",
-            daemon=True,
-        )
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="fake-messages-api", daemon=True)
         self._thread.start()
         return self
 
@@ -697,14 +623,8 @@ class FakeMessagesAPI:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
-        record: dict[str, Any] = {
-            "path": path,
-            "headers": headers,
-            "body": body,
-            "status": None,
-            "usage": None,
-            "fault": None,
-        }
+        record: dict[str, Any] = {"path": path, "headers": headers, "body": body, "status": None, "usage": None,
+                                  "fault": None, "target": handler.path}
         with self._lock:
             self.requests.append(record)
             try:
@@ -716,20 +636,12 @@ class FakeMessagesAPI:
         self._respond(handler, action)
 
     def _decide(self, method: str, path: str, headers: dict, raw: bytes, body: Any, record: dict) -> tuple:
-        if method != "POST" or path not in (MESSAGES_PATH, COUNT_TOKENS_PATH):
-            raise _Refusal(404, "not_found_error", f"fake server: no route for {method} {path}")
-        bearer = headers.get("authorization", "")
-        if headers.get("x-api-key") != self.api_key and bearer != f"Bearer {self.api_key}":
-            if "x-api-key" not in headers and not bearer:
-                raise _Refusal(401, "authentication_error", "x-api-key header is required")
-            raise _Refusal(401, "authentication_error", "invalid x-api-key")
-        if not headers.get(API_VERSION_HEADER):
-            raise _invalid(f"{API_VERSION_HEADER}: header is required")
-        if body is None:
-            raise _invalid("fake server: the request body is not valid JSON")
-        if path == COUNT_TOKENS_PATH:
+        route, body = self._accept(method, path, headers, raw, body, record["target"])
+        if route == "count_tokens":
             validate_request(body, count_tokens=True)
             return self._json(200, {"input_tokens": count_input_tokens(body)})
+        if route != "messages":  # a platform's own endpoint (an OAuth token) answered by _accept
+            return route
         validate_request(body)
         if self._next >= len(self._script):
             raise _invalid("fake server: script exhausted")
@@ -741,6 +653,24 @@ class FakeMessagesAPI:
             return self._fault(turn, streaming, body["model"])
         return self._reply(turn, body, streaming, record)
 
+    def _accept(self, method: str, path: str, headers: dict, raw: bytes, body: Any,
+                target: str) -> tuple[Any, Any]:
+        """Routing, authentication and the platform's framing of the request (`target`: the path as sent,
+        query included): ("messages" or "count_tokens", the Messages API body), or an action that answers
+        the request on its own. Platform fakes (Bedrock, Vertex) override it."""
+        if method != "POST" or path not in (MESSAGES_PATH, COUNT_TOKENS_PATH):
+            raise _Refusal(404, "not_found_error", f"fake server: no route for {method} {path}")
+        bearer = headers.get("authorization", "")
+        if headers.get("x-api-key") != self.api_key and bearer != f"Bearer {self.api_key}":
+            if "x-api-key" not in headers and not bearer:
+                raise _Refusal(401, "authentication_error", "x-api-key header is required")
+            raise _Refusal(401, "authentication_error", "invalid x-api-key")
+        if not headers.get(API_VERSION_HEADER):
+            raise _invalid(f"{API_VERSION_HEADER}: header is required")
+        if body is None:
+            raise _invalid("fake server: the request body is not valid JSON")
+        return ("count_tokens" if path == COUNT_TOKENS_PATH else "messages"), body
+
     def _reply(self, turn: dict, body: dict, streaming: bool, record: dict) -> tuple:
         content = copy.deepcopy(turn["content"])
         for block in content:
@@ -750,40 +680,28 @@ class FakeMessagesAPI:
                 self._served_ids.add(block["id"])
         usage = self.cache.account(body)
         out = turn.get("usage_output_tokens")
-        usage = {
-            "input_tokens": usage["input_tokens"],
-            "output_tokens": output_tokens(content) if out is None else int(out),
-            "cache_creation_input_tokens": usage["cache_creation_input_tokens"],
-            "cache_read_input_tokens": usage["cache_read_input_tokens"],
-        }
+        usage = {"input_tokens": usage["input_tokens"],
+                 "output_tokens": output_tokens(content) if out is None else int(out),
+                 "cache_creation_input_tokens": usage["cache_creation_input_tokens"],
+                 "cache_read_input_tokens": usage["cache_read_input_tokens"]}
         record["usage"] = dict(usage)
-        message = {
-            "id": _random_id("msg_"),
-            "type": "message",
-            "role": "assistant",
-            "model": body["model"],
-            "content": content,
-            "stop_reason": turn["stop_reason"],
-            "stop_sequence": None,
-            "usage": usage,
-        }
+        message = {"id": _random_id("msg_"), "type": "message", "role": "assistant", "model": body["model"],
+                   "content": content, "stop_reason": turn["stop_reason"], "stop_sequence": None, "usage": usage}
         if streaming:
-            return ("sse", 200, self._events(message), {})
+            return self._stream(self._events(message))
         return self._json(200, message)
 
-    def _events(self, message: dict) -> list[bytes]:
+    def _stream(self, events: list[tuple[str, dict]]) -> tuple:
+        """A streamed answer: the events framed as the platform frames them (here: server-sent events)."""
+        return ("stream", 200, [_sse(name, data) for name, data in events],
+                {"content-type": "text/event-stream; charset=utf-8"})
+
+    def _events(self, message: dict) -> list[tuple[str, dict]]:
         usage = message["usage"]
-        start = {
-            **message,
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": {**usage, "output_tokens": 1},
-        }
-        events = [
-            _sse("message_start", {"type": "message_start", "message": start}),
-            _sse("ping", {"type": "ping"}),
-        ]
+        start = {**message, "content": [], "stop_reason": None, "stop_sequence": None,
+                 "usage": {**usage, "output_tokens": 1}}
+        events = [("message_start", {"type": "message_start", "message": start}),
+                  ("ping", {"type": "ping"})]
         for index, block in enumerate(message["content"]):
             kind = block.get("type")
             deltas: list[dict] = []
@@ -792,43 +710,24 @@ class FakeMessagesAPI:
                 deltas = [{"type": "text_delta", "text": piece} for piece in _chunks(block["text"])]
             elif kind in ("tool_use", "server_tool_use"):
                 opening = {**block, "input": {}}
-                deltas = [
-                    {"type": "input_json_delta", "partial_json": piece}
-                    for piece in _chunks(json.dumps(block["input"]))
-                ]
+                deltas = [{"type": "input_json_delta", "partial_json": piece}
+                          for piece in _chunks(json.dumps(block["input"]))]
             elif kind == "thinking":
                 opening = {**block, "thinking": "", "signature": ""}
-                deltas = [
-                    {"type": "thinking_delta", "thinking": piece} for piece in _chunks(block["thinking"])
-                ]
+                deltas = [{"type": "thinking_delta", "thinking": piece} for piece in _chunks(block["thinking"])]
                 deltas.append({"type": "signature_delta", "signature": block.get("signature", "")})
             else:
                 opening = block
-            events.append(
-                _sse(
-                    "content_block_start",
-                    {"type": "content_block_start", "index": index, "content_block": opening},
-                )
-            )
-            events += [
-                _sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
-                for d in deltas
-            ]
-            events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
-        events.append(
-            _sse(
-                "message_delta",
-                {
-                    "type": "message_delta",
-                    "delta": {
-                        "stop_reason": message["stop_reason"],
-                        "stop_sequence": message["stop_sequence"],
-                    },
-                    "usage": dict(usage),
-                },
-            )
-        )
-        events.append(_sse("message_stop", {"type": "message_stop"}))
+            events.append(("content_block_start",
+                               {"type": "content_block_start", "index": index, "content_block": opening}))
+            events += [("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+                       for d in deltas]
+            events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+        events.append(("message_delta", {
+            "type": "message_delta",
+            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]},
+            "usage": dict(usage)}))
+        events.append(("message_stop", {"type": "message_stop"}))
         return events
 
     def _fault(self, turn: dict, streaming: bool, model: str) -> tuple:
@@ -838,75 +737,38 @@ class FakeMessagesAPI:
         if kind == "reset" or (kind == "stream_cut" and not streaming):
             return ("reset", None)
         if kind == "stream_cut":
-            start = {
-                "id": _random_id("msg_"),
-                "type": "message",
-                "role": "assistant",
-                "model": model,
-                "content": [],
-                "stop_reason": None,
-                "stop_sequence": None,
-                "usage": {"input_tokens": 0, "output_tokens": 1},
-            }
-            return (
-                "sse",
-                200,
-                [
-                    _sse("message_start", {"type": "message_start", "message": start}),
-                    _sse(
-                        "content_block_start",
-                        {
-                            "type": "content_block_start",
-                            "index": 0,
-                            "content_block": {"type": "text", "text": ""},
-                        },
-                    ),
-                    _sse(
-                        "content_block_delta",
-                        {
-                            "type": "content_block_delta",
-                            "index": 0,
-                            "delta": {"type": "text_delta", "text": "Let me"},
-                        },
-                    ),
-                ],
-                {},
-            )
+            start = {"id": _random_id("msg_"), "type": "message", "role": "assistant", "model": model,
+                     "content": [], "stop_reason": None, "stop_sequence": None,
+                     "usage": {"input_tokens": 0, "output_tokens": 1}}
+            return self._stream([
+                ("message_start", {"type": "message_start", "message": start}),
+                ("content_block_start", {"type": "content_block_start", "index": 0,
+                                         "content_block": {"type": "text", "text": ""}}),
+                ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                         "delta": {"type": "text_delta", "text": "Let me"}}),
+            ])
+        if kind == "no_sse":
+            return ("raw", 200, PROXY_PAGE, {"content-type": "text/html; charset=utf-8"})
+        if kind == "missing_fields":
+            bare = {"id": _random_id("msg_"), "type": "message", "role": "assistant", "model": model}
+            if streaming:
+                start = {**bare, "content": [], "stop_reason": None, "stop_sequence": None,
+                         "usage": {"input_tokens": 0, "output_tokens": 1}}
+                return self._stream([("message_start", {"type": "message_start", "message": start}),
+                                     ("message_stop", {"type": "message_stop"})])
+            return self._json(200, bare)
         if kind == "garbage":
             if streaming:
-                return ("sse", 200, [b"event: message_start\ndata: {this is not json\n\n"], {})
-            return (
-                "raw",
-                200,
-                b"<html>502 Bad Gateway: this is not JSON",
-                {"content-type": "application/json"},
-            )
+                return self._garbage_stream()
+            return ("raw", 200, b"<html>502 Bad Gateway: this is not JSON", {"content-type": "application/json"})
         if kind == "stream_error" and streaming:
-            start = {
-                "id": _random_id("msg_"),
-                "type": "message",
-                "role": "assistant",
-                "model": model,
-                "content": [],
-                "stop_reason": None,
-                "stop_sequence": None,
-                "usage": {"input_tokens": 0, "output_tokens": 1},
-            }
-            error = {
-                "type": "error",
-                "error": {"type": error_type, "message": message},
-                "request_id": _random_id("req_"),
-            }
-            return (
-                "sse",
-                200,
-                [
-                    _sse("message_start", {"type": "message_start", "message": start}),
-                    _sse("ping", {"type": "ping"}),
-                    _sse("error", error),
-                ],
-                {},
-            )
+            start = {"id": _random_id("msg_"), "type": "message", "role": "assistant", "model": model,
+                     "content": [], "stop_reason": None, "stop_sequence": None,
+                     "usage": {"input_tokens": 0, "output_tokens": 1}}
+            error = {"type": "error", "error": {"type": error_type, "message": message},
+                     "request_id": _random_id("req_")}
+            return self._stream([("message_start", {"type": "message_start", "message": start}),
+                                 ("ping", {"type": "ping"}), ("error", error)])
         headers: dict[str, str] = {}
         if transient:
             headers["x-should-retry"] = "true"
@@ -919,33 +781,23 @@ class FakeMessagesAPI:
             details = {"error_code": "enforced_spend_limit_reached"}
         return self._error(status, error_type, message, headers=headers, details=details)
 
+    def _garbage_stream(self) -> tuple:
+        """A stream whose framing is right and whose data is not JSON."""
+        return ("stream", 200, [b"event: message_start\ndata: {this is not json\n\n"],
+                {"content-type": "text/event-stream; charset=utf-8"})
+
     @staticmethod
     def _json(status: int, payload: Any, headers: dict | None = None) -> tuple:
-        return (
-            "raw",
-            status,
-            json.dumps(payload).encode(),
-            {"content-type": "application/json", **(headers or {})},
-        )
+        return ("raw", status, json.dumps(payload).encode(), {"content-type": "application/json", **(headers or {})})
 
-    def _error(
-        self,
-        status: int,
-        error_type: str,
-        message: str,
-        *,
-        headers: dict | None = None,
-        details: dict | None = None,
-    ) -> tuple:
+    def _error(self, status: int, error_type: str, message: str, *, headers: dict | None = None,
+               details: dict | None = None) -> tuple:
         request_id = _random_id("req_")
         error: dict[str, Any] = {"type": error_type, "message": message}
         if details:
             error["details"] = details
-        return self._json(
-            status,
-            {"type": "error", "error": error, "request_id": request_id},
-            {**(headers or {}), "request-id": request_id},
-        )
+        return self._json(status, {"type": "error", "error": error, "request_id": request_id},
+                          {**(headers or {}), "request-id": request_id})
 
     @staticmethod
     def _respond(handler: BaseHTTPRequestHandler, action: tuple) -> None:
@@ -970,12 +822,7 @@ class FakeMessagesAPI:
             _, status, events, headers = action
             handler.close_connection = True
             handler.send_response(status)
-            for name, value in {
-                "content-type": "text/event-stream; charset=utf-8",
-                "cache-control": "no-cache",
-                "request-id": _random_id("req_"),
-                **headers,
-            }.items():
+            for name, value in {"cache-control": "no-cache", "request-id": _random_id("req_"), **headers}.items():
                 handler.send_header(name, value)
             handler.send_header("connection", "close")
             handler.end_headers()

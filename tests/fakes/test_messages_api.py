@@ -18,16 +18,10 @@ MODEL = "claude-sonnet-5-5"
 OTHER_MODEL = "claude-opus-5-5"
 EPHEMERAL = {"type": "ephemeral"}
 TOOLS = [
-    {
-        "name": "read_file",
-        "description": "Read a file.",
-        "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
-    },
-    {
-        "name": "list_files",
-        "description": "List files.",
-        "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
-    },
+    {"name": "read_file", "description": "Read a file.",
+     "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
+    {"name": "list_files", "description": "List files.",
+     "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
 ]
 BIG_SYSTEM = "You are a careful coding agent. " * 160  # ~5,000 characters: well over 1,024 tokens
 
@@ -61,20 +55,12 @@ def client_for(api: FakeMessagesAPI, **kwargs: Any) -> anthropic.Anthropic:
 
 
 def user(*blocks: Any) -> dict:
-    return {
-        "role": "user",
-        "content": [{"type": "text", "text": b} if isinstance(b, str) else b for b in blocks],
-    }
+    return {"role": "user", "content": [{"type": "text", "text": b} if isinstance(b, str) else b for b in blocks]}
 
 
 def valid_body(**changes: Any) -> dict:
-    body = {
-        "model": MODEL,
-        "max_tokens": 100,
-        "tools": TOOLS,
-        "system": "You are a test.",
-        "messages": [user("hello")],
-    }
+    body = {"model": MODEL, "max_tokens": 100, "tools": TOOLS, "system": "You are a test.",
+            "messages": [user("hello")]}
     body.update(changes)
     return body
 
@@ -121,19 +107,16 @@ def test_tool_turn_round_trip_with_create():
         content = dump(first)
         assert [b["type"] for b in content] == ["text", "tool_use", "tool_use"]
         assert content[0]["text"] == "Let me look."
-        assert [(b["name"], b["input"]) for b in content[1:]] == [
-            ("read_file", {"path": "stats.py"}),
-            ("list_files", {"path": "."}),
-        ]
+        assert [(b["name"], b["input"]) for b in content[1:]] == [("read_file", {"path": "stats.py"}),
+                                                                  ("list_files", {"path": "."})]
         ids = [b["id"] for b in content[1:]]
         assert all(i.startswith("toolu_") and len(i) > 10 for i in ids) and ids[0] != ids[1]
         assert first.usage.input_tokens == total(*TOOLS, "You are a test.", "hello")
         assert first.usage.output_tokens == total(*content)
         assert first.usage.cache_creation_input_tokens == 0 and first.usage.cache_read_input_tokens == 0
         results = [{"type": "tool_result", "tool_use_id": i, "content": "ok"} for i in ids]
-        second = client.messages.create(
-            **valid_body(messages=[user("hello"), {"role": "assistant", "content": content}, user(*results)])
-        )
+        second = client.messages.create(**valid_body(messages=[
+            user("hello"), {"role": "assistant", "content": content}, user(*results)]))
         assert dump(second) == [{"type": "text", "text": "Done."}] and second.stop_reason == "end_turn"
     assert api.errors == [] and api.remaining_turns == 0
     assert [r["status"] for r in api.requests] == [200, 200]
@@ -160,16 +143,13 @@ def test_stream_get_final_message_matches_create():
 
 
 def test_raw_sse_event_order():
-    content = [
-        {"type": "thinking", "thinking": "Consider the options carefully.", "signature": "sig-abc"},
-        {"type": "text", "text": "Here is a reasonably long answer."},
-        {"type": "tool_use", "id": "toolu_fixed01", "name": "read_file", "input": {"path": "stats.py"}},
-    ]
+    content = [{"type": "thinking", "thinking": "Consider the options carefully.", "signature": "sig-abc"},
+               {"type": "text", "text": "Here is a reasonably long answer."},
+               {"type": "tool_use", "id": "toolu_fixed01", "name": "read_file", "input": {"path": "stats.py"}}]
     with FakeMessagesAPI([message_turn(content, stop_reason="tool_use")]) as api:
         body = json.dumps(valid_body(stream=True, messages=[user("hello")])).encode()
-        response, data = raw_post(
-            api, "/v1/messages", body, {"x-api-key": api.api_key, "anthropic-version": "2026-10-21"}
-        )
+        response, data = raw_post(api, "/v1/messages", body, {"x-api-key": api.api_key,
+                                                               "anthropic-version": "2026-10-21"})
     assert response.status == 200
     assert response.getheader("content-type").startswith("text/event-stream")
     assert response.getheader("connection") == "close"
@@ -205,22 +185,17 @@ def test_raw_sse_event_order():
 
 
 def test_streamed_thinking_block_is_rebuilt_by_the_sdk():
-    content = [
-        {"type": "thinking", "thinking": "Step one, then step two.", "signature": "c2lnbmF0dXJl"},
-        {"type": "text", "text": "Answer."},
-    ]
+    content = [{"type": "thinking", "thinking": "Step one, then step two.", "signature": "c2lnbmF0dXJl"},
+               {"type": "text", "text": "Answer."}]
     with FakeMessagesAPI([message_turn(content)]) as api:
         message = create(client_for(api), valid_body(), stream=True)
     assert dump(message) == content and message.stop_reason == "end_turn"
 
 
 def test_text_turns_and_output_token_counting():
-    script = [
-        text_turn(""),
-        text_turn("cut off", stop_reason="max_tokens"),
-        text_turn("counted by hand", usage_output_tokens=777),
-        tool_turn(("read_file", {"path": "x"}), usage_output_tokens=5),
-    ]
+    script = [text_turn(""), text_turn("cut off", stop_reason="max_tokens"),
+              text_turn("counted by hand", usage_output_tokens=777),
+              tool_turn(("read_file", {"path": "x"}), usage_output_tokens=5)]
     with FakeMessagesAPI(script) as api:
         client = client_for(api)
         empty, cut, fixed, tool = (client.messages.create(**valid_body()) for _ in range(4))
@@ -239,10 +214,8 @@ def test_a_repeated_turn_gets_fresh_tool_use_ids():
             reply = client.messages.create(**valid_body(messages=messages))
             block = dump(reply)[0]
             ids.append(block["id"])
-            messages += [
-                {"role": "assistant", "content": dump(reply)},
-                user({"type": "tool_result", "tool_use_id": block["id"], "content": "x"}),
-            ]
+            messages += [{"role": "assistant", "content": dump(reply)},
+                         user({"type": "tool_result", "tool_use_id": block["id"], "content": "x"})]
     assert api.errors == []
     assert ids[0] == turn["content"][0]["id"] and len(set(ids)) == 3
 
@@ -253,9 +226,8 @@ def test_prefill_and_pause_turn_continuation_are_accepted():
         client = client_for(api)
         first = client.messages.create(**valid_body())
         assert first.stop_reason == "pause_turn" and dump(first) == paused
-        second = client.messages.create(
-            **valid_body(messages=[user("hello"), {"role": "assistant", "content": dump(first)}])
-        )
+        second = client.messages.create(**valid_body(messages=[user("hello"),
+                                                               {"role": "assistant", "content": dump(first)}]))
     assert dump(second) == [{"type": "text", "text": "continued"}]
     assert api.errors == []
 
@@ -311,78 +283,47 @@ INVALID = {
     "max_tokens zero": ({"max_tokens": 0}, "max_tokens: Input should be a positive integer"),
     "messages missing": ({"messages": None}, "messages: Field required"),
     "messages empty": ({"messages": []}, "messages: at least one message is required"),
-    "first role assistant": (
-        {"messages": [{"role": "assistant", "content": "hi"}]},
-        'messages.0.role: roles must alternate between "user" and "assistant"',
-    ),
+    "first role assistant": ({"messages": [{"role": "assistant", "content": "hi"}]},
+                             'messages.0.role: roles must alternate between "user" and "assistant"'),
     "two user messages": ({"messages": [user("a"), user("b")]}, "messages.1.role: roles must alternate"),
-    "tool_use in a user message": (
-        {"messages": [user(TU)]},
-        "messages.0.content.0.type: 'tool_use' is not a valid content block type",
-    ),
+    "tool_use in a user message": ({"messages": [user(TU)]},
+                                   "messages.0.content.0.type: 'tool_use' is not a valid content block type"),
     "image in an assistant message": (
         {"messages": [user("a"), {"role": "assistant", "content": [{"type": "image", "source": {}}]}]},
-        "'image' is not a valid content block type in a 'assistant' message",
-    ),
-    "empty text": (
-        {"messages": [user("")]},
-        "messages.0.content.0.text: text content blocks must be non-empty",
-    ),
+        "'image' is not a valid content block type in a 'assistant' message"),
+    "empty text": ({"messages": [user("")]}, "messages.0.content.0.text: text content blocks must be non-empty"),
     "whitespace text": ({"messages": [user(" \n ")]}, "text content blocks must contain non-whitespace text"),
-    "whitespace string content": (
-        {"messages": [{"role": "user", "content": "   "}]},
-        "messages.0.content: text content blocks must contain non-whitespace",
-    ),
-    "tool_use not answered": (
-        {"messages": _answered(TU, answer=["no result"])},
-        ("messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_A"),
-    ),
-    "tool_result after text": (
-        {"messages": _answered(TU, answer=["first", TR])},
-        "messages.2.content.1: `tool_result` blocks must come first",
-    ),
+    "whitespace string content": ({"messages": [{"role": "user", "content": "   "}]},
+                                  "messages.0.content: text content blocks must contain non-whitespace"),
+    "tool_use not answered": ({"messages": _answered(TU, answer=["no result"])},
+                              ("messages.1: `tool_use` ids were found without `tool_result` blocks "
+                               "immediately after: toolu_A")),
+    "tool_result after text": ({"messages": _answered(TU, answer=["first", TR])},
+                               "messages.2.content.1: `tool_result` blocks must come first"),
     "tool_result for an unknown id": (
         {"messages": _answered(TU, answer=[TR, {**TR, "tool_use_id": "toolu_X"}])},
-        "unexpected `tool_use_id` found in `tool_result` blocks: toolu_X",
-    ),
+        "unexpected `tool_use_id` found in `tool_result` blocks: toolu_X"),
     "duplicate tool_use ids": ({"messages": _answered(TU, TU, answer=[TR])}, "`tool_use` ids must be unique"),
-    "ends on an unanswered tool_use": (
-        {"messages": [user("hi"), {"role": "assistant", "content": [TU]}]},
-        "messages.1: `tool_use` ids were found without `tool_result`",
-    ),
-    "tool blocks without tools": (
-        {"tools": None, "messages": _answered(TU, answer=[TR])},
-        "Requests which include `tool_use` or `tool_result` blocks must define tools.",
-    ),
-    "bad tool name": (
-        {"tools": [{**TOOLS[0], "name": "read file"}]},
-        "tools.0.name: String should match pattern",
-    ),
+    "ends on an unanswered tool_use": ({"messages": [user("hi"), {"role": "assistant", "content": [TU]}]},
+                                       "messages.1: `tool_use` ids were found without `tool_result`"),
+    "tool blocks without tools": ({"tools": None, "messages": _answered(TU, answer=[TR])},
+                                  "Requests which include `tool_use` or `tool_result` blocks must define tools."),
+    "bad tool name": ({"tools": [{**TOOLS[0], "name": "read file"}]},
+                      "tools.0.name: String should match pattern"),
     "duplicate tool names": ({"tools": [TOOLS[0], TOOLS[0]]}, "tools: Tool names must be unique"),
     "tool without input_schema": ({"tools": [{"name": "t"}]}, "tools.0.input_schema: Field required"),
     "five breakpoints": (
-        {
-            "system": [{"type": "text", "text": "s", **MARK}],
-            "tools": [{**TOOLS[0], **MARK}, {**TOOLS[1], **MARK}],
-            "messages": [user({"type": "text", "text": "a", **MARK}, {"type": "text", "text": "b", **MARK})],
-        },
-        "A maximum of 4 blocks with cache_control may be provided. Found 5.",
-    ),
+        {"system": [{"type": "text", "text": "s", **MARK}],
+         "tools": [{**TOOLS[0], **MARK}, {**TOOLS[1], **MARK}],
+         "messages": [user({"type": "text", "text": "a", **MARK}, {"type": "text", "text": "b", **MARK})]},
+        "A maximum of 4 blocks with cache_control may be provided. Found 5."),
     "automatic caching takes a fifth slot": (
-        {
-            "system": [{"type": "text", "text": "s", **MARK}],
-            "tools": [TOOLS[0], {**TOOLS[1], **MARK}],
-            "cache_control": EPHEMERAL,
-            "messages": [
-                user({"type": "text", "text": "a", **MARK}, {"type": "text", "text": "b", **MARK}, "c")
-            ],
-        },
-        "A maximum of 4 blocks with cache_control may be provided. Found 5.",
-    ),
-    "bad ttl": (
-        {"system": [{"type": "text", "text": "s", "cache_control": {"type": "ephemeral", "ttl": "10m"}}]},
-        "system.0.cache_control.ttl: Input should be '5m' or '1h'",
-    ),
+        {"system": [{"type": "text", "text": "s", **MARK}], "tools": [TOOLS[0], {**TOOLS[1], **MARK}],
+         "cache_control": EPHEMERAL,
+         "messages": [user({"type": "text", "text": "a", **MARK}, {"type": "text", "text": "b", **MARK}, "c")]},
+        "A maximum of 4 blocks with cache_control may be provided. Found 5."),
+    "bad ttl": ({"system": [{"type": "text", "text": "s", "cache_control": {"type": "ephemeral", "ttl": "10m"}}]},
+                "system.0.cache_control.ttl: Input should be '5m' or '1h'"),
 }
 
 
@@ -407,23 +348,16 @@ def test_invalid_requests_are_refused_without_consuming_the_script(case: str):
 
 VALID = {
     "four breakpoints with automatic caching on a marked last block": {
-        "system": [{"type": "text", "text": "s", **MARK}],
-        "tools": [TOOLS[0], {**TOOLS[1], **MARK}],
+        "system": [{"type": "text", "text": "s", **MARK}], "tools": [TOOLS[0], {**TOOLS[1], **MARK}],
         "cache_control": EPHEMERAL,
-        "messages": [user({"type": "text", "text": "a", **MARK}, {"type": "text", "text": "b", **MARK})],
-    },
+        "messages": [user({"type": "text", "text": "a", **MARK}, {"type": "text", "text": "b", **MARK})]},
     "parallel results in another order, then text": {
-        "messages": _answered(
-            TU, {**TU, "id": "toolu_B"}, answer=[{**TR, "tool_use_id": "toolu_B"}, TR, "and a note"]
-        )
-    },
+        "messages": _answered(TU, {**TU, "id": "toolu_B"},
+                              answer=[{**TR, "tool_use_id": "toolu_B"}, TR, "and a note"])},
     "a one-hour ttl and string content": {
         "system": [{"type": "text", "text": "s", "cache_control": {"type": "ephemeral", "ttl": "1h"}}],
-        "messages": [{"role": "user", "content": "plain string"}],
-    },
-    "server tool without input_schema": {
-        "tools": [*TOOLS, {"type": "web_search_20250305", "name": "web_search"}]
-    },
+        "messages": [{"role": "user", "content": "plain string"}]},
+    "server tool without input_schema": {"tools": [*TOOLS, {"type": "web_search_20250305", "name": "web_search"}]},
     "ends with an assistant prefill": {"messages": [user("hi"), {"role": "assistant", "content": "Sure:"}]},
 }
 
@@ -456,12 +390,8 @@ def test_wrong_key_is_401_and_either_auth_header_works():
         assert api.remaining_turns == 2
         assert api.errors == ["/v1/messages: 401 authentication_error: invalid x-api-key"]
         assert client_for(api).messages.create(**valid_body()).content[0].text == "a"
-        response, data = raw_post(
-            api,
-            "/v1/messages",
-            json.dumps(valid_body()).encode(),
-            {"x-api-key": "sk-right", "anthropic-version": "2026-10-21"},
-        )
+        response, data = raw_post(api, "/v1/messages", json.dumps(valid_body()).encode(),
+                                  {"x-api-key": "sk-right", "anthropic-version": "2026-10-21"})
         assert response.status == 200 and json.loads(data)["content"] == [{"type": "text", "text": "b"}]
     assert len(api.errors) == 1
 
@@ -469,19 +399,14 @@ def test_wrong_key_is_401_and_either_auth_header_works():
 def test_missing_version_header_and_bad_json():
     with FakeMessagesAPI([text_turn("a")]) as api:
         with pytest.raises(anthropic.BadRequestError) as raised:
-            client_for(api).messages.create(
-                **valid_body(), extra_headers={"anthropic-version": anthropic.omit}
-            )
+            client_for(api).messages.create(**valid_body(), extra_headers={"anthropic-version": anthropic.omit})
         assert raised.value.body["error"]["message"] == "anthropic-version: header is required"
-        response, data = raw_post(
-            api, "/v1/messages", b"{not json", {"x-api-key": api.api_key, "anthropic-version": "2026-10-21"}
-        )
+        response, data = raw_post(api, "/v1/messages", b"{not json",
+                                  {"x-api-key": api.api_key, "anthropic-version": "2026-10-21"})
         assert response.status == 400 and "not valid JSON" in json.loads(data)["error"]["message"]
         assert api.remaining_turns == 1
-    assert api.errors == [
-        "/v1/messages: 400 invalid_request_error: anthropic-version: header is required",
-        "/v1/messages: 400 invalid_request_error: fake server: the request body is not valid JSON",
-    ]
+    assert api.errors == ["/v1/messages: 400 invalid_request_error: anthropic-version: header is required",
+                          "/v1/messages: 400 invalid_request_error: fake server: the request body is not valid JSON"]
     assert api.requests[1]["body"] is None
 
 
@@ -512,9 +437,8 @@ def test_script_exhaustion_is_a_recorded_400():
 def test_count_tokens():
     with FakeMessagesAPI([text_turn("a")]) as api:
         client = client_for(api)
-        counted = client.messages.count_tokens(
-            model=MODEL, system=BIG_SYSTEM, tools=TOOLS, messages=[user("hello", "world")]
-        )
+        counted = client.messages.count_tokens(model=MODEL, system=BIG_SYSTEM, tools=TOOLS,
+                                               messages=[user("hello", "world")])
         assert counted.input_tokens == total(*TOOLS, BIG_SYSTEM, "hello", "world")
         with pytest.raises(anthropic.BadRequestError):
             client.messages.count_tokens(model=MODEL, messages=[user("a"), user("b")])
@@ -558,11 +482,7 @@ def test_each_fault_raises_the_sdk_error_and_the_next_turn_is_served(kind: str, 
 
 
 def test_transient_fault_headers_and_body():
-    script = [
-        fault("429"),
-        fault("529", retry_after=2),
-        fault("503", retry_after_ms=None, message="try later"),
-    ]
+    script = [fault("429"), fault("529", retry_after=2), fault("503", retry_after_ms=None, message="try later")]
     with FakeMessagesAPI(script) as api:
         client = client_for(api)
         caught = []
@@ -593,10 +513,8 @@ def test_fatal_fault_bodies():
     assert spend.status_code == 429 and spend.response.headers["x-should-retry"] == "false"
     assert spend.body["error"]["type"] == "rate_limit_error"
     assert spend.body["error"]["details"] == {"error_code": "enforced_spend_limit_reached"}
-    assert invalid.body["error"] == {
-        "type": "invalid_request_error",
-        "message": "fake server: scripted invalid request",
-    }
+    assert invalid.body["error"] == {"type": "invalid_request_error",
+                                     "message": "fake server: scripted invalid request"}
     assert auth.status_code == 401 and auth.body["error"]["type"] == "authentication_error"
     assert api.errors == []  # scripted faults are not the server's own refusals
 
@@ -613,11 +531,9 @@ def test_reset_is_a_real_tcp_reset():
     with FakeMessagesAPI([fault("reset")]) as api:
         host, port = api.url.removeprefix("http://").split(":")
         body = json.dumps(valid_body()).encode()
-        request = (
-            f"POST /v1/messages HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-            f"x-api-key: {api.api_key}\r\nanthropic-version: 2026-10-21\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n"
-        ).encode() + body
+        request = (f"POST /v1/messages HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                   f"x-api-key: {api.api_key}\r\nanthropic-version: 2026-10-21\r\n"
+                   f"Content-Length: {len(body)}\r\n\r\n").encode() + body
         with socket.create_connection((host, int(port)), timeout=10) as sock:
             sock.sendall(request)
             with pytest.raises(ConnectionResetError):
@@ -642,40 +558,23 @@ def test_rolling_breakpoint_conversation():
     with FakeMessagesAPI([t1, t2, text_turn("done")]) as api:
         client = client_for(api)
         u1 = {"type": "text", "text": "Fix the bug, please.", **MARK}
-        r1 = client.messages.create(
-            model=MODEL, max_tokens=100, tools=TOOLS, system=system, messages=[user(u1)]
-        )
+        r1 = client.messages.create(model=MODEL, max_tokens=100, tools=TOOLS, system=system, messages=[user(u1)])
         prefix1 = total(*TOOLS, system[0], u1)
         assert _usage(r1) == (0, prefix1, 0)
 
         a1 = {"role": "assistant", "content": dump(r1)}
         res1 = {"type": "tool_result", "tool_use_id": dump(r1)[0]["id"], "content": "contents of a.py " * 20}
-        r2 = client.messages.create(
-            model=MODEL,
-            max_tokens=100,
-            tools=TOOLS,
-            system=system,
-            messages=[user(u1), a1, user({**res1, **MARK})],
-        )
+        r2 = client.messages.create(model=MODEL, max_tokens=100, tools=TOOLS, system=system,
+                                    messages=[user(u1), a1, user({**res1, **MARK})])
         prefix2 = prefix1 + total(*dump(r1), res1)
         assert _usage(r2) == (0, prefix2 - prefix1, prefix1)
 
         a2 = {"role": "assistant", "content": dump(r2)}
         res2 = {"type": "tool_result", "tool_use_id": dump(r2)[0]["id"], "content": "contents of b.py " * 20}
         note = {"type": "text", "text": "Trailing text after the last breakpoint."}
-        r3 = client.messages.create(
-            model=MODEL,
-            max_tokens=100,
-            tools=TOOLS,
-            system=system,
-            messages=[
-                user({k: v for k, v in u1.items() if k != "cache_control"}),
-                a1,
-                user({**res1, **MARK}),
-                a2,
-                user({**res2, **MARK}, note),
-            ],
-        )
+        r3 = client.messages.create(model=MODEL, max_tokens=100, tools=TOOLS, system=system,
+                                    messages=[user({k: v for k, v in u1.items() if k != "cache_control"}), a1,
+                                              user({**res1, **MARK}), a2, user({**res2, **MARK}, note)])
         prefix3 = prefix2 + total(*dump(r2), res2)
         assert _usage(r3) == (tokens(note), prefix3 - prefix2, prefix2)
     assert api.errors == []
@@ -688,25 +587,21 @@ def test_breakpoint_look_back(distance: int, hit: bool):
     marked = 4
 
     def request(bp: int) -> dict:
-        content = [dict(b, **MARK) if i == bp else b for i, b in enumerate(blocks[: bp + 1])]
+        content = [dict(b, **MARK) if i == bp else b for i, b in enumerate(blocks[:bp + 1])]
         return {"model": MODEL, "max_tokens": 10, "messages": [user(*content)]}
 
     with FakeMessagesAPI([text_turn("a"), text_turn("b")], min_cacheable_tokens=1) as api:
         client = client_for(api)
-        assert _usage(client.messages.create(**request(marked))) == (0, total(*blocks[: marked + 1]), 0)
+        assert _usage(client.messages.create(**request(marked))) == (0, total(*blocks[:marked + 1]), 0)
         second = client.messages.create(**request(marked + distance))
-    everything = total(*blocks[: marked + distance + 1])
-    read = total(*blocks[: marked + 1]) if hit else 0
+    everything = total(*blocks[:marked + distance + 1])
+    read = total(*blocks[:marked + 1]) if hit else 0
     assert _usage(second) == (0, everything - read, read)
 
 
 def test_below_the_minimum_nothing_is_cached():
-    body = {
-        "model": MODEL,
-        "max_tokens": 10,
-        "system": [{"type": "text", "text": "short system", **MARK}],
-        "messages": [user({"type": "text", "text": "hi", **MARK})],
-    }
+    body = {"model": MODEL, "max_tokens": 10, "system": [{"type": "text", "text": "short system", **MARK}],
+            "messages": [user({"type": "text", "text": "hi", **MARK})]}
     size = total(body["system"][0], "hi")
     with FakeMessagesAPI([text_turn("a"), text_turn("b")]) as api:  # default minimum: 1,024 tokens
         client = client_for(api)
@@ -744,12 +639,8 @@ def test_automatic_caching_marks_the_last_block():
 
 def test_a_different_model_or_prefix_misses():
     tools = [TOOLS[0], {**TOOLS[1], **MARK}]
-    body = {
-        "max_tokens": 10,
-        "tools": tools,
-        "system": [{"type": "text", "text": BIG_SYSTEM, **MARK}],
-        "messages": [user("hello")],
-    }
+    body = {"max_tokens": 10, "tools": tools, "system": [{"type": "text", "text": BIG_SYSTEM, **MARK}],
+            "messages": [user("hello")]}
     size = total(*tools, BIG_SYSTEM)
     changed = {**body, "system": [{"type": "text", "text": BIG_SYSTEM + " Changed.", **MARK}]}
     with FakeMessagesAPI([text_turn("x")] * 4, min_cacheable_tokens=1) as api:

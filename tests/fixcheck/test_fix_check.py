@@ -377,7 +377,7 @@ def test_a_repository_locked_by_another_run_is_exit_2_without_a_traceback(repo):
         holder.kill()
         holder.wait()
     assert proc.returncode == 2, proc.stderr
-    assert "LockHeld" not in proc.stderr and "gitbot/verify.py" not in proc.stderr  # no traceback of gitbot's
+    assert "LockHeld" not in proc.stderr and "gitbot/fixcheck" not in proc.stderr  # no traceback of gitbot's
     assert "holds the repository lock" in proc.stderr
     assert data["outcome"] == "cannot_fix"
 
@@ -412,13 +412,13 @@ def test_a_nested_repository_and_untracked_files_neither_break_it_nor_enter_the_
     ("ruff check --no-cache calc.py", set()),  # the files a linter checks are the code, not the check
 ])
 def test_the_checks_own_definition_is_found_in_its_command_line(command, expected):
-    from gitbot.verify import check_script_paths
+    from gitbot.fixcheck.tampering import check_script_paths
 
     assert set(check_script_paths(command)) == expected
 
 
 def test_suppressions_are_found_in_added_lines_only():
-    from gitbot.verify import suppressions_added
+    from gitbot.fixcheck.tampering import suppressions_added
 
     patch = (b"diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,3 +1,4 @@\n"
              b"-import os\n+import os  # noqa: F401\n x = 1  # type: ignore\n+y: int = 'a'  # type: ignore[assignment]\n"
@@ -431,8 +431,9 @@ def test_suppressions_are_found_in_added_lines_only():
 
 
 def test_branch_short_name_is_the_module_of_the_failure():
-    from gitbot.checks.runner import CheckRun
-    from gitbot.verify import FixOutcome, short_name
+    from gitbot.fixcheck.commit import short_name
+    from gitbot.fixcheck.outcome import FixOutcome
+    from gitbot.sandbox.command import CommandRun as CheckRun
 
     run = CheckRun("python -m pytest -q", 1, "", 0.1)
     assert short_name(FixOutcome("fixed", 0, "", run, first_failure="tests/test_calc.py::test_add",

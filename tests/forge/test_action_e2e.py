@@ -54,6 +54,8 @@ class Harness:
         self.fake = fake
         self.tmp = tmp_path
         self.workspace = actions_checkout(fake, tmp_path / "workspace")
+        self.runner_temp = tmp_path / "runner-temp"
+        self.runner_temp.mkdir()
         self.runs = 0
 
     def run(
@@ -83,6 +85,7 @@ class Harness:
             "INPUT_ANTHROPIC-API-KEY": api.api_key,
             "ANTHROPIC_BASE_URL": api.url,
             "GITBOT_WORKFLOW_TOKEN": "true",
+            "RUNNER_TEMP": str(self.runner_temp),
         }
         env.update({f"INPUT_{name.replace('_', '-').upper()}": value for name, value in inputs.items()})
         env.update(extra_env or {})

@@ -60,12 +60,12 @@ def render_html(markdown: str) -> str:
 # Loaded by the gitbot subprocess (PYTHONPATH): bubblewrap "does not work" there, as on a bare Ubuntu
 # 24.04 runner. (Hiding bwrap from PATH is not enough: gitbot falls back to /usr/bin.)
 BROKEN_SANDBOX = """
-import gitbot.sandbox as sandbox
+import gitbot.sandbox.bwrap as bwrap
 
 def probe(*, refresh=False):
-    return sandbox.SandboxStatus(False, "bubblewrap does not work here: setting up uid map: Permission denied")
+    return bwrap.SandboxStatus(False, "bubblewrap does not work here: setting up uid map: Permission denied")
 
-sandbox.probe = probe
+bwrap.probe = probe
 """
 
 

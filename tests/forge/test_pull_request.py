@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gitbot import git as gitcmd
 from gitbot.forge import pull_request as prmod
 from tests.forge.conftest import actions_checkout, run_git
 
@@ -67,7 +68,7 @@ def test_push_sends_the_token_only_for_that_command(seeded_github, work):
     assert config_text(work).count(seeded_github.basic_auth_header()) == 1
     assert run_git(work, "remote", "get-url", "origin").strip() == seeded_github.clone_url
     author_and_subject = seeded_github.git_log("gitbot/issue-7", "%an <%ae>%n%s").splitlines()[:2]
-    assert author_and_subject == [f"{prmod.BOT_NAME} <{prmod.BOT_EMAIL}>", "Fix #7: crash"]
+    assert author_and_subject == [f"{gitcmd.BOT_NAME} <{gitcmd.BOT_EMAIL}>", "Fix #7: crash"]
     log = seeded_github.git_log("gitbot/issue-7", "%B")
     assert "Gitbot-Run: r1" in log and "Co-authored-by: claude-sonnet-5-5 <noreply@anthropic.com>" in log
 
@@ -132,7 +133,7 @@ def test_git_gets_a_minimal_environment_never_a_copy_of_gitbots(work, monkeypatc
     for leaked in ("ANTHROPIC_API_KEY", "INPUT_GITHUB-TOKEN", "MY_DEPLOY_SECRET", "GIT_DIR", "UNRELATED"):
         assert leaked not in names
     assert {"PATH", "GIT_TERMINAL_PROMPT", "GIT_AUTHOR_EMAIL"} <= names
-    env = prmod.git_env(prmod.auth_env("tok-en-value", "https://github.com"))
+    env = gitcmd.bot_env(prmod.auth_env("tok-en-value", "https://github.com"))
     assert env["GIT_CONFIG_KEY_0"] == "http.https://github.com/.extraheader"  # the token: only when asked
 
 

@@ -8,8 +8,8 @@ from gitbot.agent.history import messages_of_run
 from gitbot.errors import GitError
 from gitbot.forge import pull_request as prmod
 from gitbot.forge import run_records
-from gitbot.forge.leaks import PublishSecrets
 from gitbot.record import RunRecord, runs_dir
+from gitbot.secrets import Secrets
 from tests.forge.conftest import actions_checkout
 
 RUN = "20261101-101010-abcdef"
@@ -35,7 +35,7 @@ def test_a_record_goes_to_github_and_comes_back_on_another_machine(seeded_github
     first = actions_checkout(fake, tmp_path / "first")
     write_record(first, token=fake.token)
     auth = prmod.auth_env(fake.token, fake.server_url)
-    secrets = PublishSecrets()
+    secrets = Secrets()
     secrets.add(fake.token)
     assert run_records.publish(first, RUN, auth=auth, secrets=secrets) == f"refs/gitbot/runs/{RUN}"
     assert fake.branch_sha(f"gitbot/runs/{RUN}") is None  # not a branch

@@ -185,7 +185,7 @@ def test_gitbot_skip_and_no_verify_let_a_failing_commit_through(repo):
 
 
 def test_hook_whose_python_is_gone_explains_itself(repo, tmp_path):
-    from gitbot.hooks import install
+    from gitbot.hooks.install import install
 
     install(repo, "pre-commit", checks=["true"], python=str(tmp_path / "gone/bin/python"))
     commit = git(repo, "commit", "--allow-empty", "-q", "-m", "x", check=False)
@@ -250,7 +250,8 @@ def test_hook_run_with_checks_on_the_command_line(repo):
 def test_the_hook_fast_path_does_not_import_the_heavy_parts(repo):
     installed(repo, "--check", "true")
     watched = ("anthropic", "git", "github", "rich", "httpx", "dataclasses", "pathlib", "tomllib", "gitbot")
-    allowed = ("gitbot", "gitbot.hooks", "gitbot.config", "gitbot.checks", "gitbot.checks.runner")
+    allowed = ("gitbot", "gitbot.hooks", "gitbot.hooks.run", "gitbot.hooks.config", "gitbot.errors", "gitbot.git",
+               "gitbot.sandbox", "gitbot.sandbox.command", "gitbot.sandbox.env", "gitbot.sandbox.processes")
     code = ("import sys\nfrom gitbot.hooks import main\ncode = main(['run', 'pre-commit'])\n"
             f"heavy = sorted(m for m in sys.modules\n"
             f"               if m.split('.')[0] in {watched!r} and m not in {allowed!r})\n"
@@ -293,7 +294,7 @@ def test_a_failing_check_is_fixed_left_unstaged_and_the_commit_stops(tmp_path):
 
 
 def test_config_defaults_and_values(tmp_path):
-    from gitbot.config import load_config
+    from gitbot.hooks.config import load_config
 
     assert load_config(tmp_path).exists is False
     assert load_config(tmp_path).stage("pre-commit").checks == []
@@ -318,7 +319,7 @@ def test_config_defaults_and_values(tmp_path):
     ('[hooks.pre-commit\n', "is not valid TOML"),
 ])
 def test_config_errors_name_the_problem(tmp_path, body, message):
-    from gitbot.config import ConfigFileError, load_config
+    from gitbot.hooks.config import ConfigFileError, load_config
 
     (tmp_path / ".gitbot").mkdir()
     (tmp_path / ".gitbot/config.toml").write_text(body)
@@ -327,7 +328,7 @@ def test_config_errors_name_the_problem(tmp_path, body, message):
 
 
 def test_config_update_keeps_everything_outside_the_stage_table():
-    from gitbot.config import updated_config_text
+    from gitbot.hooks.config import updated_config_text
 
     existing = ('# team settings\n[hooks.pre-commit]\nchecks = ["old"]\nmax_cost_usd = 0.2\n\n'
                 '[hooks.pre-push]\nchecks = ["true"]  # keep me\n')
@@ -361,7 +362,7 @@ def test_install_refuses_a_hooks_directory_outside_the_git_dir(repo, tmp_path):
 
 
 def is_gitbot_script(path: Path) -> bool:
-    from gitbot.hooks import is_gitbot_hook
+    from gitbot.hooks.script import is_gitbot_hook
 
     return is_gitbot_hook(path)
 
@@ -467,7 +468,7 @@ def test_a_check_failing_only_in_the_users_environment_is_not_sent_to_the_model(
 
 
 def test_framework_virtualenv_is_taken_off_the_checks_path(monkeypatch, tmp_path):
-    from gitbot.checks import runner
+    from gitbot.sandbox import env as runner
 
     venv = tmp_path / "py_env-python3.11"
     (venv / "bin").mkdir(parents=True)

@@ -651,16 +651,17 @@ def test_a_function_only_counts_when_surely_defined(tmp_path):
     ("(( x << 2 ))\n`id`", ["command substitution"]),
 ])
 def test_the_lexer_finds_substitutions_bash_would_run(text: str, kinds: list[str]):
-    from gitbot.policy.commands import _scan_substitutions
+    from gitbot.policy.judge.scan import scan_substitutions
 
-    assert [kind for _, kind in _scan_substitutions(text)] == kinds
+    assert [kind for _, kind in scan_substitutions(text)] == kinds
 
 
 def test_the_lexer_refuses_quotes_whose_meaning_bash_decides_by_operator():
-    from gitbot.policy.commands import _Denied, _scan_substitutions
+    from gitbot.policy.judge.outcome import Denied
+    from gitbot.policy.judge.scan import scan_substitutions
 
-    with pytest.raises(_Denied, match="quote inside"):
-        _scan_substitutions("echo \"${x#'}'\"'$(touch y)'\"}\"")
+    with pytest.raises(Denied, match="quote inside"):
+        scan_substitutions("echo \"${x#'}'\"'$(touch y)'\"}\"")
 
 
 def test_a_substitution_the_grammar_misses_is_refused_even_when_everything_is_allowed(tmp_path):

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from gitbot.sandbox import SandboxStatus, probe
+from gitbot.sandbox.bwrap import SandboxStatus, probe
 
 ALLOW_NO_BWRAP = "GITBOT_ALLOW_NO_BWRAP"
 

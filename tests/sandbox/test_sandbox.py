@@ -11,10 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from gitbot import sandbox
 from gitbot.policy import Policy
 from gitbot.ripgrep import RipgrepMissing
-from gitbot.sandbox import SandboxStatus, build_env, describe, wrap
+from gitbot.sandbox import bwrap, mounts, processes, readdeny
+from gitbot.sandbox import env as sandbox_env
+from gitbot.sandbox.bwrap import SandboxStatus, wrap
+from gitbot.sandbox.env import build_env
+from gitbot.sandbox.runner import Runner
 from tests.sandbox.support import require_bwrap
 
 PLANTED = {"ANTHROPIC_API_KEY": "sk-ant-planted-0123456789", "GITHUB_TOKEN": "ghs_planted0123456789",
@@ -37,12 +40,12 @@ def test_build_env_is_an_allow_list(planted, monkeypatch):
         assert value not in env.values()
     assert "RANDOM_SETTING" not in env
     assert env["PATH"] == "/usr/bin:/bin"  # relative entries would mean "the repository"
-    assert env["HOME"] == sandbox.SANDBOX_HOME
+    assert env["HOME"] == sandbox_env.SANDBOX_HOME
     assert env["LANG"] == "en_US.UTF-8"
     assert env["TERM"] == "dumb" and env["PAGER"] == env["GIT_PAGER"] == env["MANPAGER"] == "cat"
     assert env["PYTHONDONTWRITEBYTECODE"] == env["PYTHONUNBUFFERED"] == "1"
     assert env["NO_COLOR"] == "1" and env["PIP_PROGRESS_BAR"] == "off" and env["npm_config_progress"] == "false"
-    assert set(env) <= set(sandbox.PASSTHROUGH_VARIABLES) | set(sandbox.FIXED_ENVIRONMENT) | {"HOME"}
+    assert set(env) <= set(sandbox_env.PASSTHROUGH_VARIABLES) | set(sandbox_env.FIXED_ENVIRONMENT) | {"HOME"}
 
 
 def test_build_env_refuses_secrets_in_extra(planted):
@@ -74,13 +77,16 @@ def test_wrap_builds_the_sandbox_command_line(tmp_path: Path):
 def test_probe_really_runs_bwrap():
     status = require_bwrap()
     assert status.available and status.bwrap
-    assert sandbox.probe() is status  # cached
+    assert bwrap.probe() is status  # cached
 
 
 def test_describe_is_loud_when_commands_are_not_sandboxed(monkeypatch, tmp_path):
     broken = SandboxStatus(False, "bubblewrap does not work here: setting up uid map: Permission denied",
                            "/usr/bin/bwrap", "setting up uid map: Permission denied")
-    monkeypatch.setattr(sandbox, "probe", lambda refresh=False: broken)
+    monkeypatch.setattr(bwrap, "probe", lambda refresh=False: broken)
+    def describe(policy):
+        return Runner(policy, tmp_path).receipt_line
+
     auto = describe(Policy(sandbox_mode="auto"))
     assert auto.startswith("WARNING") and "WITHOUT a sandbox" in auto
     assert "apparmor_restrict_unprivileged_userns=0" in auto
@@ -90,8 +96,8 @@ def test_describe_is_loud_when_commands_are_not_sandboxed(monkeypatch, tmp_path)
 
 
 def test_probe_reports_a_missing_bwrap(monkeypatch):
-    monkeypatch.setattr(sandbox, "_bwrap_path", lambda: None)
-    status = sandbox._probe()
+    monkeypatch.setattr(bwrap, "_bwrap_path", lambda: None)
+    status = bwrap._probe()
     assert not status.available and "not installed" in status.description
 
 
@@ -99,14 +105,14 @@ def test_probe_reports_a_bwrap_that_fails(monkeypatch, tmp_path):
     fake = tmp_path / "bwrap"
     fake.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
     fake.chmod(0o755)
-    monkeypatch.setattr(sandbox, "_bwrap_path", lambda: str(fake))
-    status = sandbox._probe()
+    monkeypatch.setattr(bwrap, "_bwrap_path", lambda: str(fake))
+    status = bwrap._probe()
     assert not status.available
     assert "setting up uid map: Permission denied" in status.description
 
 
 def test_process_limit_has_a_working_mechanism():
-    with sandbox.ProcessLimit(32) as limit:
+    with processes.ProcessLimit(32) as limit:
         assert limit.cgroup or limit.nproc, limit.description
         completed = subprocess.run(limit.launcher(["/bin/sh", "-c", "echo ok"]), capture_output=True, text=True,
                                    env=build_env(), check=False)
@@ -157,17 +163,17 @@ def test_build_env_drops_a_path_entry_that_leads_into_the_repository_through_a_s
 
 _DUMPABLE_PROBE = """
 import ctypes, sys
-from gitbot import sandbox
+from gitbot.sandbox import bwrap, env
 libc = ctypes.CDLL(None)
 assert libc.prctl(3, 0, 0, 0, 0) == 1, "a fresh process is dumpable"
 if sys.argv[1] == "wrap":
-    sandbox.wrap(["true"], sys.argv[2], network=False,
-                 status=sandbox.SandboxStatus(True, "test", "/usr/bin/bwrap"), env={"PATH": "/usr/bin"})
+    bwrap.wrap(["true"], sys.argv[2], network=False,
+               status=bwrap.SandboxStatus(True, "test", "/usr/bin/bwrap"), env={"PATH": "/usr/bin"})
 else:
-    sandbox.build_env()
+    env.build_env()
 print("dumpable", libc.prctl(3, 0, 0, 0, 0))
-sandbox.protect_process_environ()
-sandbox.protect_process_environ()
+env.protect_process_environ()
+env.protect_process_environ()
 print("again", libc.prctl(3, 0, 0, 0, 0))
 """
 
@@ -195,7 +201,7 @@ def test_git_config_credentials_are_sanitized():
         '[includeIf "gitdir:/"]\n\tpath = /home/runner/more-PLANTED9\n'
         '[branch "main"]\n\tremote = origin\n'
     )
-    clean = sandbox.sanitize_git_config(config)
+    clean = mounts.sanitize_git_config(config)
     assert "PLANTED" not in clean
     assert "url = https://github.com/o/r.git" in clean and "pushurl = https://example.com/o/r.git" in clean
     assert "url = https://gitlab.example/o/r.git" in clean
@@ -221,20 +227,20 @@ def test_read_denied_files_finds_hidden_ignored_and_nested_matches(tmp_path: Pat
     (repo / ".gitignore").write_text(".env\nnode_modules/\n")
     (repo / "link.key").symlink_to(repo / "README.md")  # a symlink: its target decides, and it is allowed
     policy = Policy(repo=repo)
-    found = sorted(sandbox.read_denied_files(repo, policy))
+    found = sorted(readdeny.read_denied_files(repo, policy))
     assert found == [".env", "app/.env.local", "deep/er/cert.PEM", "node_modules/pkg/id_rsa"]
     # The same without ripgrep (the os.walk fallback).
     monkeypatch.setattr("gitbot.ripgrep.rg_binary", lambda: (_ for _ in ()).throw(RipgrepMissing("no rg")))
-    assert sorted(sandbox.read_denied_files(repo, policy)) == found
-    assert sandbox.read_denied_files(repo, _DenyByName(repo=repo)) == ["private-notes.txt"]
+    assert sorted(readdeny.read_denied_files(repo, policy)) == found
+    assert readdeny.read_denied_files(repo, _DenyByName(repo=repo)) == ["private-notes.txt"]
 
 
 def test_read_denied_files_fails_closed_when_there_are_too_many(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr(sandbox, "MAX_MASKED_FILES", 3)
+    monkeypatch.setattr(readdeny, "MAX_MASKED_FILES", 3)
     for n in range(4):
         (tmp_path / f"k{n}.pem").write_text("x")
-    with pytest.raises(sandbox.SandboxRefusal, match="more than 3 files .* read_deny"):
-        sandbox.read_denied_files(tmp_path, Policy(repo=tmp_path))
+    with pytest.raises(readdeny.SandboxRefusal, match="more than 3 files .* read_deny"):
+        readdeny.read_denied_files(tmp_path, Policy(repo=tmp_path))
 
 
 def test_wrap_masks_hidden_files_after_every_directory_bind(tmp_path: Path):

@@ -22,10 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from gitbot import sandbox
 from gitbot.policy import Limits, Policy
+from gitbot.sandbox import bwrap, processes, readdeny
 from gitbot.secrets import REDACTED, Secrets
-from gitbot.tools import shell
 from gitbot.tools.base import ToolContext, ToolDenied, ToolError
 from gitbot.tools.shell import EXECUTE_COMMAND, MAX_OUTPUT_CHARS
 from tests.sandbox.support import processes_with, require_bwrap
@@ -143,11 +142,13 @@ def test_an_output_bomb_is_capped_without_holding_it_in_memory(sandboxed):
     assert time.monotonic() - started < 30
 
 
-def test_secrets_in_output_are_redacted(shell_repo, secrets):
+def test_secrets_in_output_are_redacted_by_the_loop_not_the_tool(shell_repo, secrets):
+    # The tool returns what the command printed; agent/loop.py scrubs every tool's output before the
+    # model or the record sees it (tests/agent/test_secrets_in_loop.py).
     ctx = make_ctx(shell_repo, secrets, mode="off")
     (shell_repo / "leak.txt").write_text(f"token={SECRETS['GITHUB_TOKEN']}\n")
     result = EXECUTE_COMMAND.function(ctx, {"command": "cat leak.txt"})
-    assert SECRETS["GITHUB_TOKEN"] not in result and f"token={REDACTED}" in result
+    assert secrets.redact(result) != result and f"token={REDACTED}" in secrets.redact(result)
 
 
 def test_a_timeout_above_the_policy_maximum_is_clipped(shell_repo, secrets):
@@ -172,7 +173,7 @@ def test_timeout_kills_the_whole_group_even_processes_that_ignore_sigterm(shell_
     elapsed = time.monotonic() - started
     assert "timed out after 1 s" in result and "SIGKILL" in result
     assert "Exit code: none" in result
-    assert elapsed < 1 + shell.KILL_GRACE_SECONDS + 3, elapsed
+    assert elapsed < 1 + processes.KILL_GRACE_SECONDS + 3, elapsed
     assert processes_with(f"sleep {marker}") == []
 
 
@@ -289,20 +290,20 @@ def test_the_real_home_is_not_visible(sandboxed, monkeypatch):
 
 def test_a_fork_bomb_is_contained(sandboxed, monkeypatch):
     # Bounded, so a broken limit cannot take the machine down: at most 2**9 processes, each short-lived.
-    monkeypatch.setattr(sandbox, "MAX_PROCESSES", 48)
+    monkeypatch.setattr(processes, "MAX_PROCESSES", 48)
     marker = f"2.{uuid.uuid4().int % 1000:03d}9"
     bomb = (f"f() {{ if [ \"$1\" -ge 8 ]; then sleep {marker}; return; fi; f $(( $1 + 1 )) & f $(( $1 + 1 )); wait; }}; "
             f"f 0; echo finished")
     started = time.monotonic()
     result = run(sandboxed, bomb, timeout_seconds=4)
     assert "Resource temporarily unavailable" in result
-    assert time.monotonic() - started < 4 + shell.KILL_GRACE_SECONDS + 3
+    assert time.monotonic() - started < 4 + processes.KILL_GRACE_SECONDS + 3
     assert processes_with(f"sleep {marker}") == []
 
 
 def test_required_mode_refuses_without_bwrap_and_says_how_to_fix(shell_repo, secrets, monkeypatch):
-    broken = sandbox.SandboxStatus(False, "bubblewrap does not work here: setting up uid map: Permission denied")
-    monkeypatch.setattr(sandbox, "probe", lambda refresh=False: broken)
+    broken = bwrap.SandboxStatus(False, "bubblewrap does not work here: setting up uid map: Permission denied")
+    monkeypatch.setattr(bwrap, "probe", lambda refresh=False: broken)
     with pytest.raises(ToolDenied, match="apparmor_restrict_unprivileged_userns=0"):
         EXECUTE_COMMAND.function(make_ctx(shell_repo, secrets, mode="required"), {"command": "true"})
     # auto falls back to a plain process (which can write outside the repository: no sandbox).
@@ -415,7 +416,7 @@ def test_read_denied_files_cannot_be_read_by_commands(sandboxed):
 
 
 def test_too_many_read_denied_files_refuse_the_command(sandboxed, monkeypatch):
-    monkeypatch.setattr(sandbox, "MAX_MASKED_FILES", 2)
+    monkeypatch.setattr(readdeny, "MAX_MASKED_FILES", 2)
     for n in range(3):
         (sandboxed.repo / f"key{n}.pem").write_text("x")
     with pytest.raises(ToolDenied, match="more than 2 files in the repository match files.read_deny"):
@@ -424,8 +425,9 @@ def test_too_many_read_denied_files_refuse_the_command(sandboxed, monkeypatch):
 
 _ENVIRON_PROBE = """
 import ctypes, os, sys
-from gitbot import sandbox, secrets  # imported before dropping privileges (the interpreter may be root-only)
-from gitbot.tools import base, shell
+from gitbot import secrets  # imported before dropping privileges (the interpreter may be root-only)
+from gitbot.policy import Policy
+from gitbot.sandbox.runner import Runner
 repo = sys.argv[1]
 if os.geteuid() == 0:
     # As root the child could read any process's environ (CAP_SYS_PTRACE): run as an ordinary user,
@@ -434,8 +436,8 @@ if os.geteuid() == 0:
     os.setresgid(65534, 65534, 65534)
     os.setresuid(65534, 65534, 65534)
     ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)
-outcome = shell.run_command("tr '\\\\0' '\\\\n' < /proc/$PPID/environ; echo exit=$?", shell.Path(repo),
-                            sandboxed=False, network=False, timeout=20)
+runner = Runner(Policy(repo=repo, sandbox_mode="off"), repo)
+outcome = runner.run_shell("tr '\\\\0' '\\\\n' < /proc/$PPID/environ; echo exit=$?", timeout=20)
 print(outcome.output)
 """
 
@@ -462,7 +464,7 @@ def test_a_program_in_the_repository_cannot_shadow_a_real_one_through_path(shell
     (venv_bin / "grep").write_text("#!/bin/sh\necho shadowed-by-the-repository\n")
     (venv_bin / "grep").chmod(0o755)
     monkeypatch.setenv("PATH", f"{venv_bin}:{os.environ['PATH']}")
-    modes = ["off"] + (["required"] if sandbox.probe().available else [])
+    modes = ["off"] + (["required"] if bwrap.probe().available else [])
     for mode in modes:
         result = run(make_ctx(shell_repo, secrets, mode=mode), "grep sample README.md; echo $PATH")
         assert "shadowed-by-the-repository" not in result and "# sample" in result

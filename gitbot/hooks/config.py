@@ -26,17 +26,29 @@ from __future__ import annotations
 import marshal
 import os
 
+from gitbot.errors import ConfigError
+
 CONFIG_RELPATH = ".gitbot/config.toml"
 STAGES = ("pre-commit", "pre-push")
 DEFAULT_HOOK_MAX_COST_USD = 0.50
 DEFAULT_HOOK_CHECK_TIMEOUT_SECONDS = 300.0
 STAGE_KEYS = {"checks", "fix", "max_cost_usd", "check_timeout_seconds", "model", "max_steps"}
 CACHE_NAME = "config.marshal"
+STATE_DIR = "gitbot/hooks"  # inside the git common dir: install records and the parsed-configuration cache
 CACHE_FORMAT = 2  # bump when StageConfig's fields or defaults change
 
 
-class ConfigFileError(Exception):
+class ConfigFileError(ConfigError):
     """The configuration file exists but cannot be used; the message says where and why."""
+
+
+class HookError(ConfigError):
+    """A user-facing problem with installing or running a hook (exit 2)."""
+
+
+def check_stage(stage: str) -> None:
+    if stage not in STAGES:
+        raise HookError(f"unknown hook stage {stage!r}; gitbot hooks run at {', '.join(STAGES)}")
 
 
 class StageConfig:

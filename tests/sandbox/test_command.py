@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from gitbot.checks.runner import HEAD_BYTES, TAIL_BYTES, CheckCommandError, run_check
+from gitbot.sandbox.command import CHECK_HEAD_BYTES as HEAD_BYTES
+from gitbot.sandbox.command import CHECK_TAIL_BYTES as TAIL_BYTES
+from gitbot.sandbox.command import CannotStart, run_check
+from tests.sandbox.support import require_bwrap
 
 PY = sys.executable
 
@@ -36,12 +39,12 @@ def test_list_command_is_shown_shell_quoted(tmp_path):
 
 
 def test_command_not_found_is_a_clear_error(tmp_path):
-    with pytest.raises(CheckCommandError, match="'no-such-check-xyz' was not found on PATH"):
+    with pytest.raises(CannotStart, match="'no-such-check-xyz' was not found on PATH"):
         run_check(["no-such-check-xyz", "--flag"], tmp_path, timeout=30)
 
 
 def test_missing_relative_program(tmp_path):
-    with pytest.raises(CheckCommandError, match="does not exist"):
+    with pytest.raises(CannotStart, match="does not exist"):
         run_check("./scripts/check.sh", tmp_path, timeout=30)
 
 
@@ -49,13 +52,13 @@ def test_program_without_execute_permission(tmp_path):
     script = tmp_path / "check.sh"
     script.write_text("#!/bin/sh\nexit 0\n")
     script.chmod(0o644)
-    with pytest.raises(CheckCommandError, match="not an executable file"):
+    with pytest.raises(CannotStart, match="not an executable file"):
         run_check(["./check.sh"], tmp_path, timeout=30)
 
 
 @pytest.mark.parametrize("command", ["pytest 'unterminated", "", []])
 def test_unusable_command_strings(tmp_path, command):
-    with pytest.raises(CheckCommandError):
+    with pytest.raises(CannotStart):
         run_check(command, tmp_path, timeout=30)
 
 
@@ -124,44 +127,42 @@ def _policy(mode: str):
 
 
 def test_checks_get_the_allow_listed_environment_even_unsandboxed(tmp_path, monkeypatch):
-    from gitbot.checks.sandboxed import CheckSandbox
+    from gitbot.sandbox.runner import Runner
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-should-not-reach-checks")
     monkeypatch.setenv("GITHUB_TOKEN", "ghs_should_not_reach_checks")
     monkeypatch.setenv("GIT_INDEX_FILE", "/somewhere/index")
-    checks = CheckSandbox(_policy("off"), tmp_path)
-    run = checks.run(["python3", "-c", "import os; print(sorted(os.environ))"], 30)
+    checks = Runner(_policy("off"), tmp_path)
+    run = checks.run_check(["python3", "-c", "import os; print(sorted(os.environ))"], 30)
     assert run.passed
     assert "ANTHROPIC" not in run.output and "GITHUB_TOKEN" not in run.output and "GIT_INDEX_FILE" not in run.output
     assert "no sandbox" in checks.description
 
 
 def test_required_sandbox_that_does_not_work_refuses_to_run_the_check(tmp_path, monkeypatch):
-    from gitbot import sandbox
-    from gitbot.checks.sandboxed import CheckSandbox, CheckSandboxError
+    from gitbot.sandbox import bwrap
+    from gitbot.sandbox.runner import Runner, SandboxRefused
 
-    monkeypatch.setattr(sandbox, "probe", lambda **_: sandbox.SandboxStatus(False, "bwrap is missing"))
-    with pytest.raises(CheckSandboxError, match="bwrap is missing"):
-        CheckSandbox(_policy("required"), tmp_path).run(["true"], 10)
-    assert CheckSandbox(_policy("auto"), tmp_path).run(["true"], 10).passed  # auto: unsandboxed instead
+    monkeypatch.setattr(bwrap, "probe", lambda **_: bwrap.SandboxStatus(False, "bwrap is missing"))
+    with pytest.raises(SandboxRefused, match="bwrap is missing"):
+        Runner(_policy("required"), tmp_path).run_check(["true"], 10)
+    assert Runner(_policy("auto"), tmp_path).run_check(["true"], 10).passed  # auto: unsandboxed instead
 
 
 def test_sandboxed_check_cannot_see_secrets_or_programs_hidden_by_the_sandbox(tmp_path, monkeypatch):
-    from gitbot import sandbox
-    from gitbot.checks.sandboxed import CheckSandbox
+    from gitbot.sandbox.runner import Runner
 
-    if not sandbox.probe().available:
-        pytest.skip("bubblewrap does not work here")
+    require_bwrap()
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-should-not-reach-checks")
     repo = tmp_path / "repo"
     repo.mkdir()
-    checks = CheckSandbox(_policy("auto"), repo)
+    checks = Runner(_policy("auto"), repo)
     assert checks.sandboxed and "bubblewrap" in checks.description
-    run = checks.run(["python3", "-c", "import os; print(sorted(os.environ)); open('out.txt', 'w').write('x')"], 30)
+    run = checks.run_check(["python3", "-c", "import os; print(sorted(os.environ)); open('out.txt', 'w').write('x')"], 30)
     assert run.passed and "ANTHROPIC" not in run.output and (repo / "out.txt").read_text() == "x"
     outside = tmp_path / "tools" / "check.sh"  # under /tmp but outside the repository: hidden in the sandbox
     outside.parent.mkdir()
     outside.write_text("#!/bin/sh\nexit 0\n")
     outside.chmod(0o755)
-    with pytest.raises(CheckCommandError, match="cannot start in the sandbox"):
-        checks.run([str(outside)], 30)
+    with pytest.raises(CannotStart, match="cannot start in the sandbox"):
+        checks.run_check([str(outside)], 30)

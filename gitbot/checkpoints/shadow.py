@@ -25,13 +25,15 @@ import shutil
 import subprocess
 import time
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitbot.checkpoints.errors import CheckpointError, GitCommandError
+from gitbot import git
+from gitbot.checkpoints.errors import CheckpointError, UnknownRun
 from gitbot.errors import NotAGitRepository
+from gitbot.git import GitCommandError
 
 REF_ROOT = "refs/gitbot"
 MANIFEST_PREFIX = "gitbot-manifest: "
@@ -46,21 +48,6 @@ IDENTITY = {
 # keeps the shadow's view equal to the user's; everything else (aliases, hooks, filters that run
 # programs, credential helpers) stays out.
 _COPIED_CORE_SETTINGS = ("autocrlf", "eol", "filemode", "symlinks", "ignorecase", "precomposeunicode")
-
-
-def user_environ() -> dict[str, str]:
-    """The caller's environment without GIT_* variables (a hook's GIT_DIR/GIT_INDEX_FILE must not leak)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env["LC_ALL"] = "C"
-    return env
-
-
-def run_git(args: Sequence[str], *, env: dict[str, str], cwd: Path | None = None, input: bytes | None = None,
-            ok: Iterable[int] = (0,)) -> subprocess.CompletedProcess[bytes]:
-    proc = subprocess.run(["git", *args], check=False, cwd=cwd, env=env, input=input, capture_output=True)
-    if proc.returncode not in ok:
-        raise GitCommandError(list(args), proc.returncode, proc.stderr)
-    return proc
 
 
 @dataclass(frozen=True)
@@ -92,8 +79,8 @@ def discover(repo: Path | str) -> RepoPaths:
     if not repo.is_dir():
         raise NotAGitRepository(f"{repo} is not a directory")
     try:
-        out = run_git(["rev-parse", "--path-format=absolute", "--show-toplevel", "--absolute-git-dir",
-                       "--git-common-dir", "--show-object-format"], env=user_environ(), cwd=repo)
+        out = git.run(["rev-parse", "--path-format=absolute", "--show-toplevel", "--absolute-git-dir",
+                       "--git-common-dir", "--show-object-format"], cwd=repo)
     except GitCommandError as exc:
         raise NotAGitRepository(f"{repo} is not inside a git work tree ({exc.stderr})") from exc
     lines = out.stdout.decode("utf-8", "surrogateescape").split("\n")
@@ -103,7 +90,7 @@ def discover(repo: Path | str) -> RepoPaths:
 
 
 def user_head(paths: RepoPaths) -> str | None:
-    proc = run_git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], env=user_environ(), cwd=paths.work_tree,
+    proc = git.run(["rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd=paths.work_tree,
                    ok=(0, 1, 128))
     if proc.returncode != 0:
         return None  # no commits yet
@@ -114,7 +101,7 @@ def user_head(paths: RepoPaths) -> str | None:
 def _builtin_fsmonitor_available() -> bool:
     # The built-in fsmonitor daemon exists on macOS and Windows builds of git; Linux 2.39 has none.
     proc = subprocess.run(["git", "version", "--build-options"], check=False, capture_output=True, text=True,
-                          env=user_environ())
+                          env=git.clean_env())
     return "fsmonitor--daemon" in proc.stdout
 
 
@@ -135,21 +122,13 @@ class ShadowRepo:
         if create:
             self._ensure()
             self.exists = True
-        self._base_env = user_environ()
-        self._base_env.update(IDENTITY)
-        self._base_env.update({
+        # No ~/.gitconfig, ~/.config/git/{config,ignore,attributes}: HOME is the shadow itself.
+        self._base_env = git.isolated_env(self.dir, {
+            **IDENTITY,
             "GIT_DIR": str(self.dir),
             "GIT_WORK_TREE": str(paths.work_tree),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": "/dev/null",
-            "GIT_ATTR_NOSYSTEM": "1",
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_NO_REPLACE_OBJECTS": "1",
             # Every pathspec we pass is a file name; '*' or ':(' in a name must not become magic.
             "GIT_LITERAL_PATHSPECS": "1",
-            # No ~/.gitconfig, ~/.config/git/{config,ignore,attributes}: HOME is the shadow itself.
-            "HOME": str(self.dir),
-            "XDG_CONFIG_HOME": str(self.dir / "no-xdg-config"),
         })
 
     # -- running git -------------------------------------------------------------------------
@@ -167,7 +146,7 @@ class ShadowRepo:
 
     def git(self, *args: str, index: Path | None = None, input: bytes | None = None, ok: Iterable[int] = (0,),
             work_tree: Path | None = None, literal_pathspecs: bool = True) -> subprocess.CompletedProcess[bytes]:
-        return run_git(args, env=self.env(index, work_tree, literal_pathspecs), cwd=work_tree or self.paths.work_tree,
+        return git.run(args, env=self.env(index, work_tree, literal_pathspecs), cwd=work_tree or self.paths.work_tree,
                        input=input, ok=ok)
 
     def out(self, *args: str, index: Path | None = None, input: bytes | None = None) -> str:
@@ -179,9 +158,8 @@ class ShadowRepo:
         if not (self.dir / "HEAD").is_file():
             self.dir.parent.mkdir(parents=True, exist_ok=True)
             # --template= : no sample hooks or description copied into the shadow.
-            env = user_environ()
-            env.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": str(self.dir.parent)})
-            run_git(["init", "--bare", "-q", "--template=", f"--object-format={self.paths.object_format}",
+            env = git.isolated_env(self.dir.parent)
+            git.run(["init", "--bare", "-q", "--template=", f"--object-format={self.paths.object_format}",
                      "-b", "gitbot-shadow", str(self.dir)], env=env)
         self.user_settings = self._user_settings()
         self._sync_file(self.dir / "config", self._config_text(self.user_settings))
@@ -211,8 +189,8 @@ class ShadowRepo:
     def _user_settings(self) -> dict[str, str]:
         """The user's effective values of the settings we copy, plus their global excludes and attributes files."""
         keys = "|".join(("excludesfile", "attributesfile") + _COPIED_CORE_SETTINGS)
-        proc = run_git(["config", "-z", "--type=path", "--get-regexp", rf"^core\.({keys})$"],
-                       env=user_environ(), cwd=self.paths.work_tree, ok=(0, 1))
+        proc = git.run(["config", "-z", "--type=path", "--get-regexp", rf"^core\.({keys})$"],
+                       env=git.clean_env(), cwd=self.paths.work_tree, ok=(0, 1))
         settings: dict[str, str] = {}
         for record in proc.stdout.split(b"\0"):
             if b"\n" in record:
@@ -411,3 +389,31 @@ class DiffEntry:
 
 def fs(path: str) -> bytes:
     return os.fsencode(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Runs in the shadow: their ids (ref names) and how each run checkpointed
+
+
+def modes_file(shadow_dir: Path, run_id: str) -> Path:
+    return shadow_dir / "modes" / f"{run_id}.json"
+
+
+def per_response_from(paths: RepoPaths, run_id: str) -> int | None:
+    """The first step a run checkpointed only once per model response (None: per step throughout).
+    Steps from there on have no checkpoint of their own unless a response ended at them."""
+    try:
+        data = json.loads(modes_file(paths.shadow_dir, run_id).read_text())
+    except (OSError, ValueError):
+        return None
+    value = data.get("per_response_from") if isinstance(data, dict) else None
+    return value if isinstance(value, int) else None
+
+
+def validate_run_id(run_id: str) -> str:
+    ok = (isinstance(run_id, str) and 0 < len(run_id) <= 200 and run_id[0].isalnum()
+          and all(c.isalnum() or c in "._-" for c in run_id) and ".." not in run_id
+          and not run_id.endswith(".lock"))
+    if not ok:
+        raise UnknownRun(f"{run_id!r} is not a valid run id (letters, digits, '.', '_', '-')")
+    return run_id

@@ -1,0 +1,335 @@
+"""The command judge: one simple command's decision (program location, deny rules, the programs it
+knows, the allow rule that matches), the judgement of a whole line, and the entry points."""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from gitbot.policy.base import Decision
+from gitbot.policy.judge.grammar import REDIRECTS, node_text, word_of
+from gitbot.policy.judge.outcome import Denied, Verdicts, deny, snippet
+from gitbot.policy.judge.paths import Paths
+from gitbot.policy.judge.programs import (
+    FORBIDDEN_BUILTINS,
+    NO_OP_BUILTINS,
+    VARIABLE_SETTING_BUILTINS,
+    WRAPPERS,
+    WRITERS_ALL_ARGS,
+    WRITERS_LAST_ARG,
+    dangerous_variable,
+    git_sensitive,
+)
+from gitbot.policy.judge.rules import CommandRule, certainly_matches, normalize_program_path, possibly_matches
+from gitbot.policy.judge.sed import sed_sensitive
+from gitbot.policy.judge.statements import Statements
+from gitbot.policy.judge.words import FD_VARIABLE, Word, lit
+from gitbot.policy.judge.wrappers import Wrappers
+from gitbot.policy.judge.writers import writer_edits
+
+
+@dataclass(frozen=True)
+class Collected:
+    """The simple commands of a command line (literal words; None where a word is only known at run
+    time), and why the walk stopped early (a parse error, say), if it did."""
+
+    commands: tuple[tuple[str | None, ...], ...]
+    unreadable: str | None
+
+
+class CommandJudge(Statements, Wrappers, Paths):
+    """One judgement's worth of state: the rules, the file-rule callbacks, and the functions the
+    script being judged has defined. The walk itself lives in the mixins (statements, wrappers,
+    paths); this class holds the entry points and the decision for one simple command."""
+
+    def __init__(self, allow: Sequence[CommandRule], deny: Sequence[CommandRule], *,
+                 check_edit: Callable[[str], Decision], repo: str | None = None, collect_only: bool = False,
+                 check_read: Callable[[str], Decision] | None = None,
+                 shelters: Callable[[str], str | None] | None = None):
+        self.allow = list(allow)
+        self.deny = list(deny)
+        self.allow_all = any(rule.matches_everything for rule in self.allow)
+        self.check_edit = check_edit
+        # Reading rules (what a link may point to) and "which protected path lies below this
+        # directory" (moving, removing or linking a parent of a protected path).
+        self.check_read = check_read or (lambda _path: Decision(True, ""))
+        self.shelters = shelters or (lambda _path: None)
+        self.repo = repo
+        # Walk and collect the simple commands without refusing anything (interactive checks).
+        self.collect_only = collect_only
+        # Functions defined at the top level of each script being judged (innermost last): calling
+        # one runs its body, which was judged where it was defined.
+        self._functions: list[set[str]] = []
+
+    def judge(self, command: str) -> Decision:
+        verdicts = Verdicts()
+        if not isinstance(command, str) or not command.strip():
+            return Decision(False, "the command is empty")
+        if self.allow_all and not self.deny:
+            # Still parse, so the caller learns the simple commands; nothing here can refuse.
+            return Decision(True, "allowed: commands.allow contains `*`, which allows every command",
+                            CommandJudge.collect(command).commands)
+        try:
+            self._script(command, 0, verdicts)
+            self._check_outputs(verdicts)
+        except Denied as denial:
+            return Decision(False, denial.reason, tuple(verdicts.commands))
+        parts = "; ".join(verdicts.allowed) if verdicts.allowed else "it runs no program"
+        return Decision(True, f"allowed: {parts}", tuple(verdicts.commands))
+
+    @classmethod
+    def collect(cls, command: str) -> Collected:
+        """The simple commands of a command line, wrappers looked through, without judging them:
+        nothing is refused that the walk can get past."""
+        judge = cls([], [], check_edit=lambda _path: Decision(True, ""), collect_only=True)
+        verdicts = Verdicts()
+        try:
+            judge._script(command, 0, verdicts)
+        except Denied as denial:
+            return Collected(tuple(verdicts.commands), denial.reason)
+        return Collected(tuple(verdicts.commands), None)
+
+    def _refuse(self, reason: str) -> None:
+        """Refuse a construct the judge cannot see through, unless the policy allows `*`."""
+        if not (self.allow_all or self.collect_only):
+            deny(reason)
+
+    def _check_variable(self, name: str, where: str) -> None:
+        if self.collect_only:
+            return
+        rule = dangerous_variable(name)
+        if rule is not None:
+            deny(f"setting {name} ({where}) is not allowed: variables matching {rule} change what runs "
+                 f"or how programs load code")
+
+    def _command(self, node: Node, depth: int, verdicts: Verdicts) -> None:
+        name_node: Node | None = None
+        arguments: list[Node] = []
+        for index, child in enumerate(node.children):
+            field_name = node.field_name_for_child(index)
+            if child.type == "variable_assignment" and name_node is None:
+                self._assignment(child)
+            elif field_name == "name":
+                name_node = child
+            elif field_name == "argument":
+                if not child.is_named:
+                    deny(f"unsupported word `{node_text(child)}` in `{snippet(node_text(node))}`")
+                arguments.append(child)
+            elif child.type in REDIRECTS:
+                self._redirect(child, depth, verdicts)
+            elif child.type == "comment":
+                continue
+            else:
+                deny(f"unsupported syntax in `{snippet(node_text(node))}`: `{snippet(node_text(child))}`")
+        if name_node is None:
+            return  # only assignments (and redirections)
+        program = list(name_node.named_children)
+        if len(program) != 1:
+            deny(f"unsupported command name `{snippet(node_text(name_node))}`")
+        words = [word_of(program[0])] + [word_of(argument) for argument in arguments]
+        self._simple(words, depth, verdicts)
+
+    def _simple(self, words: list[Word], depth: int, verdicts: Verdicts) -> None:
+        """Judge one simple command given as words."""
+        shown = snippet(" ".join(word.text for word in words), 80)
+        verdicts.commands.append(tuple(word.value if word.literal else None for word in words))
+        program = words[0]
+        if self.collect_only:
+            self._collect_inner(words, depth, verdicts, shown)
+            return
+        if not program.literal:
+            deny(f"in `{shown}` the program name `{program.text}` is not a plain word (it contains an "
+                 f"expansion, glob or ~), so what would run cannot be known")
+        name = program.value
+        if not name:
+            deny(f"`{shown}` has an empty program name")
+        for word in words:
+            if FD_VARIABLE.fullmatch(word.text):
+                deny(f"`{word.text}` in `{shown}` would be a file-descriptor variable redirection; "
+                     f"it is not supported")
+        base = posixpath.basename(name) if "/" in name else name
+        location = self._program_location(name)
+        if location == "name" and name in FORBIDDEN_BUILTINS:
+            self._refuse(f"`{name}` is not allowed ({shown}): {FORBIDDEN_BUILTINS[name]}")
+        self._check_deny(words, base, shown)
+        if location == "name" and self._functions and name in self._functions[-1]:
+            verdicts.allowed.append(f"`{shown}` (a function defined above; its body was judged)")
+            return
+        if location == "name" and name in NO_OP_BUILTINS and all(word.value is not None for word in words[1:]):
+            # With an expansion among its arguments `:` is not harmless: `: ${x:=...}` assigns,
+            # and expanding is where bash runs what is hidden in a value. Then a rule must allow it.
+            verdicts.allowed.append(f"`{shown}` (a builtin that does nothing)")
+            return
+        if base in ("cd", "pushd", "popd") and location == "name":
+            verdicts.changes_directory = True
+        if location == "repository" and not name.startswith("/"):
+            verdicts.relative_programs.append(name)
+
+        # Only a wrapper found by name is known to be that wrapper: a path could be any file.
+        wrapper = location == "name" and base in WRAPPERS
+        if wrapper and self._look_through(base, words, depth, verdicts, shown):
+            return
+
+        sensitive: dict[int, str] = {}
+        if location in ("name", "system"):
+            if base == "git":
+                sensitive = git_sensitive(words)
+            elif base == "find":
+                sensitive = self._find(words, depth, verdicts)
+            elif base == "rg":
+                sensitive = {i: f"`{w.text}` makes ripgrep run a program on each file"
+                             for i, w in enumerate(words) if w.value is not None and w.value.startswith("--pre")}
+            elif base == "sed":
+                sensitive = sed_sensitive(words, verdicts, shown)
+            elif base in WRITERS_ALL_ARGS or base in WRITERS_LAST_ARG:
+                writer_edits(base, words, verdicts, shown)
+            elif base == "dd":
+                for word in words[1:]:
+                    if word.value is None or word.multi:
+                        deny(f"`{shown}`: dd operand `{word.text}` is only known at run time")
+                    if word.value.startswith("of="):
+                        verdicts.edits.append((lit(word.value[3:]), shown))
+            if location == "name" and base in VARIABLE_SETTING_BUILTINS:
+                self._variable_setting(base, words, shown)
+
+        rule, why_not = self._find_allow(words, location, name, sensitive)
+        if rule is None:
+            if why_not:
+                deny(f"`{shown}` is not allowed: {why_not}")
+            if location == "repository":
+                deny(f"`{shown}` runs {name}, a program inside the repository (which the agent can change); "
+                     f"a rule for `{base}` does not cover it — a rule must name the path, e.g. `{name} *`")
+            if location in ("system", "outside"):
+                deny(f"`{shown}` runs the program by path; give it by name (`{base}`) or name the path in a "
+                     f"rule")
+            deny(f"`{shown}` is not allowed: no rule in commands.allow matches it")
+        verdicts.allowed.append(f"`{shown}` by {rule.describe()}")
+
+    def _collect_inner(self, words: list[Word], depth: int, verdicts: Verdicts, shown: str) -> None:
+        """In collect-only mode: record what wrappers run, refusing nothing."""
+        name = words[0].value
+        if not words[0].literal or not name or self._program_location(name) != "name":
+            return
+        base = posixpath.basename(name)
+        try:
+            if base in WRAPPERS:
+                self._look_through(base, words, depth, verdicts, shown)
+            elif base == "find":
+                self._find(words, depth, verdicts)
+        except Denied:
+            pass
+
+    def _program_location(self, name: str) -> str:
+        """'name' (looked up in PATH), 'repository' (a path inside the repository), 'system' (an
+        absolute path outside it) or 'outside' (a relative path that leaves it)."""
+        if "/" not in name:
+            return "name"
+        if name.startswith("/"):
+            if self.repo is not None:
+                root = self.repo.rstrip("/")
+                normal = posixpath.normpath(name)
+                if normal == root or normal.startswith(root + "/"):
+                    return "repository"
+            return "system"
+        normal = posixpath.normpath(name)
+        if normal == ".." or normal.startswith("../"):
+            return "outside"
+        return "repository"
+
+    def _check_deny(self, words: list[Word], base: str, shown: str) -> None:
+        forms = [words]
+        if base != words[0].value:
+            forms.append([lit(base), *words[1:]])
+        for rule in self.deny:
+            for form in forms:
+                if possibly_matches(rule, form):
+                    deny(f"`{shown}` is denied by {rule.describe()}")
+
+    def _find_allow(self, words: list[Word], location: str, name: str,
+                    sensitive: dict[int, str]) -> tuple[CommandRule | None, str]:
+        key = name if location == "name" else normalize_program_path(name)
+        if location == "repository" and name.startswith("/") and self.repo is not None:
+            key = "./" + posixpath.relpath(posixpath.normpath(name), self.repo.rstrip("/"))
+        match_words = [lit(key), *words[1:]]
+        why_not = ""
+        for rule in self.allow:
+            if rule.matches_everything:
+                return rule, ""
+            if rule.names_a_path != (location != "name"):
+                continue
+            matched, reason = certainly_matches(rule, match_words, sensitive)
+            if not matched:
+                continue
+            if not reason:
+                return rule, ""
+            why_not = why_not or reason
+        return None, why_not
+
+
+def literal_prefix_rules(command: str, origin: str) -> list[CommandRule]:
+    """Rules that allow a known command line (the run's check command) and the same with more args.
+
+    Each simple command of the line becomes an exact prefix rule; words that are not literal are
+    dropped from the end, so the rule stays as narrow as the command itself."""
+    rules = []
+    for literal in _literal_simple_commands(command):
+        words = [normalize_program_path(literal[0]), *literal[1:]] if "/" in literal[0] else literal
+        rules.append(CommandRule(pattern=shlex.join(words) + " *", words=tuple(words), rest=True,
+                                 origin=origin, literal=True))
+    return rules
+
+
+def _literal_simple_commands(command: str) -> list[list[str]]:
+    """The literal leading words of each simple command in a command line (for check-command rules)."""
+    collected = CommandJudge.collect(command)
+    if collected.unreadable is not None:
+        return []
+    result = []
+    for words in collected.commands:
+        literal: list[str] = []
+        for word in words:
+            if word is None:
+                break
+            literal.append(word)
+        if literal:
+            result.append(literal)
+    return result
+
+
+def judge_command(command: str, allow: Sequence[CommandRule], deny: Sequence[CommandRule], *,
+                  check_edit: Callable[[str], Decision], repo: str | None,
+                  extra_allowed: Sequence[str] = (), check_read: Callable[[str], Decision] | None = None,
+                  shelters: Callable[[str], str | None] | None = None) -> Decision:
+    """The decision for one command line; `extra_allowed` are the run's check commands, allowed as
+    written and with more arguments."""
+    extra_rules: list[CommandRule] = []
+    for check in extra_allowed:
+        extra_rules.extend(literal_prefix_rules(check, "the run's check command"))
+    judge = CommandJudge([*extra_rules, *allow], deny, check_edit=check_edit, repo=repo, check_read=check_read,
+                         shelters=shelters)
+    decision = judge.judge(command)
+    is_check_command = any(command.strip() == check.strip() for check in extra_allowed if check.strip())
+    if not decision.allowed and is_check_command and not _possibly_denied(command, deny):
+        return Decision(True, "allowed: it is the run's check command", decision.commands)
+    return decision
+
+
+def _possibly_denied(command: str, deny: Sequence[CommandRule]) -> list[str]:
+    """Deny rules that some simple command of the line could match (for the exact check command)."""
+    collected = CommandJudge.collect(command)
+    if collected.unreadable is not None:
+        return [collected.unreadable]
+    found = []
+    for values in collected.commands:
+        words = [lit(v) if v is not None else Word(None, True, "?") for v in values]
+        forms = [words]
+        if values and values[0] is not None and "/" in values[0]:
+            forms.append([lit(posixpath.basename(values[0])), *words[1:]])
+        for rule in deny:
+            if any(possibly_matches(rule, form) for form in forms):
+                found.append(rule.pattern)
+    return found

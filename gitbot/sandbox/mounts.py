@@ -1,0 +1,197 @@
+"""What the sandbox shows and hides besides the repository: host sockets, git directories (read-only,
+gitbot's own store hidden, config without credentials).
+
+The repository itself is writable; its git directories (also those of a linked worktree or a
+submodule) are read-only and their `gitbot/` (the checkpoint store and run records) is hidden;
+a git config is replaced by a copy without credential lines (actions/checkout stores the job token
+as an `extraheader`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import stat
+import tempfile
+import threading
+from pathlib import Path
+
+from gitbot import git
+from gitbot.errors import GitError
+from gitbot.sandbox.env import clean_path, under
+
+GIT_PROBE_TIMEOUT_SECONDS = 10
+
+
+def host_sockets(hidden_dirs: list[str], visible: list[str]) -> list[str]:
+    """Unix sockets bound to a path in this network namespace that the tmpfs mounts do not already
+    hide (e.g. /var/snap/lxd/common/lxd/unix.socket, git's fsmonitor--daemon.ipc in a git directory
+    bound back from under /tmp): each gets /dev/null bound over it. `visible`: directories bound into
+    the sandbox again after `hidden_dirs` were hidden."""
+    try:
+        with open("/proc/net/unix", encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()[1:]
+    except OSError:
+        return []
+    found = set()
+    for line in lines:
+        fields = line.split(None, 7)
+        if len(fields) < 8 or not fields[7].startswith("/"):
+            continue  # unnamed or abstract (abstract sockets belong to the network namespace)
+        path = fields[7]
+        hidden = any(under(path, directory) for directory in hidden_dirs) and \
+            not any(under(path, directory) for directory in visible)
+        if hidden or under(path, "/proc") or under(path, "/dev"):
+            continue
+        try:
+            if stat.S_ISSOCK(os.lstat(path).st_mode):
+                found.add(path)
+        except OSError:
+            continue
+    return sorted(found)
+
+
+# ---------------------------------------------------------------------------------------------
+# Git metadata
+
+
+def git_arguments(repo: str, git_dir: str | None, common_dir: str | None) -> list[str]:
+    """Read-only git directories (the repository's own and, for a linked worktree or a submodule,
+    the ones its gitfile points to), their `gitbot/` hidden and their config without credentials.
+
+    A `.git` that is a symlink cannot be protected this way (a bind follows it): the agent could
+    replace the link itself."""
+    args: list[str] = []
+    dot_git = os.path.join(repo, ".git")
+    if os.path.lexists(dot_git) and not os.path.islink(dot_git):
+        # A gitfile too: rewritten, it would point git (gitbot's own, later) at a directory the agent
+        # controls.
+        args += ["--ro-bind", dot_git, dot_git]
+    directories = [d for d in dict.fromkeys((common_dir, git_dir)) if d]
+    for directory in directories:
+        if directory != dot_git:
+            args += ["--ro-bind", directory, directory]
+    for directory in directories:
+        shadow = os.path.join(directory, "gitbot")
+        if os.path.isdir(shadow) and not os.path.islink(shadow):
+            # Hide the checkpoint store and run records entirely: an empty, read-only directory.
+            args += ["--tmpfs", shadow, "--remount-ro", shadow]
+    configs = [os.path.join(common_dir, "config")] if common_dir else []
+    if git_dir:
+        configs.append(os.path.join(git_dir, "config.worktree"))
+    for config in dict.fromkeys(configs):
+        if os.path.isfile(config) and not os.path.islink(config):
+            sanitized = _sanitized_git_config(config)
+            if sanitized is not None:
+                args += ["--ro-bind", sanitized, config]
+    return args
+
+
+def git_directories(repo: str) -> tuple[str | None, str | None]:
+    """(git dir, common dir) of the work tree at `repo`, real absolute paths, or (None, None)."""
+    dot_git = os.path.join(repo, ".git")
+    if os.path.isdir(dot_git) and not os.path.islink(dot_git) and \
+            not os.path.exists(os.path.join(dot_git, "commondir")):
+        return dot_git, dot_git  # the common case, without running git
+    # A minimal environment (a git from a PATH the agent cannot write) and no fsmonitor: the repository's
+    # config is not trusted to run anything. safe.directory only so that a checkout owned by another user
+    # still resolves.
+    env = {"PATH": clean_path(os.environ.get("PATH", ""), repo), "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": "/nonexistent"}
+    try:
+        found = git.run(["-c", "core.fsmonitor=false", "-c", "safe.directory=*", "rev-parse", "--path-format=absolute",
+                         "--absolute-git-dir", "--git-common-dir"], cwd=repo, env=env,
+                        timeout=GIT_PROBE_TIMEOUT_SECONDS)
+        lines = found.stdout.decode("utf-8", "surrogateescape").splitlines()
+    except GitError:
+        lines = []
+    if len(lines) >= 2 and all(os.path.isabs(line) for line in lines[:2]):
+        return os.path.realpath(lines[0]), os.path.realpath(lines[1])
+    return _read_gitfile(dot_git)
+
+
+def _read_gitfile(dot_git: str) -> tuple[str | None, str | None]:
+    """What git would find without running it: `.git` as a directory, or a `gitdir:` file."""
+    if os.path.isdir(dot_git):
+        git_dir = os.path.realpath(dot_git)
+    else:
+        try:
+            text = Path(dot_git).read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return None, None
+        if not text.startswith("gitdir:"):
+            return None, None
+        git_dir = os.path.realpath(os.path.join(os.path.dirname(dot_git), text[len("gitdir:"):].strip()))
+        if not os.path.isdir(git_dir):
+            return None, None
+    common_dir = git_dir
+    with contextlib.suppress(OSError):
+        pointer = Path(git_dir, "commondir").read_text(encoding="utf-8", errors="replace").strip()
+        if pointer and os.path.isdir(os.path.join(git_dir, pointer)):
+            common_dir = os.path.realpath(os.path.join(git_dir, pointer))
+    return git_dir, common_dir
+
+
+_SANITIZED_DIR: str | None = None
+_SANITIZED_LOCK = threading.Lock()
+# Lines of a git config that carry credentials or pull in other files.
+_CREDENTIAL_MARKERS = ("extraheader", "helper", "password", "token", "askpass", "cookiefile")
+_INCLUDE_SECTION = re.compile(r"\s*\[\s*include(if)?\b", re.IGNORECASE)
+_SECTION = re.compile(r"\s*\[")
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*)://([^/@\s\"'\]]*)@")
+
+
+def _strip_userinfo(match: re.Match[str]) -> str:
+    # scheme://user:password@host and http(s)://token@host lose the userinfo; ssh://git@host keeps its
+    # user name (not a secret).
+    scheme, userinfo = match.group(1), match.group(2)
+    if ":" in userinfo or scheme.lower() in ("http", "https", "ftp", "ftps"):
+        return f"{scheme}://"
+    return match.group(0)
+
+
+def sanitize_git_config(text: str) -> str:
+    """A git config without credentials: no extraheader/helper/cookiefile/password/token lines, no
+    userinfo in URLs (`url`, `pushurl`, `insteadOf`, section names), no include/includeIf sections
+    (they could pull in a file the sandbox does not sanitize)."""
+    kept: list[str] = []
+    in_include = False
+    dropping_continuation = False
+    for line in text.splitlines(keepends=True):
+        continued = line.rstrip("\r\n").endswith("\\")
+        if dropping_continuation:
+            dropping_continuation = continued
+            continue
+        line = _URL_USERINFO.sub(_strip_userinfo, line)
+        header = bool(_SECTION.match(line))
+        if header:
+            in_include = bool(_INCLUDE_SECTION.match(line))
+        lower = line.lower()
+        if in_include or (not header and any(marker in lower for marker in _CREDENTIAL_MARKERS)):
+            dropping_continuation = continued
+            continue
+        kept.append(line)
+    return "".join(kept)
+
+
+def _sanitized_git_config(path: str) -> str | None:
+    """A copy of a git config file without credential lines (actions/checkout stores the job token
+    as an `extraheader`), or None when there is nothing to remove."""
+    global _SANITIZED_DIR
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    content = sanitize_git_config(text)
+    if content == text:
+        return None
+    with _SANITIZED_LOCK:
+        if _SANITIZED_DIR is None:
+            _SANITIZED_DIR = tempfile.mkdtemp(prefix="gitbot-gitconfig-")
+        target = os.path.join(_SANITIZED_DIR, hashlib.sha256(content.encode()).hexdigest()[:16])
+        if not os.path.exists(target):
+            with open(target, "w", encoding="utf-8") as handle:
+                handle.write(content)
+    return target
