@@ -62,11 +62,11 @@ def cap(text: str, limit: int) -> str:
 
 
 def mode_text(mode: str) -> str:
-    return render_prompt(
-        {"answer": "conversation/mode_answer", "fix": "conversation/mode_fix"}.get(
-            mode, "conversation/mode_auto"
-        )
-    )
+    if mode == "answer":
+        return render_prompt("conversation/mode_answer")
+    if mode == "fix":
+        return render_prompt("conversation/mode_fix")
+    return render_prompt("conversation/mode_auto")
 
 
 def request_time(trigger: CommentTrigger) -> dt.datetime | None:
@@ -111,11 +111,11 @@ def _thread_text(thread: ReviewThread, asked_at: dt.datetime | None, skip_id: in
     ]
     if not comments:
         return ""
-    place = render_prompt(
-        "conversation/place_outdated" if thread.outdated else "conversation/place",
-        path=thread.path,
-        lines=_lines(thread.start_line, thread.line),
-    )
+    lines = _lines(thread.start_line, thread.line)
+    if thread.outdated:
+        place = render_prompt("conversation/place_outdated", path=thread.path, lines=lines)
+    else:
+        place = render_prompt("conversation/place", path=thread.path, lines=lines)
     return render_prompt("conversation/thread", place=place, comments="\n".join(comments))
 
 
@@ -194,16 +194,15 @@ def content(ctx: PullContext, *, continued: bool) -> str:
 def build_pull_task(ctx: PullContext, *, continued: bool, check_command: str | None) -> Task:
     tag = f"pr_request_{_secrets.token_hex(4)}"
     body = content(ctx, continued=continued).replace(f"</{tag}>", f"</{tag}\u200b>")
-    text = render_prompt(
-        "conversation/continued" if continued else "conversation/pull_request",
-        number=str(ctx.pull.number),
-        title=clean_title(ctx.pull.title, 100),
-        repository=ctx.repository,
-        branch=ctx.pull.head_ref,
-        mode=mode_text(ctx.trigger.mode),
-        tag=tag,
-        content=body,
-    )
+    number, title = str(ctx.pull.number), clean_title(ctx.pull.title, 100)
+    if continued:
+        opening = render_prompt("conversation/opening_continued", number=number, title=title,
+                                repository=ctx.repository, branch=ctx.pull.head_ref)
+    else:
+        opening = render_prompt("conversation/opening", number=number, title=title, repository=ctx.repository,
+                                branch=ctx.pull.head_ref)
+    text = render_prompt("conversation/pull_request", opening=opening, mode=mode_text(ctx.trigger.mode), tag=tag,
+                         content=body)
     title = clean_title(f"{request_label(ctx.trigger)} on #{ctx.pull.number}", 100)
     return Task(text=text, source="pull_request_comment", title=title, check_command=check_command)
 
