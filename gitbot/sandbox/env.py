@@ -113,11 +113,13 @@ def clean_path(value: str, repo: os.PathLike | str | None = None) -> str:
 
 
 def build_env(extra: dict[str, str] | None = None, *, home: str = SANDBOX_HOME,
-              repo: os.PathLike | str | None = None) -> dict[str, str]:
+              repo: os.PathLike | str | None = None, toolchain=None) -> dict[str, str]:
     """The complete environment for a tool's process, built from an allow-list.
 
     `extra` adds variables set by gitbot's own code; names that look like secrets are refused.
-    `repo`: the repository the command runs in (PATH entries inside it are dropped)."""
+    `toolchain` (a toolchain.ToolchainView): the user's PATH as the sandbox keeps it and the variables
+    that select their toolchain. Without one (gitbot's own helpers), PATH leaves out every directory
+    the agent could write (`clean_path`, relative to `repo`)."""
     # Every command is prepared through here: make gitbot's own /proc/<pid>/environ unreadable first.
     protect_process_environ()
     env: dict[str, str] = {}
@@ -125,7 +127,11 @@ def build_env(extra: dict[str, str] | None = None, *, home: str = SANDBOX_HOME,
         value = os.environ.get(name)
         if value:
             env[name] = value
-    env["PATH"] = clean_path(env.get("PATH", ""), repo)
+    if toolchain is not None:
+        env["PATH"] = toolchain.path_value
+        env.update({name: value for name, value in toolchain.variables.items() if not _secret_like(name)})
+    else:
+        env["PATH"] = clean_path(env.get("PATH", ""), repo)
     env.setdefault("LANG", DEFAULT_LANG)
     env.update(FIXED_ENVIRONMENT)
     env["HOME"] = home

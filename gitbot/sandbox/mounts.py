@@ -1,5 +1,5 @@
-"""What the sandbox shows and hides besides the repository: host sockets, git directories (read-only,
-gitbot's own store hidden, config without credentials).
+"""What the sandbox shows of the repository's surroundings: git directories (read-only, gitbot's own
+store hidden, config without credentials) and the host sockets to mask in what it shows.
 
 The repository itself is writable; its git directories (also those of a linked worktree or a
 submodule) are read-only and their `gitbot/` (the checkpoint store and run records) is hidden;
@@ -22,11 +22,10 @@ from gitbot.sandbox.gitconfig import sanitized_copy
 GIT_PROBE_TIMEOUT_SECONDS = 10
 
 
-def host_sockets(hidden_dirs: list[str], visible: list[str]) -> list[str]:
-    """Unix sockets bound to a path in this network namespace that the tmpfs mounts do not already
-    hide (e.g. /var/snap/lxd/common/lxd/unix.socket, git's fsmonitor--daemon.ipc in a git directory
-    bound back from under /tmp): each gets /dev/null bound over it. `visible`: directories bound into
-    the sandbox again after `hidden_dirs` were hidden."""
+def host_sockets(visible: list[str]) -> list[str]:
+    """Unix sockets bound to a path in this network namespace that lie in a directory the sandbox
+    shows (e.g. git's fsmonitor--daemon.ipc in a git directory, a socket in a toolchain directory):
+    each gets /dev/null bound over it."""
     try:
         with open("/proc/net/unix", encoding="utf-8", errors="replace") as handle:
             lines = handle.read().splitlines()[1:]
@@ -38,9 +37,7 @@ def host_sockets(hidden_dirs: list[str], visible: list[str]) -> list[str]:
         if len(fields) < 8 or not fields[7].startswith("/"):
             continue  # unnamed or abstract (abstract sockets belong to the network namespace)
         path = fields[7]
-        hidden = any(under(path, directory) for directory in hidden_dirs) and \
-            not any(under(path, directory) for directory in visible)
-        if hidden or under(path, "/proc") or under(path, "/dev"):
+        if not any(under(path, directory) for directory in visible) or under(path, "/proc") or under(path, "/dev"):
             continue
         try:
             if stat.S_ISSOCK(os.lstat(path).st_mode):
@@ -84,6 +81,18 @@ def git_arguments(repo: str, git_dir: str | None, common_dir: str | None) -> lis
             if sanitized is not None:
                 args += ["--ro-bind", sanitized, config]
     return args
+
+
+SYSTEM_GIT_CONFIG = "/etc/gitconfig"
+
+
+def system_git_config() -> list[str]:
+    """The system-wide git config (visible with /etc) without credentials, when it has any."""
+    if os.path.isfile(SYSTEM_GIT_CONFIG) and not os.path.islink(SYSTEM_GIT_CONFIG):
+        sanitized = sanitized_copy(SYSTEM_GIT_CONFIG)
+        if sanitized is not None:
+            return ["--ro-bind", sanitized, SYSTEM_GIT_CONFIG]
+    return []
 
 
 def git_directories(repo: str) -> tuple[str | None, str | None]:

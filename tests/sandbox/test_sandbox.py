@@ -56,21 +56,30 @@ def test_build_env_refuses_secrets_in_extra(planted):
         build_env({"HARMLESS": f"prefix {planted['GITHUB_TOKEN']}"})
 
 
+def bwrap_part(argv: list[str]) -> list[str]:
+    """The bubblewrap command line of `wrap`'s result (as root it comes after the privilege-dropping helper)."""
+    return argv if os.geteuid() != 0 else argv[argv.index("--") + 1:]
+
+
 def test_wrap_builds_the_sandbox_command_line(tmp_path: Path):
     (tmp_path / ".git" / "gitbot").mkdir(parents=True)
     status = SandboxStatus(True, "test", "/usr/bin/bwrap", features=frozenset({"size", "disable-userns"}))
-    argv = wrap(["bash", "-c", "true"], tmp_path, network=False, status=status)
+    argv = bwrap_part(wrap(["bash", "-c", "true"], tmp_path, network=False, status=status))
     joined = " ".join(argv)
     repo = os.path.realpath(tmp_path)
     assert argv[0] == "/usr/bin/bwrap" and argv[-3:] == ["bash", "-c", "true"]
-    for flags in ("--ro-bind / /", "--dev /dev", "--proc /proc", f"--bind {repo} {repo}",
-                  f"--ro-bind {repo}/.git {repo}/.git", f"--tmpfs {repo}/.git/gitbot",
-                  f"--remount-ro {repo}/.git/gitbot", "--unshare-net", "--unshare-pid", "--unshare-ipc",
-                  "--unshare-uts", "--die-with-parent", "--new-session", "--clearenv", "--cap-drop ALL",
-                  f"--chdir {repo}", "--disable-userns"):
+    # As root the sources of the repository's binds are its id-mapped copy (see confine.py).
+    assert any(argv[i] == "--ro-bind" and argv[i + 2] == f"{repo}/.git" for i in range(len(argv) - 2))
+    assert any(argv[i] == "--bind" and argv[i + 2] == repo for i in range(len(argv) - 2))
+    for flags in ("--ro-bind /usr /usr", "--dev /dev", "--proc /proc", "--ro-bind /proc/sys /proc/sys",
+                  f"--tmpfs {repo}/.git/gitbot",
+                  f"--remount-ro {repo}/.git/gitbot", "--remount-ro /", "--unshare-net", "--unshare-pid",
+                  "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session", "--clearenv",
+                  "--cap-drop ALL", f"--chdir {repo}", "--disable-userns", "--uid 1000"):
         assert flags in joined, flags
+    assert "--ro-bind / /" not in joined  # only the system directories, not the whole host
     # /tmp is replaced before the repository (which may live under /tmp) is bound.
-    assert argv.index("/tmp") < argv.index("--bind")
+    assert argv.index("/tmp") < argv.index(repo)
     assert "--unshare-net" not in wrap(["true"], tmp_path, network=True, status=status)
 
 
@@ -125,12 +134,9 @@ def test_process_limit_has_a_working_mechanism():
 
 def test_wrap_hides_host_socket_directories(tmp_path: Path):
     status = SandboxStatus(True, "test", "/usr/bin/bwrap", features=frozenset())
-    argv = wrap(["true"], tmp_path, network=False, status=status)
-    assert "--tmpfs" in argv and argv[argv.index("/run") - 1] == "--tmpfs"
-    if os.path.isdir("/var/run") and not os.path.islink("/var/run"):
-        assert argv[argv.index("/var/run") - 1] == "--tmpfs"
-    else:
-        assert "/var/run" not in argv  # a symlink to /run: already covered
+    argv = bwrap_part(wrap(["true"], tmp_path, network=False, status=status))
+    assert argv[argv.index("/run") - 1] == "--tmpfs"
+    assert not any(arg == "/var" or arg.startswith("/var/run") for arg in argv)  # /var is not shown at all
 
 
 def test_build_env_drops_path_entries_the_agent_can_write(monkeypatch, tmp_path: Path):
