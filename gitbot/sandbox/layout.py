@@ -78,7 +78,7 @@ def scratch_arguments(home: str, repo: str, features: frozenset[str]) -> tuple[l
 def toolchain_arguments(view: ToolchainView) -> list[str]:
     args: list[str] = []
     for mount in view.mounts:
-        args += ["--ro-bind", mount.source, mount.dest]
+        args += ["--symlink", mount.source, mount.dest] if mount.link else ["--ro-bind", mount.source, mount.dest]
     return args
 
 

@@ -68,14 +68,16 @@ CREDENTIAL_SCAN_SKIP = frozenset({"lib", "lib64", "include", "share", "pkgs", "n
                                   "toolchains", "downloads", "man", "site-packages", "__pycache__", "src"})
 BIN_NAMES = ("bin", "sbin", "Scripts", ".bin", "shims", "condabin")
 FOLLOW_DEPTH = 4  # symlink / #! hops followed from a PATH program to what it needs
+FOLLOW_SCAN_DEPTH = 3  # how deep inside a mounted root to look for bin/ directories
 SHEBANG_BYTES = 256
 
 
 @dataclass(frozen=True)
 class Mount:
-    source: str  # the real path on the host
-    dest: str  # where it appears in the sandbox (the source's own path, or the PATH entry it serves)
+    source: str  # the real path on the host (for a link: what the link says)
+    dest: str  # where it appears in the sandbox (the source's own path, or a link's path)
     why: str  # for `gitbot sandbox explain`
+    link: bool = False  # a symlink recreated inside (a PATH entry reached through a hidden link)
 
 
 @dataclass
@@ -105,7 +107,8 @@ class ToolchainView:
 
     def visible(self, path: str, repo: str) -> bool:
         """Whether `path` (a real path) can be seen in the sandbox."""
-        return system_visible(path) or under(path, repo) or any(under(path, m.dest) for m in self.mounts)
+        return system_visible(path) or under(path, repo) or \
+            any(under(path, m.dest) for m in self.mounts if not m.link)
 
 
 def system_visible(path: str) -> bool:
@@ -124,12 +127,15 @@ class _Builder:
         self.view = ToolchainView(home=self.home)
         self.extra_read_only = extra_read_only
         self._followed: set[str] = set()
+        self.scan_roots: list[str] = []  # every directory asked for: where credential files are looked for
 
     # ------------------------------------------------------------------ mounting
 
     def mount(self, source: str, why: str, dest: str | None = None) -> None:
         real = _real(source)
         dest = dest or real
+        if dest == real and os.path.isdir(real) and real not in self.scan_roots:
+            self.scan_roots.append(real)
         if not os.path.exists(real) or real == "/" or (dest == real and system_visible(real)):
             return
         if under(dest, self.repo) or (under(self.repo, real) and real != self.repo):
@@ -253,6 +259,7 @@ class _Builder:
             value = self.environ.get(name)
             if value and os.path.isabs(value) and os.path.isdir(value) and not under(_real(value), self.repo):
                 self.mount(value, f"${name}")
+        self.follow_links_in_mounts()
         self.add_user_site()
         self.add_version_files()
         for path in self.extra_read_only:
@@ -260,10 +267,25 @@ class _Builder:
             if os.path.isabs(expanded) and os.path.exists(expanded):
                 self.mount(expanded, "[sandbox] read_only in the policy")
         self.add_variables()
-        found = credential_files([m.source for m in view.mounts if m.dest == m.source and os.path.isdir(m.source)])
+        shown = [m.source for m in view.mounts if not m.link]
+        found = [path for path in credential_files(self.scan_roots) if any(under(path, root) for root in shown)]
         view.masked = [path for path in found if not os.path.isdir(path)]
         view.masked_dirs = [path for path in found if os.path.isdir(path)]
         return view
+
+    def follow_links_in_mounts(self) -> None:
+        """Programs inside a mounted toolchain root may lead elsewhere (a pyenv-virtualenv version whose
+        `bin/python` links to another install, a conda env's interpreter): follow those too, for a few
+        rounds, since what they lead to is mounted and may lead further."""
+        scanned: set[str] = set()
+        for _ in range(3):
+            roots = [m.source for m in self.view.mounts if not m.link and m.dest == m.source and m.source not in scanned]
+            if not roots:
+                return
+            for root in roots:
+                scanned.add(root)
+                for program in programs_under(root):
+                    self.follow(program, f"a program in {root}")
 
     def hidden_in_repo(self, path: str) -> bool:
         """A path inside the repository that is not a protected toolchain directory."""
@@ -305,13 +327,20 @@ class _Builder:
         if system_visible(real) and system_visible(os.path.normpath(entry)):
             return
         self.add_toolchain_dir(real, f"PATH entry {entry}")
-        normal = os.path.normpath(entry)
-        if normal != real and not system_visible(normal):
-            # Reached through a symlink the sandbox would not show (fnm's per-shell links under /run):
-            # the real directory is mounted at the entry's own path too.
-            self.mount(real, f"PATH entry {entry} (a link to {real})", dest=normal)
+        self.add_links_on_the_way(os.path.normpath(entry), f"PATH entry {entry}")
         if not system_visible(real):
             self.scan_programs(real, f"PATH entry {entry}")
+
+    def add_links_on_the_way(self, path: str, why: str) -> None:
+        """Symlinks on the way to `path` that the sandbox would not show (fnm's per-shell links under
+        /run): recreated inside, pointing where they point (their targets are mounted)."""
+        current = "/"
+        for part in path.strip("/").split("/"):
+            current = os.path.join(current, part)
+            if os.path.islink(current):
+                if not self.view.visible(current, self.repo) and not any(m.dest == current for m in self.view.mounts):
+                    self.view.mounts.append(Mount(os.readlink(current), current, f"{why} (a link)", link=True))
+                current = _real(current)
 
     def add_user_site(self) -> None:
         base = self.environ.get("PYTHONUSERBASE") or os.path.join(self.home, ".local")
@@ -404,6 +433,32 @@ def read_pyvenv_cfg(path: str) -> dict[str, str]:
     except OSError:
         pass
     return values
+
+
+def programs_under(root: str) -> list[str]:
+    """Symlinks and `pyvenv.cfg`-carrying interpreters in the `bin/` directories of a toolchain root,
+    up to FOLLOW_SCAN_DEPTH below it (root/versions/X/bin), within a budget."""
+    found: list[str] = []
+    budget = CREDENTIAL_SCAN_BUDGET
+    stack = [(root, 0)]
+    while stack and budget > 0:
+        directory, depth = stack.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        budget -= len(entries)
+        in_bin = os.path.basename(directory) in BIN_NAMES
+        for entry in entries:
+            try:
+                if in_bin and (entry.is_symlink() or entry.name.startswith("python")):
+                    found.append(entry.path)
+                elif entry.is_dir(follow_symlinks=False) and depth < FOLLOW_SCAN_DEPTH and \
+                        entry.name not in CREDENTIAL_SCAN_SKIP:
+                    stack.append((entry.path, depth + 1))
+            except OSError:
+                continue
+    return found
 
 
 def credential_files(roots: list[str]) -> list[str]:
