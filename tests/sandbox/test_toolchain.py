@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -18,49 +17,10 @@ from gitbot.policy import Policy
 from gitbot.sandbox.runner import Runner
 from gitbot.sandbox.toolchain import build_view
 from tests.conftest import make_repo
+from tests.sandbox.layouts import PYENV_EXEC, REAL_PYTHON, SHIM, SYSTEM_PATH, WHO_AM_I, executable, venv
 from tests.sandbox.support import require_bwrap
 
 pytestmark = pytest.mark.slow
-
-REAL_PYTHON = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
-SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
-WHO_AM_I = "import os, sys; print('python', sys.executable, sys.prefix)"
-PYENV_EXEC = """#!/bin/sh
-# pyenv-like `pyenv exec PROGRAM ARGS`: PYENV_VERSION, else .python-version here or above, else $PYENV_ROOT/version
-[ "$1" = exec ] || exit 2
-shift; program=$1; shift
-version=$PYENV_VERSION
-if [ -z "$version" ]; then
-  dir=$PWD
-  while :; do
-    if [ -f "$dir/.python-version" ]; then version=$(head -n 1 "$dir/.python-version"); break; fi
-    [ "$dir" = / ] && break
-    dir=$(dirname "$dir")
-  done
-fi
-[ -n "$version" ] || version=$(head -n 1 "$PYENV_ROOT/version")
-exec "$PYENV_ROOT/versions/$version/bin/$program" "$@"
-"""
-SHIM = """#!/bin/sh
-export PYENV_ROOT="{root}"
-exec "{root}/libexec/pyenv" exec "${{0##*/}}" "$@"
-"""
-
-
-def executable(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    path.chmod(0o755)
-    return path
-
-
-def venv(prefix: Path, marker: str) -> Path:
-    """A real virtual environment of the real interpreter, with a module only it has."""
-    subprocess.run([REAL_PYTHON, "-m", "venv", "--without-pip", str(prefix)], check=True, capture_output=True)
-    site = next(prefix.glob("lib/python3*/site-packages"))
-    (site / f"{marker}.py").write_text(f"print('{marker} imported')\n")
-    return prefix
-
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
