@@ -167,6 +167,75 @@ def placeholders(repo: str, directories, files) -> list[str]:
     return sorted(set(found))
 
 
+PLACEHOLDER_RECORDS = "sandbox-placeholders"  # in the git directory's gitbot/ store (hidden from commands)
+
+
+def _records_dir(repo: str) -> str | None:
+    from gitbot.sandbox.mounts import git_directories
+
+    git_dir, _common = git_directories(repo)
+    return os.path.join(git_dir, "gitbot", PLACEHOLDER_RECORDS) if git_dir else None
+
+
+def record_placeholders(repo: str, paths: list[str]) -> str | None:
+    """Note the placeholders a command is about to get, so that they are removed even if gitbot is
+    killed before the command ends (`remove_stale_placeholders`, on the next start). Returns the note."""
+    directory = _records_dir(repo) if paths else None
+    if directory is None:
+        return None
+    import json
+
+    try:
+        os.makedirs(directory, exist_ok=True)
+        note = os.path.join(directory, f"{os.getpid()}.json")
+        with open(note, "w", encoding="utf-8") as handle:
+            json.dump(paths, handle)
+        return note
+    except OSError:
+        return None
+
+
+def remove_stale_placeholders(repo: str) -> None:
+    """Remove placeholders that commands of a gitbot process that no longer runs left behind."""
+    import json
+
+    directory = _records_dir(repo)
+    try:
+        notes = os.listdir(directory) if directory else []
+    except OSError:
+        return
+    for name in notes:
+        pid = name.removesuffix(".json")
+        if not pid.isdigit() or (int(pid) != os.getpid() and _alive(int(pid))):
+            continue
+        note = os.path.join(directory, name)
+        try:
+            with open(note, encoding="utf-8") as handle:
+                paths = [p for p in json.load(handle) if isinstance(p, str) and under(p, repo)]
+        except (OSError, ValueError):
+            paths = []
+        remove_placeholders(paths)
+        finished(note)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def finished(note: str | None) -> None:
+    if note is not None:
+        try:
+            os.unlink(note)
+        except OSError:
+            pass
+
+
 def remove_placeholders(paths: list[str]) -> None:
     """Remove placeholder mount points bubblewrap left in the repository: only an empty directory or
     an empty regular file, so nothing anyone wrote is ever removed."""

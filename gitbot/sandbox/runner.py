@@ -56,6 +56,8 @@ class Runner:
         self.status = bwrap.probe() if self.mode != "off" else None
         self.sandboxed = bool(self.status and self.status.available)
         self.environ_protected = self.sandboxed or confine.environ_protection()
+        if self.sandboxed:
+            layout.remove_stale_placeholders(os.path.realpath(self.repo))
         self.refusal: str | None = None
         if self.mode == "required" and not self.sandboxed:
             self.refusal = (f"commands must run in the sandbox ([sandbox] mode = \"required\"), but "
@@ -135,6 +137,7 @@ class Runner:
         view = self.toolchain if where.resolve() == self.repo.resolve() else self.toolchain.elsewhere(self.repo)
         home = None if self.sandboxed else tempfile.mkdtemp(prefix="gitbot-home-")
         placeholders: list[str] = []
+        note = None
         try:
             if self.sandboxed:
                 env = build_env(repo=where, toolchain=view, home=bwrap.sandbox_home(view, os.path.realpath(where)))
@@ -154,6 +157,7 @@ class Runner:
                 placeholders = layout.placeholders(os.path.realpath(where),
                                                    [*layout.ALWAYS_PROTECTED_DIRS, *directories],
                                                    layout.ALWAYS_PROTECTED_FILES)
+                note = layout.record_placeholders(os.path.realpath(where), placeholders)
                 argv = bwrap.wrap(argv, where, network=self.network, env=env, hidden_files=tuple(hidden),
                                   read_only=tuple(directories), status=self.status, toolchain=view)
             else:
@@ -163,6 +167,7 @@ class Runner:
                                   echo=echo, limit=limit, sandboxed=self.sandboxed)
         finally:
             layout.remove_placeholders(placeholders)
+            layout.finished(note)
             if home is not None:
                 shutil.rmtree(home, ignore_errors=True)
         if run.exit_code == confine.EXIT_FAILED and run.output.startswith(confine.FAILURE_PREFIX):

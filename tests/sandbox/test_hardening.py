@@ -187,3 +187,19 @@ def test_commands_cannot_read_gitbots_or_its_parents_environment(repo, mode):
                                text=True, timeout=120, check=False)
     assert "walked" in completed.stdout, completed.stderr
     assert key.split("=", 1)[1] not in completed.stdout
+
+
+def test_placeholders_of_a_killed_run_are_removed_on_the_next_start(repo):
+    require_bwrap()
+    # What a gitbot killed mid-command leaves: the read-only placeholders bubblewrap created, and its note.
+    (repo / "AGENTS.md").touch()
+    (repo / ".gitbot").mkdir()
+    notes = repo / ".git" / "gitbot" / "sandbox-placeholders"
+    notes.mkdir(parents=True)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (notes / f"{dead.pid}.json").write_text(f'["{repo}/AGENTS.md", "{repo}/.gitbot", "{repo}/README.md"]')
+    sandboxed(repo)
+    assert not (repo / "AGENTS.md").exists() and not (repo / ".gitbot").exists()
+    assert (repo / "README.md").read_text() == "# project\n"  # never anything with content
+    assert list(notes.iterdir()) == []
