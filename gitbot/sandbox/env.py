@@ -1,7 +1,7 @@
 """The environments commands run with.
 
-`build_env` is the agent's: built from an allow-list, never a secret, the same inside bubblewrap and
-without it. `user_check_env` is the user's own environment minus gitbot's credentials and git's
+`build_env` is the agent's: built from an allow-list (plus the PATH and toolchain variables of the
+user's toolchain view), never a secret, the same inside bubblewrap and without it. `user_check_env` is the user's own environment minus gitbot's credentials and git's
 pointers at the commit in progress, for a hook's first run of the user's check. And
 `protect_process_environ` keeps gitbot's own /proc/<pid>/environ, where the API key and tokens are,
 away from every command.
@@ -97,9 +97,9 @@ def _writable_roots(repo: os.PathLike | str | None) -> list[str]:
 
 
 def clean_path(value: str, repo: os.PathLike | str | None = None) -> str:
-    # Relative and empty entries mean "the current directory": the repository, which the agent writes.
-    # Entries inside the repository, /tmp, /var/tmp or $HOME (`$GITHUB_WORKSPACE/.venv/bin`,
-    # `node_modules/.bin`, `~/.local/bin`) hold programs the agent can write, so they go too.
+    # For gitbot's own helpers (finding bwrap and git), not for commands (their PATH is the user's, see
+    # toolchain.py). Relative and empty entries mean "the current directory": the repository. Entries
+    # inside the repository, /tmp, /var/tmp or $HOME hold programs others can write, so they go too.
     roots = _writable_roots(repo)
     entries = []
     for entry in value.split(":"):

@@ -1,15 +1,17 @@
 """How one run's commands run: sandboxed, unsandboxed with a warning, or refused, decided once.
 
 The agent's commands and the check that verifies its work both run through a `Runner` built from
-the run's policy, so "verified" means "passes where the agent's commands ran": the same decision,
-the same allow-listed environment (no API key, no tokens), the same mounts:
+the run's policy and the user's environment, so "verified" means "passes where the agent's commands
+ran": the same decision, the same allow-listed environment (no API key, no tokens), the same toolchain,
+the same mounts:
 
 - in bubblewrap when the policy's `[sandbox] mode` allows it ("auto" with bwrap working, or
-  "required"): read-only system, writable repository, read-only .git, no network unless the policy
-  allows it, files that `read_deny` matches replaced by /dev/null, directories the edit rules
-  protect whole mounted read-only;
-- with mode "auto" and no working bwrap, or mode "off": the same environment, unsandboxed, with a
-  fresh empty $HOME, and said loudly in the receipt;
+  "required"): the system and the user's toolchain read-only, nothing else of the host, the
+  repository writable with .git and the protected paths read-only, read_deny files masked, no network
+  unless the policy allows it, never root on the host (layout.py, toolchain.py, confine.py);
+- with mode "auto" and no working bwrap, or mode "off": the same environment and PATH, unsandboxed,
+  with a fresh empty $HOME, in a Landlock domain without capabilities (confine.py), said loudly in
+  the receipt;
 - with mode "required" and no working bwrap: nothing runs (SandboxRefused).
 """
 
