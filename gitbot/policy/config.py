@@ -214,7 +214,7 @@ def _validate(value: Any, kind: str, table: str, key: str, source: str, locate: 
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise fail(f"{where} must be {expected}, got {_type_name(value)}")
         for item in value:
-            if not (item.startswith("/") or item.startswith("~/")) or "\0" in item:
+            if not item.startswith(("/", "~/")) or "\0" in item:
                 raise fail(f"{where} must be {expected}, but it contains {item!r}", locate.item(table, key, item))
         return value
     if kind == "sandbox_mode":

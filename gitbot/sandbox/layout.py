@@ -142,9 +142,7 @@ def protected_arguments(repo: str, directories, files, features: frozenset[str])
             if os.path.islink(target) or os.path.realpath(target) != target:
                 continue  # a bind would follow the link out of the repository
             pin_parents(relative)
-            if is_dir and os.path.isdir(target):
-                args += ["--ro-bind", target, target]
-            elif not is_dir and os.path.isfile(target):
+            if is_dir and os.path.isdir(target) or not is_dir and os.path.isfile(target):
                 args += ["--ro-bind", target, target]
             continue
         pin_parents(os.path.relpath(missing, repo))

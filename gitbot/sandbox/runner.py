@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING
 
 from gitbot.errors import ConfigError
 from gitbot.sandbox import bwrap, confine, diagnose, layout, processes
-from gitbot.sandbox.command import BoundedOutput, CannotStart, CommandRun, display_command, run_command, split_command
+from gitbot.sandbox.command import (
+    BoundedOutput,
+    CannotStart,
+    CommandRun,
+    display_command,
+    run_command,
+    split_command,
+)
 from gitbot.sandbox.env import build_env, without_framework_venv
 from gitbot.sandbox.readdeny import SandboxRefusal, read_denied_files
 from gitbot.sandbox.toolchain import ToolchainView, build_view

@@ -6,7 +6,6 @@ developer's machine. And a check whose own tool is missing costs no model reques
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gitbot.agent.run import tool_context
-from gitbot.policy import Limits, Policy
+from gitbot.policy import Policy
 from gitbot.sandbox.runner import Runner
 from gitbot.tools.base import ToolDenied
 from gitbot.tools.files import WRITE_TO_FILE

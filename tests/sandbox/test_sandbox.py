@@ -13,7 +13,7 @@ import pytest
 
 from gitbot.policy import Policy
 from gitbot.ripgrep import RipgrepMissing
-from gitbot.sandbox import bwrap, mounts, processes, readdeny
+from gitbot.sandbox import bwrap, processes, readdeny
 from gitbot.sandbox import env as sandbox_env
 from gitbot.sandbox.bwrap import SandboxStatus, wrap
 from gitbot.sandbox.env import build_env
