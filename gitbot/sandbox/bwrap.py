@@ -154,7 +154,10 @@ def _probe() -> SandboxStatus:
         return SandboxStatus(False, "bubblewrap (bwrap) is not installed", error="bwrap not found on PATH")
     features = _features(bwrap)
     trial = SandboxStatus(True, "", bwrap, features=features)
-    with tempfile.TemporaryDirectory(prefix="gitbot-probe-") as scratch:
+    # On disk rather than in /tmp where possible: as root the probe also id-maps the directory, which
+    # tmpfs supports only since Linux 6.3, while repositories live on disk.
+    scratch_parent = "/var/tmp" if os.access("/var/tmp", os.W_OK) else None
+    with tempfile.TemporaryDirectory(prefix="gitbot-probe-", dir=scratch_parent) as scratch:
         argv = wrap(["/bin/sh", "-c", "echo sandbox-ok > probe.txt"], scratch, network=False, status=trial)
         try:
             completed = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_SECONDS,

@@ -128,6 +128,11 @@ class _Builder:
         self.extra_read_only = extra_read_only
         self._followed: set[str] = set()
         self.scan_roots: list[str] = []  # every directory asked for: where credential files are looked for
+        # Directories never shown whole: they hold far more than programs (the home, a CI job's temp
+        # directory with the step scripts and the files that set its environment).
+        self.shared = {self.home, os.path.join(self.home, ".local"), "/tmp", "/var/tmp", "/dev/shm"}
+        if environ.get("RUNNER_TEMP"):
+            self.shared.add(_real(environ["RUNNER_TEMP"]))
 
     # ------------------------------------------------------------------ mounting
 
@@ -140,8 +145,8 @@ class _Builder:
             return
         if under(dest, self.repo) or (under(self.repo, real) and real != self.repo):
             return  # the repository is bound whole; a directory holding it is not shown
-        if real == self.home or under(self.home, real):
-            return  # never $HOME itself (or its parents)
+        if real in self.shared or any(under(directory, real) for directory in self.shared if directory != "/"):
+            return  # never $HOME, a job's temp directory (or what holds them)
         mounts = self.view.mounts
         if dest == real and any(m.dest == m.source and under(real, m.source) for m in mounts):
             return  # already visible through a mount that holds it
@@ -156,8 +161,7 @@ class _Builder:
         if os.path.basename(real) not in BIN_NAMES:
             return real
         parent = os.path.dirname(real)
-        shared = (self.home, os.path.join(self.home, ".local"))
-        if parent in shared or os.path.dirname(parent) == "/" or parent == "/" or under(self.repo, parent):
+        if parent in self.shared or os.path.dirname(parent) == "/" or parent == "/" or under(self.repo, parent):
             return real
         return parent
 

@@ -110,8 +110,10 @@ def test_a_missing_check_tool_in_a_hook_costs_no_model_request(home, repo):
     installed(repo, "--check", "python3 -m no_such_checker")
     with FakeMessagesAPI(FIX_SCRIPT) as api:
         commit = git(repo, "commit", "--allow-empty", "-q", "-m", "x", check=False, env={**env, **api.env()})
+        hook = run_gitbot(["hook", "run", "pre-commit"], cwd=repo, env={**env, **api.env()})
         assert api.requests == []
     assert commit.returncode != 0 and "no module `no_such_checker`" in commit.stderr
+    assert hook.returncode == 2 and "No change to the repository can fix that" in hook.stderr
 
 
 def test_a_check_program_that_is_not_there_costs_no_model_request(home, repo):
