@@ -167,5 +167,10 @@ def _probe() -> SandboxStatus:
         written = Path(scratch, "probe.txt")
         if completed.returncode != 0 or not written.exists():
             error = (completed.stderr or completed.stdout).strip() or f"exit status {completed.returncode}"
+            if error.startswith(confine.FAILURE_PREFIX):
+                return SandboxStatus(False, "gitbot runs as root, and giving sandboxed commands an unprivileged user "
+                                     f"failed here ({error}); that needs id-mapped mounts (Linux 5.12 or later, a "
+                                     "local file system): run gitbot as an ordinary user instead", bwrap, error,
+                                     features)
             return SandboxStatus(False, f"bubblewrap does not work here: {error}", bwrap, error, features)
     return SandboxStatus(True, "bubblewrap works", bwrap, "", features)

@@ -203,3 +203,20 @@ def test_placeholders_of_a_killed_run_are_removed_on_the_next_start(repo):
     assert not (repo / "AGENTS.md").exists() and not (repo / ".gitbot").exists()
     assert (repo / "README.md").read_text() == "# project\n"  # never anything with content
     assert list(notes.iterdir()) == []
+
+
+@pytest.mark.skipif(not ROOT, reason="the privilege-dropping helper runs only when gitbot is root")
+def test_where_id_mapping_fails_the_sandbox_is_unavailable_not_root(monkeypatch, tmp_path):
+    from gitbot.sandbox import bwrap, confine
+
+    # procfs cannot be id-mapped: the helper stops before anything runs, and says why.
+    spec = {"uid": confine.SANDBOX_HOST_UID, "stage": str(tmp_path), "idmap": [["/proc", "id0"]], "bind": []}
+    completed = subprocess.run(confine.helper_command("drop", spec) + ["/bin/echo", "ran"], capture_output=True,
+                               text=True, timeout=30, check=False)
+    assert completed.returncode == confine.EXIT_FAILED and completed.stdout == ""
+    assert completed.stderr.startswith(confine.FAILURE_PREFIX) and "id-mapping /proc" in completed.stderr
+    # The probe turns that into "unavailable", with the reason: "auto" then runs unsandboxed, "required" refuses.
+    real_unprivileged = confine.unprivileged
+    monkeypatch.setattr(confine, "unprivileged", lambda argv, idmapped: real_unprivileged(argv, idmapped=["/proc"]))
+    status = bwrap._probe()
+    assert not status.available and "gitbot runs as root" in status.description
