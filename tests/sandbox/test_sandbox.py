@@ -104,6 +104,19 @@ def test_describe_is_loud_when_commands_are_not_sandboxed(monkeypatch, tmp_path)
     assert describe(Policy(sandbox_mode="off")).startswith("WARNING")
 
 
+def test_the_receipt_says_when_unsandboxed_commands_could_read_the_parents_environment(monkeypatch, tmp_path):
+    from gitbot.sandbox import confine
+
+    monkeypatch.setattr(bwrap, "probe", lambda refresh=False: SandboxStatus(False, "bwrap is missing"))
+    assert confine.environ_protection()  # Landlock works on this machine: nothing to warn about
+    assert "CANNOT keep" not in Runner(Policy(sandbox_mode="auto"), tmp_path).receipt_line
+    monkeypatch.setattr(confine, "_LANDLOCK", False)  # a kernel without Landlock
+    for mode in ("auto", "off"):
+        runner = Runner(Policy(sandbox_mode=mode), tmp_path)
+        assert not runner.environ_protected and "CANNOT keep the commands from reading" in runner.receipt_line
+    assert Runner(Policy(sandbox_mode="required"), tmp_path).refusal  # required: nothing runs at all
+
+
 def test_probe_reports_a_missing_bwrap(monkeypatch):
     monkeypatch.setattr(bwrap, "_bwrap_path", lambda: None)
     status = bwrap._probe()
