@@ -177,7 +177,11 @@ def confine(spec, argv):
         os.close(ruleset)
     if os.geteuid() == 0:
         drop_capabilities()
-    os.execvp(argv[0], argv)
+    try:
+        os.execvp(argv[0], argv)
+    except OSError as exc:  # the command itself cannot start: say so as a shell would, not as a setup failure
+        sys.stderr.write(f"{argv[0]}: {exc.strerror}\n")
+        sys.exit(126 if isinstance(exc, PermissionError) else 127)
 
 
 def main(args):
