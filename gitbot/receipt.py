@@ -56,7 +56,7 @@ def receipt_rows(result: RunResult) -> list[tuple[str, str]]:
         median_ms = (result.checkpoints.get("median_seconds") or 0) * 1000
         rows.append(("checkpoints", f"{result.checkpoints.get('count', 0)} ({mode}, median {median_ms:.0f} ms)"))
     rows.append(("sandbox", result.sandbox))
-    for key in ("verified", "check_command", "check_exit_before", "check_exit_after"):
+    for key in ("verified", "check_command", "check_exit_before", "check_exit_after", "allowed_for_this_run"):
         if key in result.extra:
             rows.append((key.replace("_", " "), str(result.extra[key])))
     if "tests_modified" in result.extra:

@@ -139,6 +139,9 @@ def tool_context(repo: Path, policy: Policy, secrets: Secrets | None, check_comm
     tools = all_tools()
     ctx = ToolContext(repo=repo, policy=policy, secrets=secrets or Secrets.from_environment(),
                       extra_allowed_commands=(check_command,) if check_command else ())
+    # The policy as the sandbox enforces it (policy and instruction files, in-repository toolchain
+    # directories): the file tools and the command judge refuse what the sandbox keeps read-only.
+    ctx.policy = ctx.runner.policy
     ctx.state["review_on_submit"] = review_on_submit
     return tools, ctx
 

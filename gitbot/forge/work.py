@@ -219,6 +219,15 @@ def sandboxed(job: Job, policy):
     sandbox, with network, wherever bubblewrap does not work — on GitHub's Ubuntu 24.04 runners unless
     action.yml's sandbox setup step ran. Returns (policy, sandbox_off)."""
     if policy.sandbox_mode == "off":
+        from gitbot.sandbox.confine import environ_protection
+
+        if not environ_protection():
+            # The step's environment holds the API key and the token: unsandboxed commands must not
+            # be able to read it from /proc, and without Landlock nothing stops them.
+            raise SandboxUnavailable(
+                'the policy sets [sandbox] mode = "off", and this runner cannot keep unsandboxed commands from '
+                "reading the environment of gitbot and the step that started it (no Landlock in this kernel), "
+                "where the API key and token are. Use the sandbox (remove mode = \"off\"). No model was called.")
         job.io.warning(
             'the policy sets [sandbox] mode = "off": the agent\'s commands run without a sandbox',
             title="gitbot: no sandbox",

@@ -197,7 +197,7 @@ def _fix_in_hook(stage, root, command, run, stage_config, allow_fix, *, others, 
               f"(git add -p), then {verb} again.", file=stream)
     if others:
         print(f"gitbot: {others} more check(s) failed; they were not fixed this time", file=stream)
-    return 1
+    return 2 if fix.outcome == "cannot_fix" else 1  # 2: nothing the model could fix (a missing tool, …)
 
 
 def main(argv: list[str]) -> int:
