@@ -30,6 +30,7 @@ def cost_rows(result: RunResult) -> list[tuple[str, str]]:
         ("input tokens", f"{u.input_tokens:,}"),
         ("cache-write tokens", f"{u.cache_creation_input_tokens:,}"),
         ("cache-read tokens", f"{u.cache_read_input_tokens:,}"),
+        ("cache-read share", cache_read_share(result)),
         ("output tokens", f"{u.output_tokens:,}"),
         ("cost", total),
     ]
@@ -37,6 +38,13 @@ def cost_rows(result: RunResult) -> list[tuple[str, str]]:
         used = "unknown" if result.cost_usd is None else f"{result.cost_usd / result.max_cost_usd:.0%}"
         rows.append(("budget used", f"{used} of ${result.max_cost_usd:.2f}"))
     return rows
+
+
+def cache_read_share(result: RunResult) -> str:
+    """How much of the input the model read back from the prompt cache (what a continued run saves)."""
+    u = result.usage
+    prompt = u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens
+    return f"{u.cache_read_input_tokens / prompt:.0%} of the input" if prompt else "none"
 
 
 def receipt_rows(result: RunResult) -> list[tuple[str, str]]:
@@ -48,7 +56,7 @@ def receipt_rows(result: RunResult) -> list[tuple[str, str]]:
         median_ms = (result.checkpoints.get("median_seconds") or 0) * 1000
         rows.append(("checkpoints", f"{result.checkpoints.get('count', 0)} ({mode}, median {median_ms:.0f} ms)"))
     rows.append(("sandbox", result.sandbox))
-    for key in ("verified", "check_command", "check_exit_before", "check_exit_after"):
+    for key in ("verified", "check_command", "check_exit_before", "check_exit_after", "allowed_for_this_run"):
         if key in result.extra:
             rows.append((key.replace("_", " "), str(result.extra[key])))
     if "tests_modified" in result.extra:

@@ -9,6 +9,7 @@ counted twice, and the limits apply to the whole run, not afresh.
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -115,7 +116,9 @@ def _rebuild(events: list[dict[str, Any]], conversation: Conversation, tool_stat
     start_time = events[0]["t"]
     for event in events:
         kind = event["event"]
-        if kind == "reply":
+        if kind == "history":  # a run that continued an earlier one starts from its messages
+            conversation.messages = copy.deepcopy(event["messages"])
+        elif kind == "reply":
             conversation.add_assistant(event["content"])
             usage = Usage(**event["usage"])
             state.steps += 1

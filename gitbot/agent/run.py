@@ -5,6 +5,7 @@ Every way in (gitbot run, demo, fix-check, hook, action) calls `run_task`.
 
 from __future__ import annotations
 
+import copy
 import signal
 import traceback
 from contextlib import contextmanager
@@ -43,7 +44,10 @@ class RunOptions:
 
 
 def run_task(task: Task, repo: Path, *, policy: Policy, options: RunOptions | None = None,
-             provider: Provider | None = None, secrets: Secrets | None = None, reporter=None) -> RunResult:
+             provider: Provider | None = None, secrets: Secrets | None = None, reporter=None,
+             history: list[dict] | None = None) -> RunResult:
+    """`history`: the messages of an earlier run to continue (see agent/history.py); the task then
+    comes as one more user message after them."""
     from gitbot.checkpoints import Checkpointer, RunLock
 
     options = options or RunOptions()
@@ -55,6 +59,9 @@ def run_task(task: Task, repo: Path, *, policy: Policy, options: RunOptions | No
     first_text, stopped_in_task = ctx.secrets.scrub(first_user_message(task, repo, policy))
     conversation = Conversation(system=system_prompt(), tools=[t.definition() for t in tools],
                                 first_user_text=first_text)
+    if history:
+        conversation.messages = copy.deepcopy(history)
+        conversation.add_user([{"type": "text", "text": first_text}])
     prices = load_prices()
     budget = options.context_budget_tokens or context_budget(prices, provider)
 
@@ -74,7 +81,11 @@ def run_task(task: Task, repo: Path, *, policy: Policy, options: RunOptions | No
                      **endpoint_fields(provider),
                      limits=vars(policy.limits), replay=provider.is_replay, max_tokens=options.max_tokens,
                      context_budget_tokens=budget, review_on_submit=options.review_on_submit,
-                     first_message=conversation.messages[0]["content"][0]["text"])
+                     first_message=conversation.messages[0]["content"][0]["text"], continues=bool(history))
+        if history:
+            # What the record needs to rebuild this conversation (resume, or a later continuation).
+            record.event("history", messages=history)
+            record.event("user", n=0, content=[{"type": "text", "text": first_text}], mistakes=0)
         record.event("checkpoint", step=0, **first.to_event())
         agent = Agent(provider=provider, tools=tools, ctx=ctx, conversation=conversation, record=record,
                       prices=prices, limits=policy.limits, max_tokens=options.max_tokens,
@@ -128,6 +139,9 @@ def tool_context(repo: Path, policy: Policy, secrets: Secrets | None, check_comm
     tools = all_tools()
     ctx = ToolContext(repo=repo, policy=policy, secrets=secrets or Secrets.from_environment(),
                       extra_allowed_commands=(check_command,) if check_command else ())
+    # The policy as the sandbox enforces it (policy and instruction files, in-repository toolchain
+    # directories): the file tools and the command judge refuse what the sandbox keeps read-only.
+    ctx.policy = ctx.runner.policy
     ctx.state["review_on_submit"] = review_on_submit
     return tools, ctx
 

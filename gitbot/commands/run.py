@@ -14,6 +14,9 @@ def register(subparsers) -> None:
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--task", help="the task, as text")
     source.add_argument("--task-file", type=Path, help="a file holding the task")
+    p.add_argument("--check", metavar="CMD", default=None,
+                   help="a command that exits 0 when the task is done: the agent may run it, it is run before "
+                        "(a missing program or tool stops the run before any model request) and after (verified)")
     add_run_options(p)
     p.set_defaults(func=main)
 
@@ -63,19 +66,75 @@ def read_task_file(path: Path) -> str:
 
 
 def execute(task, args) -> int:
+    from dataclasses import replace
+
     from gitbot.agent.prepare import prepare_run
-    from gitbot.agent.result import exit_code_for
+    from gitbot.agent.result import Status, exit_code_for
     from gitbot.agent.run import run_task
     from gitbot.progress import ConsoleReporter
     from gitbot.receipt import print_receipt, render_json
+    from gitbot.sandbox.command import DEFAULT_TIMEOUT_SECONDS
 
+    check = getattr(args, "check", None)
     run = prepare_run(args.repo, policy_file=args.policy, model=args.model, replay=args.replay,
                       provider_name=args.provider, base_url=args.base_url, max_steps=args.max_steps,
-                      max_cost_usd=args.max_cost)
+                      max_cost_usd=args.max_cost, min_command_timeout=DEFAULT_TIMEOUT_SECONDS if check else None)
+    policy, allowed = newcomer_policy(run.repo, run.policy)
+    before = runner = None
+    if check:
+        runner, before = check_before(run.repo, policy, check)
+        task = replace(task, check_command=check)
     reporter = ConsoleReporter(label="[replay] " if run.provider.is_replay else "")
-    result = run_task(task, run.repo, policy=run.policy, options=run.options, provider=run.provider,
+    result = run_task(task, run.repo, policy=policy, options=run.options, provider=run.provider,
                       reporter=reporter)
+    if allowed:
+        result.extra["allowed_for_this_run"] = "; ".join(f"{pattern} ({why})" for pattern, why in allowed)
+    code = exit_code_for(result.status)
+    if check:
+        print(f"gitbot: re-running `{check}` to verify", file=sys.stderr)
+        after = runner.run_check(check, DEFAULT_TIMEOUT_SECONDS, echo=sys.stderr)
+        result.extra.update({"verified": after.passed, "check_command": check,
+                             "check_exit_before": _exit_of(before), "check_exit_after": _exit_of(after)})
+        if result.status is Status.COMPLETED and not after.passed:
+            code = ExitCode.GAVE_UP
     print_receipt(result)
     if args.json:
         print(render_json(result))
-    return exit_code_for(result.status)
+    return code
+
+
+def newcomer_policy(repo: Path, policy):
+    """With no policy file, the test and lint commands `gitbot policy init` would write into one are
+    allowed for this run too, so a first run can check its own work: (policy, [(pattern, why)])."""
+    from dataclasses import replace
+
+    from gitbot.policy.defaults import DEFAULT_POLICY_PATH
+    from gitbot.policy.init import detect_commands
+
+    if not policy.source.startswith("built-in defaults"):
+        return policy, []
+    detected = [(pattern, f"no {DEFAULT_POLICY_PATH}; `gitbot policy init` would allow it: {why}")
+                for pattern, why in detect_commands(repo) if pattern not in policy.command_allow]
+    if not detected:
+        return policy, []
+    return replace(policy, command_allow=(*policy.command_allow, *(p for p, _ in detected))), detected
+
+
+def check_before(repo: Path, policy, check: str):
+    """Run the check once before the agent, as the agent's commands run: a check that cannot start, or
+    fails because its program or tool is missing, is a configuration error (exit 2, no model request)."""
+    from gitbot.errors import ConfigError
+    from gitbot.sandbox.command import DEFAULT_TIMEOUT_SECONDS
+    from gitbot.sandbox.runner import Runner
+
+    runner = Runner(policy, repo)
+    print(f"gitbot: running `{check}` in {repo} ({runner.description})", file=sys.stderr)
+    before = runner.run_check(check, DEFAULT_TIMEOUT_SECONDS, echo=sys.stderr)
+    problem = runner.environment_problem(check, before)
+    if problem is not None:
+        raise ConfigError(problem)
+    return runner, before
+
+
+def _exit_of(run) -> int | str:
+    return "timeout" if run.timed_out else run.exit_code

@@ -16,7 +16,8 @@ Outcomes:
   flaky                   failed, then passed on a confirmation re-run  → exit 1, no model call
   environment_differs     failed in the user's environment (hook), passes in the agent's → exit 1
   cannot_fix              no API key, bad policy, merge/rebase underway,
-                          the repository is locked by another run       → exit 2, no model call
+                          the repository is locked by another run, the
+                          check's program or own tool is missing        → exit 2, no model call
   check_passed            passed on its first run, nothing to do        → exit 0, no model call
 """
 
@@ -80,6 +81,11 @@ def fix_failing_check(request: FixRequest, first: CommandRun, *, provider=None, 
     def run_check_again() -> CommandRun:
         return runner.run_check(request.command, request.timeout, echo=request.echo, display=request.display)
 
+    # A missing program, tool or interpreter is no task for the model: stop before the first request.
+    problem = runner.environment_problem(request.command, first)
+    if problem is not None:
+        return cannot(problem)
+
     latest, confirm = first, None
     if request.confirm_failure and not first.timed_out:
         # Paying the model to "fix" a flaky check is the costliest mistake here; one re-run rules it out.
@@ -88,6 +94,9 @@ def fix_failing_check(request: FixRequest, first: CommandRun, *, provider=None, 
             confirm = run_check_again()
         except (CannotStart, SandboxRefused) as exc:
             return cannot(f"cannot re-run the check: {exc}")
+        problem = runner.environment_problem(request.command, confirm)
+        if problem is not None:
+            return cannot(problem, confirm=confirm)
         if confirm.passed:
             if request.first_run_in_user_environment:
                 return FixOutcome("environment_differs", 1,

@@ -31,7 +31,7 @@ from gitbot import __version__
 from gitbot.agent.result import ExitCode
 from gitbot.forge import pull_request as prmod
 from gitbot.forge.actions_io import ActionsIO
-from gitbot.forge.event import ContextError, Ignore, decide, read_context
+from gitbot.forge.event import CommentTrigger, ContextError, Ignore, decide, read_context
 from gitbot.forge.github import ForgeError, GitHubRepo, connect
 from gitbot.forge.inputs import InputError, read_inputs
 from gitbot.forge.job import Job
@@ -101,7 +101,7 @@ def _run_action(environ: dict[str, str], io: ActionsIO, secrets: Secrets) -> int
         io.set_outputs(outputs("error"))
         return ExitCode.CONFIG
 
-    decision = decide(ctx, label=inputs.label)
+    decision = decide(ctx, label=inputs.label, trigger_phrase=inputs.trigger_phrase)
     if isinstance(decision, Ignore):
         io.notice(f"gitbot has nothing to do: {decision.reason}", title="gitbot")
         io.write_summary(f"## gitbot: nothing to do\n\n{md_cell(decision.reason)}\n")
@@ -125,10 +125,18 @@ def _run_action(environ: dict[str, str], io: ActionsIO, secrets: Secrets) -> int
 
 
 def execute(job: Job) -> int:
-    """plan → status comment → work → report; every failure ends in a report too."""
+    """plan → status comment → work → report; every failure ends in a report too. A request made in a
+    comment goes through converse.py first (👀, taken once; a pull request's is handled there)."""
     from gitbot.errors import ConfigError
 
+    warm_up_the_model_client(job.inputs.provider)
     report = Report(job)
+    if isinstance(job.trigger, CommentTrigger):
+        from gitbot.forge.converse import begin
+
+        done = begin(job, report)
+        if done is not None:
+            return done
     try:
         report.planned(make_plan(job))
     except Refused as exc:
@@ -156,3 +164,20 @@ def execute(job: Job) -> int:
         return report.fail(f"internal error: {type(exc).__name__}: {exc}", ExitCode.INFRA)
     finally:
         keep_artifact(job)  # whatever happened: the scanned artifact (once; work() may have made it)
+
+
+def warm_up_the_model_client(provider: str) -> None:
+    """Import the model's SDK in the background: it takes about a second, which the GitHub calls and git
+    fetches before the first model request can hide (they wait on the network, or on git processes)."""
+    import importlib
+    import threading
+
+    module = "openai" if provider == "openai" else "anthropic"  # Bedrock and Vertex: the anthropic SDK's clients
+    threading.Thread(target=_import_quietly, args=(importlib, module), name="warm-up", daemon=True).start()
+
+
+def _import_quietly(importlib, module: str) -> None:
+    try:
+        importlib.import_module(module)
+    except ImportError:  # an extra that is not installed: make_provider says so, with the fix
+        pass

@@ -8,7 +8,12 @@ script), and everything in it that a user typed — titles, bodies, branch names
   IssueTrigger     `issues`/`labeled` with the configured label, or `workflow_dispatch` naming an issue
   WorkflowTrigger  `workflow_run`/`completed` with conclusion `failure`, from this repository, on a
                    branch gitbot did not create
+  CommentTrigger   a new comment holding the live trigger phrase: `issue_comment`/`created` (on an
+                   issue or a pull request), `pull_request_review_comment`/`created` (a line of the
+                   diff), `pull_request_review`/`submitted` with a body; never one of gitbot's own
   Ignore           anything else, with the reason (a notice, exit 0)
+
+Everything here is decided from the payload alone, before any API call.
 """
 
 from __future__ import annotations
@@ -19,7 +24,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gitbot.forge.mention import DEFAULT_PHRASE, find_request
+
 BRANCH_PREFIX = "gitbot/"
+# Every comment gitbot writes carries a marker starting with this (an HTML comment, invisible).
+GITBOT_MARKER = "<!-- gitbot:"
+# The identity the workflow's GITHUB_TOKEN writes as.
+WORKFLOW_BOT = "github-actions[bot]"
+COMMENT_EVENTS = {
+    "issue_comment": ("created", "comment"),
+    "pull_request_review_comment": ("created", "comment"),
+    "pull_request_review": ("submitted", "review"),
+}
 # The names a workflow_dispatch input carrying the issue number may have.
 DISPATCH_ISSUE_INPUTS = ("issue-number", "issue_number", "issue")
 
@@ -134,14 +150,67 @@ class WorkflowTrigger:
 
 
 @dataclass(frozen=True)
+class LineRef:
+    """What a line comment points at: the file, the lines and the diff hunk the reviewer saw."""
+
+    path: str
+    line: int | None
+    start_line: int | None
+    side: str
+    diff_hunk: str
+    commit_id: str
+
+
+@dataclass(frozen=True)
+class CommentTrigger:
+    kind: str  # "issue_comment", "pull_request_review_comment" or "pull_request_review"
+    number: int  # the issue or pull request
+    on_pull: bool
+    comment_id: int  # the comment's id (for a review: the review's id)
+    node_id: str
+    body: str  # as it was when the event fired
+    author: Actor
+    sender: Actor
+    created_at: str
+    html_url: str
+    mode: str  # "auto", "answer" or "fix"
+    line: LineRef | None = None  # a line comment's place in the diff
+    thread_id: int | None = None  # the first comment of a line comment's thread (replies go there)
+    review_id: int | None = None  # the review a line comment, or the review itself, belongs to
+    # The pull request as the review payloads carry it (issue_comment payloads do not).
+    head_repository: str | None = None
+    # The issue as the payload shows it when the comment was made (an issue mention works like the label).
+    issue_snapshot: dict[str, Any] | None = None
+
+    @property
+    def key(self) -> str:
+        """What identifies this request: the same key is never worked on twice."""
+        return f"{'review' if self.kind == 'pull_request_review' else 'comment'}-{self.comment_id}"
+
+    @property
+    def branch(self) -> str:  # an issue mention works like the label: the issue's branch
+        return f"{BRANCH_PREFIX}issue-{self.number}"
+
+    @property
+    def actors(self) -> list[Actor]:
+        return list(dict.fromkeys([self.sender, self.author]))
+
+
+@dataclass(frozen=True)
 class Ignore:
     reason: str
 
 
-Decision = IssueTrigger | WorkflowTrigger | Ignore
+Decision = IssueTrigger | WorkflowTrigger | CommentTrigger | Ignore
 
 
-def decide(ctx: ActionsContext, *, label: str, dispatch_issue: str | None = None) -> Decision:
+def decide(
+    ctx: ActionsContext,
+    *,
+    label: str,
+    dispatch_issue: str | None = None,
+    trigger_phrase: str = DEFAULT_PHRASE,
+) -> Decision:
     event, name = ctx.event, ctx.event_name
     action = event.get("action")
     sender = Actor.from_payload(event.get("sender"))
@@ -171,7 +240,91 @@ def decide(ctx: ActionsContext, *, label: str, dispatch_issue: str | None = None
         return IssueTrigger(number=int(raw), sender=sender, label=None)
     if name == "workflow_run":
         return _decide_workflow_run(ctx, event, sender)
+    if name in COMMENT_EVENTS:
+        return _decide_comment(name, event, sender, trigger_phrase)
     return Ignore(f"gitbot does not act on {name!r} events")
+
+
+def is_own_comment(author: Actor, body: str) -> bool:
+    """A comment gitbot wrote: by the workflow token's identity, or by a bot and carrying gitbot's
+    marker (a GitHub App token writes under the App's name)."""
+    return author.login.lower() == WORKFLOW_BOT or (author.is_bot and GITBOT_MARKER in body)
+
+
+def _decide_comment(name: str, event: dict[str, Any], sender: Actor | None, phrase: str) -> Decision:
+    action, key = COMMENT_EVENTS[name]
+    if event.get("action") != action:
+        return Ignore(f"{name} event with action {event.get('action')!r}: gitbot acts only on {action} ones")
+    item = event.get(key) or {}
+    body = item.get("body")
+    if not isinstance(body, str) or not body.strip():
+        return Ignore(f"the {key} has no text")
+    author = Actor.from_payload(item.get("user"))
+    if author is None or sender is None:
+        return Ignore(f"the {name} event names no author or sender")
+    if is_own_comment(author, body):
+        return Ignore(f"the {key} is gitbot's own (by {author.login}): gitbot never answers itself")
+    request = find_request(body, phrase)
+    if request is None:
+        return Ignore(f"the {key} does not mention {phrase} (outside code and quotes)")
+    comment_id, node_id = item.get("id"), item.get("node_id")
+    if not isinstance(comment_id, int) or not isinstance(node_id, str):
+        return Ignore(f"the {key} has no id")
+    common = {
+        "kind": name,
+        "comment_id": comment_id,
+        "node_id": node_id,
+        "body": body,
+        "author": author,
+        "sender": sender,
+        "created_at": str(item.get("created_at") or item.get("submitted_at") or ""),
+        "html_url": str(item.get("html_url") or ""),
+        "mode": request.mode,
+    }
+    if name == "issue_comment":
+        issue = event.get("issue") or {}
+        number = issue.get("number")
+        if not isinstance(number, int):
+            return Ignore("the issue_comment event has no issue number")
+        if issue.get("state") not in (None, "open"):
+            return Ignore(f"#{number} is closed")
+        on_pull = bool(issue.get("pull_request"))
+        return CommentTrigger(
+            number=number, on_pull=on_pull, issue_snapshot=None if on_pull else issue, **common
+        )
+    pull = event.get("pull_request") or {}
+    number = pull.get("number")
+    if not isinstance(number, int):
+        return Ignore(f"the {name} event has no pull request number")
+    if pull.get("state") not in (None, "open"):
+        return Ignore(f"pull request #{number} is closed")
+    head_repo = ((pull.get("head") or {}).get("repo") or {}).get("full_name")
+    line = None
+    thread_id = None
+    review_id = item.get("pull_request_review_id") if name == "pull_request_review_comment" else comment_id
+    if name == "pull_request_review_comment":
+        line = LineRef(
+            path=str(item.get("path") or ""),
+            line=_int(item.get("line")) or _int(item.get("original_line")),
+            start_line=_int(item.get("start_line")) or _int(item.get("original_start_line")),
+            side=str(item.get("side") or "RIGHT"),
+            diff_hunk=str(item.get("diff_hunk") or ""),
+            commit_id=str(item.get("commit_id") or ""),
+        )
+        thread_id = _int(item.get("in_reply_to_id")) or comment_id
+    return CommentTrigger(
+        number=number,
+        on_pull=True,
+        line=line,
+        thread_id=thread_id,
+        review_id=_int(review_id),
+        head_repository=head_repo if isinstance(head_repo, str) else None,
+        **common,
+    )
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _decide_workflow_run(ctx: ActionsContext, event: dict[str, Any], sender: Actor | None) -> Decision:

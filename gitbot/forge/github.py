@@ -106,7 +106,7 @@ def connect(token: str, api_url: str) -> Any:
     )
 
 
-def _forge_error(exc: Exception, doing: str) -> ForgeError:
+def forge_error(exc: Exception, doing: str) -> ForgeError:
     status = getattr(exc, "status", None)
     data = getattr(exc, "data", None)
     message = data.get("message") if isinstance(data, dict) else None
@@ -125,7 +125,7 @@ class GitHubRepo:
         try:
             self.repo = gh.get_repo(full_name)
         except GithubException as exc:
-            raise _forge_error(exc, f"reading repository {full_name}") from None
+            raise forge_error(exc, f"reading repository {full_name}") from None
 
     @property
     def default_branch(self) -> str:
@@ -139,14 +139,14 @@ class GitHubRepo:
         except self._exc as exc:
             if exc.status == 404:
                 return None, None
-            raise _forge_error(exc, f"reading {login}'s permission") from None
+            raise forge_error(exc, f"reading {login}'s permission") from None
         return data.get("permission"), data.get("role_name")
 
     def issue(self, number: int) -> IssueData:
         try:
             issue = self.repo.get_issue(number)
         except self._exc as exc:
-            raise _forge_error(exc, f"reading issue #{number}") from None
+            raise forge_error(exc, f"reading issue #{number}") from None
         return IssueData(
             number=issue.number,
             title=issue.title or "",
@@ -172,7 +172,7 @@ class GitHubRepo:
                 for c in self.repo.get_issue(number).get_comments()
             ]
         except self._exc as exc:
-            raise _forge_error(exc, f"reading the comments of #{number}") from None
+            raise forge_error(exc, f"reading the comments of #{number}") from None
 
     def label_added_at(
         self, number: int, label: str, actor: str, *, not_after: dt.datetime | None = None
@@ -188,7 +188,7 @@ class GitHubRepo:
         try:
             events = list(self.repo.get_issue(number).get_events())
         except self._exc as exc:
-            raise _forge_error(exc, f"reading the events of #{number}") from None
+            raise forge_error(exc, f"reading the events of #{number}") from None
         times = [
             e.created_at
             for e in events
@@ -205,7 +205,7 @@ class GitHubRepo:
         try:
             jobs = list(self.repo.get_workflow_run(run_id).jobs("latest"))
         except self._exc as exc:
-            raise _forge_error(exc, f"listing the jobs of run {run_id}") from None
+            raise forge_error(exc, f"listing the jobs of run {run_id}") from None
         failed = []
         for job in jobs:
             if job.conclusion not in ("failure", "timed_out"):
@@ -231,7 +231,7 @@ class GitHubRepo:
                 "GET", f"{self.repo.url}/actions/jobs/{job_id}/logs"
             )
         except self._exc as exc:
-            raise _forge_error(exc, f"asking for the log of job {job_id}") from None
+            raise forge_error(exc, f"asking for the log of job {job_id}") from None
         link = headers.get("location")
         if not link:
             raise ForgeError(f"the log of job {job_id} has no download link (not finished yet?)")
@@ -252,7 +252,7 @@ class GitHubRepo:
         try:
             pulls = list(self.repo.get_pulls(state="open", head=f"{self.repo.owner.login}:{branch}"))
         except self._exc as exc:
-            raise _forge_error(exc, f"looking for an open pull request from {branch}") from None
+            raise forge_error(exc, f"looking for an open pull request from {branch}") from None
         return self._pull_data(pulls[0]) if pulls else None
 
     def create_pull(self, *, branch: str, base: str, title: str, body: str, draft: bool) -> PullData:
@@ -261,7 +261,7 @@ class GitHubRepo:
                 base=base, head=branch, title=title, body=body, draft=draft, maintainer_can_modify=False
             )
         except self._exc as exc:
-            raise _forge_error(exc, "opening the pull request") from None
+            raise forge_error(exc, "opening the pull request") from None
         return self._pull_data(pr)
 
     def update_pull(self, number: int, *, title: str, body: str) -> PullData:
@@ -271,7 +271,7 @@ class GitHubRepo:
                 "PATCH", f"{self.repo.url}/pulls/{number}", input={"title": title, "body": body}
             )
         except self._exc as exc:
-            raise _forge_error(exc, f"updating pull request #{number}") from None
+            raise forge_error(exc, f"updating pull request #{number}") from None
         return PullData(
             number=data["number"],
             html_url=data["html_url"],
@@ -311,4 +311,4 @@ class GitHubRepo:
             )
             return data.get("html_url", "")
         except self._exc as exc:
-            raise _forge_error(exc, f"writing the status comment on #{number}") from None
+            raise forge_error(exc, f"writing the status comment on #{number}") from None

@@ -12,7 +12,14 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from gitbot.forge.mention import valid_phrase
+
 DEFAULT_LABEL = "gitbot"
+DEFAULT_TRIGGER_PHRASE = "@gitbot"
+# A pull request's conversation with gitbot, unless the workflow says otherwise: at most this many
+# follow-up iterations, and at most this much spent on the pull request in all.
+DEFAULT_MAX_ITERATIONS = 10
+DEFAULT_MAX_TOTAL_COST_USD = 10.0
 # What a bot login may look like in allowed-bots: a GitHub App slug, optionally with "[bot]".
 BOT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}(\[bot\])?$")
 TRUE_WORDS = {"true", "yes", "1", "on"}
@@ -55,6 +62,9 @@ class ActionInputs:
     # True when github-token is the workflow's own GITHUB_TOKEN (action.yml compares the two), whose
     # pushes and PRs start no workflow runs: the PR then says so.
     workflow_token: bool = True
+    trigger_phrase: str = DEFAULT_TRIGGER_PHRASE
+    max_total_cost_usd: float = DEFAULT_MAX_TOTAL_COST_USD  # per pull request, every iteration together
+    max_iterations: int = DEFAULT_MAX_ITERATIONS  # follow-up iterations per pull request
 
 
 def read_inputs(environ: dict[str, str]) -> ActionInputs:
@@ -118,6 +128,13 @@ def read_inputs(environ: dict[str, str]) -> ActionInputs:
         problems.append("check-command must be one line (for several commands use `sh -c '…'`)")
     max_cost = number("max-cost-usd", float, 0.01)
     max_steps = number("max-steps", int, 1)
+    max_total_cost = number("max-total-cost-usd", float, 0.01)
+    max_iterations = number("max-iterations", int, 1)
+    phrase = text("trigger-phrase") or DEFAULT_TRIGGER_PHRASE
+    if not valid_phrase(phrase):
+        problems.append(
+            f"trigger-phrase must be 2 to 40 characters without spaces, backticks, brackets or `>`, got {phrase!r}"
+        )
     bots: set[str] = set()
     for name in re.split(r"[,\s]+", text("allowed-bots")):
         if not name:
@@ -147,6 +164,9 @@ def read_inputs(environ: dict[str, str]) -> ActionInputs:
         draft=flag("draft", False),
         allowed_bots=frozenset(bots),
         workflow_token=environ.get("GITBOT_WORKFLOW_TOKEN", "true").strip().lower() != "false",
+        trigger_phrase=phrase,
+        max_total_cost_usd=DEFAULT_MAX_TOTAL_COST_USD if max_total_cost is None else max_total_cost,
+        max_iterations=DEFAULT_MAX_ITERATIONS if max_iterations is None else int(max_iterations),
     )
     if problems:
         raise InputError(problems)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gitbot.forge import pull_request as prmod
 from gitbot.forge.actions_io import ActionsIO
-from gitbot.forge.event import ActionsContext, IssueTrigger, WorkflowTrigger
+from gitbot.forge.event import ActionsContext, CommentTrigger, IssueTrigger, WorkflowTrigger
 from gitbot.forge.github import GitHubRepo
 from gitbot.forge.inputs import ActionInputs
 from gitbot.secrets import Secrets
@@ -24,7 +24,7 @@ class Job:
     inputs: ActionInputs
     ctx: ActionsContext
     forge: GitHubRepo
-    trigger: IssueTrigger | WorkflowTrigger
+    trigger: IssueTrigger | WorkflowTrigger | CommentTrigger
     secrets: Secrets
     repo: Path = field(init=False)
     # What preparing the uploaded artifact stopped or left out (forge/artifact.py); None until prepared.

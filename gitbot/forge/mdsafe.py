@@ -36,6 +36,9 @@ def neutralise(text: str) -> str:
 def fenced(text: str, info: str = "text") -> str:
     """A fenced code block holding `text` verbatim (apart from `neutralise`): nothing in it renders."""
     text = neutralise(text.replace("\r\n", "\n").replace("\r", "\n")).strip("\n")
+    # Inside a code block `<!--` renders as itself; broken, it can never pass for one of gitbot's markers
+    # (the pull request's ledger, a reply's marker) to code that reads the raw Markdown.
+    text = text.replace("<!--", "<!" + ZWSP + "--")
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{info}\n{text}\n{fence}"
@@ -63,3 +66,34 @@ def md_cell(text: str) -> str:
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = AUTOLINK.sub(lambda m: (m.group(1) or m.group(2)) + ZWSP, text)
     return ISSUE_REFERENCE.sub("#" + ZWSP, text)
+
+
+FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def prose(text: str) -> str:
+    """The model's words as readable Markdown that cannot act: its code blocks stay code blocks
+    (`fenced`), every other line goes through `md_cell` (no link, image, HTML, mention or reference)."""
+    out: list[str] = []
+    code: list[str] | None = None
+    fence = ""
+    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        opening = FENCE_LINE.match(line)
+        if code is None:
+            if opening:
+                code, fence = [], opening.group(1)
+            else:
+                out.append(md_cell(line) if line.strip() else "")
+        elif (
+            opening
+            and opening.group(1)[0] == fence[0]
+            and len(opening.group(1)) >= len(fence)
+            and (not line.strip().strip(fence[0]))
+        ):
+            out.append(fenced("\n".join(code)))
+            code = None
+        else:
+            code.append(line)
+    if code is not None:
+        out.append(fenced("\n".join(code)))
+    return "\n".join(out).strip()

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitbot.forge import pull_request as prmod
-from gitbot.forge.event import IssueTrigger
+from gitbot.forge.event import Actor, CommentTrigger, IssueTrigger, is_own_comment
+from gitbot.forge.github import CommentData
 from gitbot.forge.issue_task import IssueText, build_issue_task, clean_title, select_comments
 from gitbot.forge.job import Job
 from gitbot.forge.mdsafe import md_cell
@@ -35,6 +36,9 @@ class Plan:
     # The issue's comments as read for the task: the status comment is found among them without a
     # second read (None: not read, so the report reads them).
     issue_comments: list[Any] | None = None
+    # "fix" (a label, a failed run, `@gitbot fix`), "answer" (`@gitbot answer`: nothing may change) or
+    # "auto" (a mention: the agent decides between answering and changing).
+    mode: str = "fix"
     # Where the policy is read from: the PR's base branch for an issue, the default branch (or the
     # configured base-branch) for a failed run, never the commit under test, which could loosen it.
     policy_branch: str | None = None
@@ -44,6 +48,8 @@ def make_plan(job: Job) -> Plan:
     t = job.trigger
     if isinstance(t, IssueTrigger):
         return _issue_plan(job, t)
+    if isinstance(t, CommentTrigger):
+        return _mention_plan(job, t)
     return _workflow_plan(job, t)
 
 
@@ -87,6 +93,48 @@ def _issue_plan(job: Job, t: IssueTrigger) -> Plan:
         issue=t.number,
         context_line=f"gitbot worked on #{t.number} {how}.",
         issue_comments=comments,
+    )
+
+
+def _mention_plan(job: Job, t: CommentTrigger) -> Plan:
+    """A mention on an issue works like the label: the issue as it was when the comment was made, its
+    comments up to that one, and what the comment asks (to answer, to fix, or either)."""
+    from gitbot.forge.pr_task import issue_request_note, request_time
+
+    snapshot = t.issue_snapshot or {}
+    author = (snapshot.get("user") or {}).get("login", "")
+    issue = IssueText(t.number, snapshot.get("title") or "", snapshot.get("body") or "", author)
+    comments = job.forge.comments(t.number)
+    asked_at = request_time(t)
+    # gitbot's own replies are its words, not the issue's: they stay out of the task. The request itself
+    # is the payload's copy, as it was when the event fired (an edit since then does not count).
+    theirs = [
+        c
+        for c in comments
+        if c.id != t.comment_id and not is_own_comment(Actor(c.author, c.author_type), c.body)
+    ]
+    selection = select_comments(theirs, asked_at)
+    when = asked_at or dt.datetime.now(dt.UTC)
+    selection.kept.append(CommentData(t.comment_id, t.author.login, t.author.type, t.body, when, when))
+    task = build_issue_task(
+        issue, selection, repository=job.ctx.repository, check_command=job.inputs.check_command
+    )
+    task = Task(
+        text=f"{task.text}\n\n{issue_request_note(t)}",
+        source="issue_comment",
+        title=task.title,
+        check_command=task.check_command,
+    )
+    return Plan(
+        task=redacted(job, task),
+        base=job.inputs.base_branch or job.forge.default_branch,
+        branch=t.branch,
+        title=f"Fix #{t.number}: {clean_title(issue.title, 80)}",
+        issue=t.number,
+        context_line=f"gitbot worked on #{t.number} when `{md_cell(t.author.login)}` asked in "
+        f"[a comment]({t.html_url}).",
+        issue_comments=comments,
+        mode=t.mode,
     )
 
 

@@ -64,6 +64,7 @@ class BodyParts:
     restore_hint: str = ""
     notes: list[str] = field(default_factory=list)  # warnings shown under Verification
     workflow_token: bool = True
+    iterations: str = ""  # the conversation's ledger section (ledger.py), after the cost
 
 
 def parse_changes(diff_text: str) -> list[FileChange]:
@@ -252,6 +253,8 @@ def _assemble(parts: BodyParts, steps_rows: int | None, change_rows: int | None,
         cost_section(parts.result),
         steps_section(parts, steps_rows),
     ]
+    if parts.iterations:
+        sections.append(parts.iterations)
     if parts.closes is not None:
         sections.append(f"Closes #{parts.closes}")
     sections.append(footer(parts))

@@ -131,6 +131,21 @@ def fetch(repo: Path, branch: str, *, auth: dict[str, str]) -> str | None:
     return listed[0]
 
 
+def fetch_refs(repo: Path, refs: dict[str, str], *, auth: dict[str, str]) -> dict[str, str | None]:
+    """Fetch several of origin's refs (remote ref -> local ref) in one round trip each for listing and
+    fetching; returns each remote ref's tip, or None when origin has no such ref."""
+    listed = git(repo, "ls-remote", "origin", *refs, env=auth).split("\n")
+    tips: dict[str, str | None] = dict.fromkeys(refs)
+    for line in listed:
+        sha, _, name = line.partition("\t")
+        if name in tips:
+            tips[name] = sha
+    wanted = [f"+{remote}:{local}" for remote, local in refs.items() if tips[remote]]
+    if wanted:
+        git(repo, "fetch", "--no-tags", "--quiet", "origin", *wanted, env=auth)
+    return tips
+
+
 def start_branch(repo: Path, branch: str, start: str) -> None:
     """Check out `branch` at `start` (the work tree is a fresh checkout: nothing is lost)."""
     git(repo, "checkout", "--quiet", "-B", branch, start)

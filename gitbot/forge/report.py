@@ -12,15 +12,18 @@ from pathlib import Path
 from gitbot import __version__
 from gitbot.agent.result import ExitCode, RunResult, Status, exit_code_for
 from gitbot.forge import pull_request as prmod
+from gitbot.forge.event import CommentTrigger, IssueTrigger
 from gitbot.forge.github import ForgeError, PullData
 from gitbot.forge.issue_task import STATUS_MARKER
 from gitbot.forge.job import Job
 from gitbot.forge.leaks import Leak
-from gitbot.forge.mdsafe import code_span, fenced, md_cell
+from gitbot.forge.ledger import Iteration, Ledger
+from gitbot.forge.mdsafe import code_span, fenced, md_cell, prose
+from gitbot.forge.mention import defuse
 from gitbot.forge.plan import Plan
 from gitbot.forge.pr_body import BodyParts, StepCost, left_out_notes, parse_changes, receipt_markdown, render
 from gitbot.forge.work import WorkOutcome
-from gitbot.receipt import money
+from gitbot.receipt import cache_read_share, money
 
 COMMENT_SUMMARY_CHARS = 3_000
 SANDBOX_OFF_WARNING = (
@@ -52,6 +55,9 @@ class Report:
         self.job = job
         self.plan: Plan | None = None
         self.issue_comments = None  # the issue's comments as last read (the status comment is among them)
+        # A request in a comment is answered by a reply to it (found again on a re-run of the same job),
+        # not by the issue's status comment.
+        self.reply = None
 
     def planned(self, plan: Plan) -> None:
         self.plan = plan
@@ -93,6 +99,13 @@ class Report:
         pr = None
         status = result.status.value
         receipt = receipt_markdown(result)
+        if (
+            plan.mode != "fix"
+            and result.status is Status.COMPLETED
+            and commit is None
+            and not outcome.left_out
+        ):
+            return self.answered(outcome)
         if result.status is Status.COMPLETED and commit is not None:
             changes = parse_changes(prmod.diff_text(job.repo, outcome.diff_base, commit.sha))
             draft = job.inputs.draft or not v.verified or bool(verdict.tests_modified) or outcome.sandbox_off
@@ -109,6 +122,7 @@ class Report:
                     restore_hint=restore_hint(result.run_id, ctx.run_id),
                     notes=notes,
                     workflow_token=job.inputs.workflow_token,
+                    iterations=self.first_iteration(outcome).section(),
                 )
             )
             try:
@@ -116,8 +130,8 @@ class Report:
                     job.forge,
                     branch=pushed_to,
                     base=plan.base,
-                    title=job.secrets.redact(plan.title),
-                    body=job.secrets.redact(body),
+                    title=self.safe(plan.title),
+                    body=self.safe(body),
                     draft=draft,
                 )
             except ForgeError as exc:
@@ -172,6 +186,50 @@ class Report:
         io.set_outputs(outputs(status, pr=pr, verified=v.verified and pr is not None, result=result))
         return exit_code
 
+    def answered(self, outcome: WorkOutcome) -> int:
+        """The agent answered (or was asked only to answer): the reply holds the answer, nothing changed."""
+        job, result = self.job, outcome.result
+        answer = prose(job.secrets.redact(result.summary or "(no answer)"))
+        self.comment(
+            f"💬 gitbot's answer (the model's words, not checked by gitbot):\n\n{answer}\n\n"
+            f"No file was changed. Cost: {money(result.cost_usd)} for {result.steps} model request(s)"
+            f"{cache_note(result)} · [workflow run]({job.ctx.run_url})"
+        )
+        job.io.write_summary(
+            f"## gitbot answered\n\n{self.plan.context_line}\n\n{receipt_markdown(result)}\n"
+        )
+        job.io.set_outputs(outputs("answered", result=result))
+        return ExitCode.OK
+
+    def first_iteration(self, outcome: WorkOutcome) -> Ledger:
+        """The ledger a new pull request starts with: its first row is this run, the one to continue."""
+        job, plan, result = self.job, self.plan, outcome.result
+        t = job.trigger
+        if isinstance(t, CommentTrigger):
+            by = t.author.login
+        elif isinstance(t, IssueTrigger):
+            by = t.sender.login
+        else:
+            by = t.actors[0].login if t.actors else job.ctx.actor
+        link = t.html_url if isinstance(t, CommentTrigger) else ""
+        if plan.issue and not link:
+            link = f"{job.ctx.server_url}/{job.ctx.repository}/issues/{plan.issue}"
+        request = f"issue #{plan.issue}" if plan.issue else "the failed workflow run"
+        ledger = Ledger(issue=plan.issue)
+        ledger.record(
+            iteration_of(
+                result,
+                outcome,
+                trigger=None,
+                request=request,
+                by=by,
+                link=link,
+                actions_run=job.ctx.run_id,
+                redact=job.secrets.redact,
+            )
+        )
+        return ledger
+
     def refuse_leaks(self, result: RunResult, leaks: list[Leak]) -> int:
         """The change holds something that looks like a secret: nothing is pushed, and nobody is shown it."""
         io = self.job.io
@@ -207,11 +265,27 @@ class Report:
 
     # ---------------------------------------------------------------- the status comment
 
+    def safe(self, text: str) -> str:
+        """What gitbot posts: no known secret or token shape, and no live trigger phrase (gitbot never
+        starts itself)."""
+        return defuse(self.job.secrets.redact(text), self.job.inputs.trigger_phrase)
+
     def comment(self, text: str) -> None:
-        """Create or edit the one status comment on the issue (workflow runs have no issue to comment on)."""
+        """Create or edit the one status comment on the issue (workflow runs have no issue to comment on),
+        or, for a request made in a comment, gitbot's reply to it."""
+        trigger = self.job.trigger
+        if isinstance(trigger, CommentTrigger):
+            from gitbot.forge.pulls import reply_marker, write_reply
+
+            body = f"{reply_marker(trigger, self.job.ctx.run_id)}\n{self.safe(text)}"
+            try:
+                self.reply = write_reply(self.job.forge, trigger, body, self.reply)
+            except ForgeError as exc:
+                self.job.io.warning(f"could not write the reply: {exc}", title="gitbot")
+            return
         if self.plan is None or self.plan.issue is None:
             return
-        body = f"{STATUS_MARKER}\n{self.job.secrets.redact(text)}"
+        body = f"{STATUS_MARKER}\n{self.safe(text)}"
         try:
             self.job.forge.upsert_comment(
                 self.plan.issue, body, marker=STATUS_MARKER, existing=self.issue_comments
@@ -261,6 +335,56 @@ def restore_hint(run_id: str, actions_run_id: str) -> str:
         "artifact: unpack it into `.git/gitbot/` of a clone of this branch, then `gitbot checkpoints list "
         f"{run_id}` and `gitbot checkpoints restore {run_id} STEP` put the work tree back as it was after "
         "that step."
+    )
+
+
+def cache_note(result: RunResult) -> str:
+    """ ", 85% of the input read from the cache" (nothing when no input was counted)."""
+    share = cache_read_share(result)
+    return f", {share} read from the cache" if share != "none" else ""
+
+
+def iteration_of(
+    result: RunResult,
+    outcome: WorkOutcome,
+    *,
+    trigger: str | None,
+    request: str,
+    by: str,
+    link: str,
+    actions_run: str,
+    redact,
+    continued: bool = False,
+) -> Iteration:
+    """One ledger row for a run; `redact` cleans the strings a person or the model wrote, which the
+    ledger's encoding would hide from the redaction of the body."""
+    u = result.usage
+    verification = outcome.verdict.verification if outcome.verdict else None
+    checked = verification is not None and verification.after is not None
+    if outcome.commit is not None and outcome.pushed_to:
+        what = "changed"
+    elif result.status is Status.COMPLETED:
+        what = "answered" if not result.files_changed else "no change"
+    else:
+        what = result.status.value
+    return Iteration(
+        n=0,
+        trigger=trigger,
+        request=redact(request),
+        by=by,
+        link=link,
+        actions_run=actions_run,
+        run_id=result.run_id,
+        outcome=what,
+        verified=verification.verified if checked else None,
+        commit=outcome.commit.sha if outcome.commit is not None and outcome.pushed_to else None,
+        cost_usd=result.cost_usd,
+        input_tokens=u.input_tokens,
+        cache_write_tokens=u.cache_creation_input_tokens,
+        cache_read_tokens=u.cache_read_input_tokens,
+        output_tokens=u.output_tokens,
+        continued=continued,
+        summary=redact(result.summary or ""),
     )
 
 

@@ -58,7 +58,6 @@ def work(job: Job, plan: Plan) -> WorkOutcome:
 
 
 def _work(job: Job, plan: Plan) -> WorkOutcome:
-    from gitbot.agent.prepare import prepare_run
     from gitbot.agent.run import run_task
 
     repo, auth = job.repo, job.auth
@@ -86,22 +85,15 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
         policy_tip = prmod.fetch(repo, plan.policy_branch, auth=auth)
         if policy_tip is None:
             raise prmod.GitError(f"origin has no branch {plan.policy_branch!r} to read the policy from")
-    # The key goes to the client and nowhere else: never into os.environ, where child processes (git, the
-    # check command) would inherit it. Cloud credentials come from the job's environment as it was when
-    # gitbot started (they are out of os.environ too).
-    inputs = job.inputs
-    prepared = prepare_run(repo, policy_file=Path(inputs.policy) if inputs.policy else None, base_ref=policy_tip,
-                           max_steps=inputs.max_steps, max_cost_usd=inputs.max_cost_usd, model=inputs.model,
-                           provider_name=inputs.provider, base_url=inputs.base_url, api_key=model_key(inputs),
-                           environ=job.io.environ)
-    policy, sandbox_off = sandboxed(job, prepared.policy)
+    prepared, policy, sandbox_off = prepare(job, policy_tip, answer_only=plan.mode == "answer")
     open_pr = job.forge.open_pull(plan.branch)
 
     # The check runs where the agent's commands run: sandboxed, allow-listed environment. After the
     # agent it executes code the agent wrote, so it must never see the tokens.
     runner = Runner(policy, repo)
     with job.io.commands_stopped():
-        before = run_check(job, runner, "before the agent")
+        # An answer changes nothing, so there is nothing to verify.
+        before = run_check(job, runner, "before the agent") if plan.mode != "answer" else None
         result = run_task(
             plan.task,
             repo,
@@ -111,14 +103,13 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
             secrets=job.secrets,
             reporter=ToolLog(job.io),
         )
-        after = (
-            run_check(job, runner, "after the agent") if before is not None and result.files_changed else None
-        )
+        changed = result.files_changed if plan.mode != "answer" else []
+        after = run_check(job, runner, "after the agent") if before is not None and changed else None
     keep_artifact(job)  # the record is complete: its scanned copy, and what the scan stopped, go in the report
     verdict = judge(job, result, before, after)
     commit = None
     left_out: list[prmod.LeftOut] = []
-    if result.files_changed:
+    if changed:
         # The run's policy judges every changed path again: the agent's commands can write files its
         # file tools could not.
         keep, left_out = prmod.partition_changes(result.files_changed, policy.check_edit)
@@ -154,6 +145,7 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
     if verdict.tests_modified:
         result.extra["tests_modified"] = ", ".join(verdict.tests_modified)
     job.io.untrusted(result.summary or "(no summary)", heading="The model's summary of its work:")
+    keep_record(job, result.run_id)
     diff_base = base_tip if plan.start_sha is None else start
     return WorkOutcome(result, verdict, commit, pushed_to, diff_base, left_out, sandbox_off=sandbox_off)
 
@@ -179,6 +171,43 @@ def keep_artifact(job: Job) -> list[str]:
 # ---------------------------------------------------------------- what the agent runs with
 
 
+def prepare(job: Job, policy_ref: str, *, answer_only: bool = False, max_cost_usd: float | None = None):
+    """The run's policy (read at `policy_ref`, which the work cannot change), provider and options:
+    prepare_run with the action's inputs, the sandbox required. Returns (prepared, policy, sandbox_off).
+
+    answer_only: no file may be edited (`@gitbot answer`). max_cost_usd: a budget lower than the input's
+    (what is left of a pull request's total)."""
+    from gitbot.agent.prepare import prepare_run
+
+    # The key goes to the client and nowhere else: never into os.environ, where child processes (git, the
+    # check command) would inherit it. Cloud credentials come from the job's environment as it was when
+    # gitbot started (they are out of os.environ too).
+    inputs = job.inputs
+    prepared = prepare_run(job.repo, policy_file=Path(inputs.policy) if inputs.policy else None,
+                           base_ref=policy_ref, max_steps=inputs.max_steps, max_cost_usd=inputs.max_cost_usd,
+                           model=inputs.model, provider_name=inputs.provider, base_url=inputs.base_url,
+                           api_key=model_key(inputs), environ=job.io.environ)
+    policy = prepared.policy
+    if max_cost_usd is not None and policy.limits.max_cost_usd > max_cost_usd:
+        policy = dataclasses.replace(policy, limits=dataclasses.replace(policy.limits, max_cost_usd=max_cost_usd))
+    if answer_only:
+        policy = dataclasses.replace(policy, edit_allow=())
+    policy, sandbox_off = sandboxed(job, policy)
+    return prepared, policy, sandbox_off
+
+
+def keep_record(job: Job, run_id: str) -> str | None:
+    """Push the run's record, for a later request on the pull request to continue its conversation
+    (run_records.py); a failure only costs that continuation."""
+    from gitbot.forge import run_records
+
+    try:
+        return run_records.publish(job.repo, run_id, auth=job.auth, secrets=job.secrets)
+    except prmod.GitError as exc:
+        job.io.warning(f"could not keep the run's record on GitHub: {exc}", title="gitbot")
+        return None
+
+
 def model_key(inputs) -> str | None:
     """The key input of the chosen provider (Bedrock and Vertex take theirs from the job's environment)."""
     return {"anthropic": inputs.anthropic_api_key, "openai": inputs.openai_api_key}.get(inputs.provider) or None
@@ -190,6 +219,15 @@ def sandboxed(job: Job, policy):
     sandbox, with network, wherever bubblewrap does not work — on GitHub's Ubuntu 24.04 runners unless
     action.yml's sandbox setup step ran. Returns (policy, sandbox_off)."""
     if policy.sandbox_mode == "off":
+        from gitbot.sandbox.confine import environ_protection
+
+        if not environ_protection():
+            # The step's environment holds the API key and the token: unsandboxed commands must not
+            # be able to read it from /proc, and without Landlock nothing stops them.
+            raise SandboxUnavailable(
+                'the policy sets [sandbox] mode = "off", and this runner cannot keep unsandboxed commands from '
+                "reading the environment of gitbot and the step that started it (no Landlock in this kernel), "
+                "where the API key and token are. Use the sandbox (remove mode = \"off\"). No model was called.")
         job.io.warning(
             'the policy sets [sandbox] mode = "off": the agent\'s commands run without a sandbox',
             title="gitbot: no sandbox",

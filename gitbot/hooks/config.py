@@ -2,7 +2,7 @@
 
     [hooks.pre-commit]
     checks = ["ruff check .", "python -m pytest -q -x"]   # run in order, from the repository root
-    fix = true                      # let the agent fix a failing check (needs ANTHROPIC_API_KEY);
+    fix = true                      # let the agent fix a failing check (needs the provider's credentials);
                                     # off unless set (`gitbot hook install` sets it, --no-fix does not)
     max_cost_usd = 0.50             # budget of one fix
     check_timeout_seconds = 300     # a check running longer counts as failed

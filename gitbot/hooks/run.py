@@ -162,20 +162,24 @@ def _fix_in_hook(stage, root, command, run, stage_config, allow_fix, *, others, 
         print(f"gitbot: the {verb} is stopped; fixing is off for {stage} (fix = false). To let gitbot try to fix "
               f"a failing check, set fix = true under [hooks.{stage}] in {CONFIG_RELPATH}.", file=stream)
         return 1
-    if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
-        print(f"gitbot: the {verb} is stopped; set ANTHROPIC_API_KEY to let gitbot try to fix it "
-              f"(budget ${stage_config.max_cost_usd:.2f}), or fix it yourself", file=stream)
-        return 1
-
     # From here on nothing should see the index of the commit in progress, only the repository itself.
+    from gitbot.agent.prepare import prepare_run
     from gitbot.checkpoints import CheckpointError
-    from gitbot.errors import GitError
+    from gitbot.errors import ConfigError, GitError
     from gitbot.fixcheck.flow import FixRequest, fix_failing_check
     from gitbot.fixcheck.report import print_report
     from gitbot.git import GIT_LOCAL_ENV
 
     for name in GIT_LOCAL_ENV:
         os.environ.pop(name, None)
+    # The provider the policy names, with its credentials, before anything else runs: without them there
+    # is nothing to try (the check is not even re-run).
+    try:
+        prepared = prepare_run(Path(root), model=stage_config.model)
+    except ConfigError as exc:
+        print(f"gitbot: the {verb} is stopped; gitbot cannot try to fix it ({exc}). Fix it yourself, or give "
+              f"gitbot what it needs (budget ${stage_config.max_cost_usd:.2f}).", file=stream)
+        return 1
     print(f"gitbot: asking the agent to fix `{command}` (budget ${stage_config.max_cost_usd:.2f}) …",
           file=stream)
     # The re-runs (confirmation, verification) run in the agent's sandbox, like the agent's commands.
@@ -187,7 +191,8 @@ def _fix_in_hook(stage, root, command, run, stage_config, allow_fix, *, others, 
     from gitbot.progress import ConsoleReporter
 
     try:
-        fix = fix_failing_check(request, run, reporter=ConsoleReporter())
+        fix = fix_failing_check(request, run, reporter=ConsoleReporter(), provider=prepared.provider,
+                                policy=prepared.policy)
     except (CheckpointError, GitError) as exc:
         print(f"gitbot: the {verb} is stopped; gitbot could not try a fix: {exc}", file=stream)
         return 2
@@ -197,7 +202,7 @@ def _fix_in_hook(stage, root, command, run, stage_config, allow_fix, *, others, 
               f"(git add -p), then {verb} again.", file=stream)
     if others:
         print(f"gitbot: {others} more check(s) failed; they were not fixed this time", file=stream)
-    return 1
+    return 2 if fix.outcome == "cannot_fix" else 1  # 2: nothing the model could fix (a missing tool, …)
 
 
 def main(argv: list[str]) -> int:

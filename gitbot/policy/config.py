@@ -27,7 +27,7 @@ from gitbot.policy.judge import split_pattern
 SCHEMA: dict[str, dict[str, str]] = {
     "files": {"read_deny": "file_globs", "edit_allow": "file_globs", "edit_deny": "file_globs"},
     "commands": {"allow": "command_patterns", "deny": "command_patterns"},
-    "sandbox": {"mode": "sandbox_mode", "network": "bool"},
+    "sandbox": {"mode": "sandbox_mode", "network": "bool", "read_only": "host_paths"},
     "limits": {"max_steps": "positive_int", "max_cost_usd": "positive_number",
                "max_consecutive_mistakes": "positive_int", "max_wall_seconds": "positive_number",
                "command_timeout_seconds": "positive_number"},
@@ -40,6 +40,7 @@ SCHEMA: dict[str, dict[str, str]] = {
 KIND_DESCRIPTIONS = {
     "file_globs": "a list of file globs (strings) relative to the repository root",
     "command_patterns": "a list of command patterns (strings such as \"pytest *\")",
+    "host_paths": "a list of absolute paths (or ~/…) on this machine",
     "sandbox_mode": "one of " + ", ".join(f'"{mode}"' for mode in SANDBOX_MODES),
     "bool": "true or false",
     "positive_int": "a whole number greater than 0",
@@ -161,6 +162,8 @@ def parse_policy(text: str, *, source: str, repo: Path | None = None):
         kwargs["sandbox_mode"] = sandbox["mode"]
     if "network" in sandbox:
         kwargs["network"] = sandbox["network"]
+    if "read_only" in sandbox:
+        kwargs["sandbox_read_only"] = tuple(sandbox["read_only"])
     if values["model"]:
         kwargs["model"] = _model_settings(values["model"], source, locate)
     return Policy(**kwargs)
@@ -206,6 +209,13 @@ def _validate(value: Any, kind: str, table: str, key: str, source: str, locate: 
             except (GlobError, ValueError) as exc:
                 what = "glob" if kind == "file_globs" else "command pattern"
                 raise fail(f"invalid {what} {item!r} in {where}: {exc}", locate.item(table, key, item)) from None
+        return value
+    if kind == "host_paths":
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise fail(f"{where} must be {expected}, got {_type_name(value)}")
+        for item in value:
+            if not item.startswith(("/", "~/")) or "\0" in item:
+                raise fail(f"{where} must be {expected}, but it contains {item!r}", locate.item(table, key, item))
         return value
     if kind == "sandbox_mode":
         if value not in SANDBOX_MODES:

@@ -32,6 +32,8 @@ class Policy:
     command_deny: tuple[str, ...] = DEFAULT_COMMAND_DENY
     sandbox_mode: str = DEFAULT_SANDBOX_MODE  # "required" | "auto" | "off"
     network: bool = DEFAULT_NETWORK
+    # Host paths (absolute or ~/…) the sandbox shows read-only besides the detected toolchain.
+    sandbox_read_only: tuple[str, ...] = ()
     # The repository the rules apply to: lets checks resolve symlinks and absolute paths.
     repo: Path | None = None
     # Where the policy came from, for messages ("built-in defaults", a file path, "REV:path").

@@ -4,11 +4,16 @@
     runner.run_shell("pytest -q", 120) # the agent's command line (bash -c), capped for the model
     runner.run_check(["pytest"], 600)  # a check, before and after a fix, the same way
 
-Modules: env (the allow-listed environment; the user's environment for a hook's first run;
-keeping gitbot's own environ unreadable), bwrap (the probe and the bubblewrap command line),
-mounts (git directories, host sockets, sanitized git config), readdeny (files the policy hides),
-processes (process budget, stopping a command's whole group), command (running one process with
-capped output: the one copy of the pump, the cap and the kill).
+Modules: runner (the one decision, the one way to run), toolchain (what of the user's toolchain the
+commands need: PATH, read-only mounts, masks, variables), layout (the file system inside: system
+directories, scratch, toolchain, protected repository paths), mounts (git directories, host sockets),
+gitconfig (git config without credentials, from git's own parse), readdeny (files the policy hides),
+bwrap (the probe and the bubblewrap command line), confine + helper (never root on the host; Landlock
+and no capabilities without the sandbox), env (the allow-listed environment; the user's environment for
+a hook's first run; keeping gitbot's own environ unreadable), processes (process budget, stopping a
+command's whole group), command (running one process with capped output: the one copy of the pump,
+the cap and the kill), diagnose (how a program resolves in the shell and in the sandbox; failures no
+fix can solve), explain (`gitbot sandbox explain`).
 
 Nothing is imported here: a git hook's fast path imports only `sandbox.command` and `sandbox.env`.
 """

@@ -1,10 +1,10 @@
 """bubblewrap: does it work here, and the command line that runs a command inside it.
 
-Inside, the root file system is read-only, the repository is writable, /tmp is fresh, the real
-$HOME and /run are empty tmpfs (no host sockets such as /run/docker.sock), files the policy's
-read_deny matches are replaced by /dev/null, there is no network unless the policy allows it, and
-the process sees its own PID namespace, so `/proc/1/environ` is the sandbox's own allow-listed
-environment. The mounts for git directories and sockets are in mounts.py.
+What the file system holds is layout.py (the system read-only, the user's toolchain read-only, the
+repository writable, nothing else of the host) with mounts.py (git directories). Here: the
+namespaces. No network unless the policy allows it; its own PID namespace, so `/proc/1/environ` is
+the sandbox's own allow-listed environment and no ancestor's environ is reachable; uid 1000 inside,
+no capabilities, no nested user namespaces; and never root on the host (confine.py).
 """
 
 from __future__ import annotations
@@ -16,12 +16,11 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gitbot.sandbox import confine, layout
 from gitbot.sandbox.env import SANDBOX_HOME, build_env, clean_path, protect_process_environ, under
-from gitbot.sandbox.mounts import git_arguments, git_directories, host_sockets
+from gitbot.sandbox.mounts import git_arguments, git_directories, host_sockets, system_git_config
+from gitbot.sandbox.toolchain import SYSTEM_DIRS, ToolchainView, build_view
 
-# Size caps for the sandbox's memory-backed directories (only with a bwrap that supports --size).
-TMP_SIZE_BYTES = 1 << 30
-HOME_SIZE_BYTES = 256 << 20
 PROBE_TIMEOUT_SECONDS = 20
 FIX_HINT = (
     "To fix the runner: install bubblewrap (`sudo apt-get install -y bubblewrap`); on Ubuntu 24.04 "
@@ -65,80 +64,64 @@ def _features(bwrap: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def _sandbox_uid() -> int:
-    # Inside the sandbox gitbot's own uid, but never root: root there keeps capabilities over the
-    # namespace's mounts. 1000 is the conventional first user.
-    uid = os.getuid()
-    return uid if uid != 0 else 1000
+SANDBOX_UID = 1000  # the uid (and gid) commands see inside; on the host they are never root (confine.py)
 
 
-# Host directories that hold unix sockets (docker.sock, containerd, systemd, D-Bus): replaced by an
-# empty tmpfs. `/var/run` only when it is a real directory (usually it is a symlink to /run).
-SOCKET_DIRECTORIES = ("/run", "/var/run")
+def sandbox_home(view: ToolchainView, repo: str) -> str:
+    """$HOME inside: the real home's path (an empty tmpfs there, with the toolchain bound back), so
+    tools that look under ~ find what they find in the user's shell; a fixed path when that is
+    impossible (no home, or a home inside the repository)."""
+    home = view.home
+    if not home or home == "/" or under(home, repo):
+        return SANDBOX_HOME
+    return home
 
 
 def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[Path | str, ...] | list = (),
-         env: dict[str, str] | None = None, status: SandboxStatus | None = None,
-         hidden_files: tuple[str, ...] | list[str] = ()) -> list[str]:
-    """The bwrap command line that runs `argv` in the sandbox, with the repository as the working
-    directory. `read_only`: directories inside the repository to mount read-only (edit_deny dirs);
-    `hidden_files`: files inside the repository replaced by /dev/null (read_deny matches, see
-    `read_denied_files`); `env`: the sandbox's whole environment (default: build_env())."""
+         protected_files: tuple[str, ...] | list[str] = (), env: dict[str, str] | None = None,
+         status: SandboxStatus | None = None, hidden_files: tuple[str, ...] | list[str] = (),
+         toolchain: ToolchainView | None = None) -> list[str]:
+    """The command line that runs `argv` in the sandbox, with the repository as the working directory.
+
+    `read_only` and `protected_files`: directories and files inside the repository that are protected
+    (the policy's edit_deny directories, in-repository toolchain directories; `.gitbot/` and AGENTS.md
+    always): read-only and pinned, or an empty placeholder when missing (layout.py). `hidden_files`:
+    files inside the repository replaced by /dev/null (read_deny matches, see `read_denied_files`).
+    `toolchain`: what of the host the commands need (default: computed from gitbot's environment).
+    `env`: the sandbox's whole environment (default: build_env() for that toolchain)."""
     protect_process_environ()
     status = status or probe()
     bwrap = status.bwrap or _bwrap_path() or "bwrap"
     features = status.features
     repo = os.path.realpath(repo)
-    args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    hidden_dirs = ["/tmp"]  # replaced by a tmpfs below: nothing of the host's is left there
-
-    def tmpfs(path: str, size: int) -> list[str]:
-        return (["--size", str(size)] if "size" in features else []) + ["--tmpfs", path]
-
-    # Fresh /tmp before binding the repository, which may live under /tmp.
-    args += tmpfs("/tmp", TMP_SIZE_BYTES)
-    # The real home (dotfiles, ~/.ssh, cloud credentials) becomes an empty tmpfs; the repository is
-    # bound afterwards, so a checkout inside the home stays visible.
-    real_home = os.path.realpath(os.path.expanduser("~"))
-    if real_home != "/" and not (real_home + "/").startswith("/tmp/") and os.path.isdir(real_home):
-        args += tmpfs(real_home, HOME_SIZE_BYTES)
-        hidden_dirs.append(real_home)
-    runner_temp = os.environ.get("RUNNER_TEMP")  # GitHub Actions' per-job files, including credentials
-    if runner_temp and os.path.isdir(runner_temp) and not (repo + "/").startswith(os.path.realpath(runner_temp) + "/"):
-        args += tmpfs(os.path.realpath(runner_temp), 1 << 20)
-        hidden_dirs.append(os.path.realpath(runner_temp))
-    # Host unix sockets: /run/docker.sock (on GitHub's runners the runner user may use it, a full host
-    # escape), containerd, D-Bus, systemd. A network namespace does not stop a unix socket.
-    for directory in SOCKET_DIRECTORIES:
-        if os.path.isdir(directory) and not os.path.islink(directory):
-            args += tmpfs(directory, 1 << 20)
-            hidden_dirs.append(directory)
-    if network:
-        # With the network on, name resolution may need /etc/resolv.conf, which often points into /run
-        # (systemd-resolved's stub-resolv.conf): put back that one file, not its directory (which
-        # holds a socket).
-        resolv = os.path.realpath("/etc/resolv.conf")
-        if resolv.startswith("/run/") and os.path.isfile(resolv):
-            args += ["--ro-bind", resolv, resolv]
-    args += ["--dir", SANDBOX_HOME]
+    view = toolchain if toolchain is not None else build_view(os.environ, repo)
+    home = sandbox_home(view, repo)
+    args = [bwrap, *layout.system_arguments(network=network)]
+    scratch, covered = layout.scratch_arguments(home, repo, features)
+    args += scratch
+    if home == SANDBOX_HOME:
+        args += ["--dir", SANDBOX_HOME]
+    args += layout.toolchain_arguments(view)
     args += ["--bind", repo, repo]
     git_dirs = git_directories(repo)
     args += git_arguments(repo, *git_dirs)
-    for path in read_only:
-        real = os.path.realpath(path)
-        if real.startswith(repo + "/") and os.path.isdir(real):
-            args += ["--ro-bind", real, real]
+    args += system_git_config()
+    args += layout.protected_arguments(repo, [*layout.ALWAYS_PROTECTED_DIRS, *read_only],
+                                       [*layout.ALWAYS_PROTECTED_FILES, *protected_files], features)
     # Files last: a directory bound above would otherwise cover them again.
     masked = set()
     for path in hidden_files:
         real = os.path.realpath(path if os.path.isabs(path) else os.path.join(repo, path))
         if under(real, repo) and real != repo and os.path.isfile(real):
             masked.add(real)
-    for path in host_sockets(hidden_dirs, visible=[repo, *(d for d in git_dirs if d)]):
-        masked.add(path)
+    visible = [d for d in SYSTEM_DIRS if d not in covered] + [m.dest for m in view.mounts] + \
+        [repo, *(d for d in git_dirs if d)]
+    masked.update(host_sockets(visible))
     for path in sorted(masked):
         args += ["--ro-bind", "/dev/null", path]
-    uid = str(_sandbox_uid())
+    args += layout.credential_masks(view, features)
+    args += ["--remount-ro", "/"]
+    uid = str(SANDBOX_UID)
     args += ["--unshare-user", "--uid", uid, "--gid", uid, "--cap-drop", "ALL"]
     if "disable-userns" in features:
         args += ["--disable-userns"]
@@ -146,10 +129,10 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     if not network:
         args += ["--unshare-net"]
     args += ["--die-with-parent", "--new-session", "--clearenv"]
-    for name, value in (env if env is not None else build_env(repo=repo)).items():
+    for name, value in (env if env is not None else build_env(repo=repo, toolchain=view, home=home)).items():
         args += ["--setenv", name, value]
     args += ["--chdir", repo, "--", *argv]
-    return args
+    return confine.unprivileged(args, idmapped=[repo, *(d for d in dict.fromkeys(git_dirs) if d and not under(d, repo))])
 
 
 _PROBE_LOCK = threading.Lock()
@@ -171,7 +154,10 @@ def _probe() -> SandboxStatus:
         return SandboxStatus(False, "bubblewrap (bwrap) is not installed", error="bwrap not found on PATH")
     features = _features(bwrap)
     trial = SandboxStatus(True, "", bwrap, features=features)
-    with tempfile.TemporaryDirectory(prefix="gitbot-probe-") as scratch:
+    # On disk rather than in /tmp where possible: as root the probe also id-maps the directory, which
+    # tmpfs supports only since Linux 6.3, while repositories live on disk.
+    scratch_parent = "/var/tmp" if os.access("/var/tmp", os.W_OK) else None
+    with tempfile.TemporaryDirectory(prefix="gitbot-probe-", dir=scratch_parent) as scratch:
         argv = wrap(["/bin/sh", "-c", "echo sandbox-ok > probe.txt"], scratch, network=False, status=trial)
         try:
             completed = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_SECONDS,
@@ -181,5 +167,10 @@ def _probe() -> SandboxStatus:
         written = Path(scratch, "probe.txt")
         if completed.returncode != 0 or not written.exists():
             error = (completed.stderr or completed.stdout).strip() or f"exit status {completed.returncode}"
+            if error.startswith(confine.FAILURE_PREFIX):
+                return SandboxStatus(False, "gitbot runs as root, and giving sandboxed commands an unprivileged user "
+                                     f"failed here ({error}); that needs id-mapped mounts (Linux 5.12 or later, a "
+                                     "local file system): run gitbot as an ordinary user instead", bwrap, error,
+                                     features)
             return SandboxStatus(False, f"bubblewrap does not work here: {error}", bwrap, error, features)
     return SandboxStatus(True, "bubblewrap works", bwrap, "", features)

@@ -1,7 +1,7 @@
 """The environments commands run with.
 
-`build_env` is the agent's: built from an allow-list, never a secret, the same inside bubblewrap and
-without it. `user_check_env` is the user's own environment minus gitbot's credentials and git's
+`build_env` is the agent's: built from an allow-list (plus the PATH and toolchain variables of the
+user's toolchain view), never a secret, the same inside bubblewrap and without it. `user_check_env` is the user's own environment minus gitbot's credentials and git's
 pointers at the commit in progress, for a hook's first run of the user's check. And
 `protect_process_environ` keeps gitbot's own /proc/<pid>/environ, where the API key and tokens are,
 away from every command.
@@ -97,9 +97,9 @@ def _writable_roots(repo: os.PathLike | str | None) -> list[str]:
 
 
 def clean_path(value: str, repo: os.PathLike | str | None = None) -> str:
-    # Relative and empty entries mean "the current directory": the repository, which the agent writes.
-    # Entries inside the repository, /tmp, /var/tmp or $HOME (`$GITHUB_WORKSPACE/.venv/bin`,
-    # `node_modules/.bin`, `~/.local/bin`) hold programs the agent can write, so they go too.
+    # For gitbot's own helpers (finding bwrap and git), not for commands (their PATH is the user's, see
+    # toolchain.py). Relative and empty entries mean "the current directory": the repository. Entries
+    # inside the repository, /tmp, /var/tmp or $HOME hold programs others can write, so they go too.
     roots = _writable_roots(repo)
     entries = []
     for entry in value.split(":"):
@@ -113,11 +113,13 @@ def clean_path(value: str, repo: os.PathLike | str | None = None) -> str:
 
 
 def build_env(extra: dict[str, str] | None = None, *, home: str = SANDBOX_HOME,
-              repo: os.PathLike | str | None = None) -> dict[str, str]:
+              repo: os.PathLike | str | None = None, toolchain=None) -> dict[str, str]:
     """The complete environment for a tool's process, built from an allow-list.
 
     `extra` adds variables set by gitbot's own code; names that look like secrets are refused.
-    `repo`: the repository the command runs in (PATH entries inside it are dropped)."""
+    `toolchain` (a toolchain.ToolchainView): the user's PATH as the sandbox keeps it and the variables
+    that select their toolchain. Without one (gitbot's own helpers), PATH leaves out every directory
+    the agent could write (`clean_path`, relative to `repo`)."""
     # Every command is prepared through here: make gitbot's own /proc/<pid>/environ unreadable first.
     protect_process_environ()
     env: dict[str, str] = {}
@@ -125,7 +127,11 @@ def build_env(extra: dict[str, str] | None = None, *, home: str = SANDBOX_HOME,
         value = os.environ.get(name)
         if value:
             env[name] = value
-    env["PATH"] = clean_path(env.get("PATH", ""), repo)
+    if toolchain is not None:
+        env["PATH"] = toolchain.path_value
+        env.update({name: value for name, value in toolchain.variables.items() if not _secret_like(name)})
+    else:
+        env["PATH"] = clean_path(env.get("PATH", ""), repo)
     env.setdefault("LANG", DEFAULT_LANG)
     env.update(FIXED_ENVIRONMENT)
     env["HOME"] = home

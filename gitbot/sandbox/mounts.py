@@ -1,5 +1,5 @@
-"""What the sandbox shows and hides besides the repository: host sockets, git directories (read-only,
-gitbot's own store hidden, config without credentials).
+"""What the sandbox shows of the repository's surroundings: git directories (read-only, gitbot's own
+store hidden, config without credentials) and the host sockets to mask in what it shows.
 
 The repository itself is writable; its git directories (also those of a linked worktree or a
 submodule) are read-only and their `gitbot/` (the checkpoint store and run records) is hidden;
@@ -10,26 +10,22 @@ as an `extraheader`).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-import re
 import stat
-import tempfile
-import threading
 from pathlib import Path
 
 from gitbot import git
 from gitbot.errors import GitError
 from gitbot.sandbox.env import clean_path, under
+from gitbot.sandbox.gitconfig import sanitized_copy
 
 GIT_PROBE_TIMEOUT_SECONDS = 10
 
 
-def host_sockets(hidden_dirs: list[str], visible: list[str]) -> list[str]:
-    """Unix sockets bound to a path in this network namespace that the tmpfs mounts do not already
-    hide (e.g. /var/snap/lxd/common/lxd/unix.socket, git's fsmonitor--daemon.ipc in a git directory
-    bound back from under /tmp): each gets /dev/null bound over it. `visible`: directories bound into
-    the sandbox again after `hidden_dirs` were hidden."""
+def host_sockets(visible: list[str]) -> list[str]:
+    """Unix sockets bound to a path in this network namespace that lie in a directory the sandbox
+    shows (e.g. git's fsmonitor--daemon.ipc in a git directory, a socket in a toolchain directory):
+    each gets /dev/null bound over it."""
     try:
         with open("/proc/net/unix", encoding="utf-8", errors="replace") as handle:
             lines = handle.read().splitlines()[1:]
@@ -41,9 +37,7 @@ def host_sockets(hidden_dirs: list[str], visible: list[str]) -> list[str]:
         if len(fields) < 8 or not fields[7].startswith("/"):
             continue  # unnamed or abstract (abstract sockets belong to the network namespace)
         path = fields[7]
-        hidden = any(under(path, directory) for directory in hidden_dirs) and \
-            not any(under(path, directory) for directory in visible)
-        if hidden or under(path, "/proc") or under(path, "/dev"):
+        if not any(under(path, directory) for directory in visible) or under(path, "/proc") or under(path, "/dev"):
             continue
         try:
             if stat.S_ISSOCK(os.lstat(path).st_mode):
@@ -83,10 +77,22 @@ def git_arguments(repo: str, git_dir: str | None, common_dir: str | None) -> lis
         configs.append(os.path.join(git_dir, "config.worktree"))
     for config in dict.fromkeys(configs):
         if os.path.isfile(config) and not os.path.islink(config):
-            sanitized = _sanitized_git_config(config)
+            sanitized = sanitized_copy(config)
             if sanitized is not None:
                 args += ["--ro-bind", sanitized, config]
     return args
+
+
+SYSTEM_GIT_CONFIG = "/etc/gitconfig"
+
+
+def system_git_config() -> list[str]:
+    """The system-wide git config (visible with /etc) without credentials, when it has any."""
+    if os.path.isfile(SYSTEM_GIT_CONFIG) and not os.path.islink(SYSTEM_GIT_CONFIG):
+        sanitized = sanitized_copy(SYSTEM_GIT_CONFIG)
+        if sanitized is not None:
+            return ["--ro-bind", sanitized, SYSTEM_GIT_CONFIG]
+    return []
 
 
 def git_directories(repo: str) -> tuple[str | None, str | None]:
@@ -132,66 +138,3 @@ def _read_gitfile(dot_git: str) -> tuple[str | None, str | None]:
         if pointer and os.path.isdir(os.path.join(git_dir, pointer)):
             common_dir = os.path.realpath(os.path.join(git_dir, pointer))
     return git_dir, common_dir
-
-
-_SANITIZED_DIR: str | None = None
-_SANITIZED_LOCK = threading.Lock()
-# Lines of a git config that carry credentials or pull in other files.
-_CREDENTIAL_MARKERS = ("extraheader", "helper", "password", "token", "askpass", "cookiefile")
-_INCLUDE_SECTION = re.compile(r"\s*\[\s*include(if)?\b", re.IGNORECASE)
-_SECTION = re.compile(r"\s*\[")
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*)://([^/@\s\"'\]]*)@")
-
-
-def _strip_userinfo(match: re.Match[str]) -> str:
-    # scheme://user:password@host and http(s)://token@host lose the userinfo; ssh://git@host keeps its
-    # user name (not a secret).
-    scheme, userinfo = match.group(1), match.group(2)
-    if ":" in userinfo or scheme.lower() in ("http", "https", "ftp", "ftps"):
-        return f"{scheme}://"
-    return match.group(0)
-
-
-def sanitize_git_config(text: str) -> str:
-    """A git config without credentials: no extraheader/helper/cookiefile/password/token lines, no
-    userinfo in URLs (`url`, `pushurl`, `insteadOf`, section names), no include/includeIf sections
-    (they could pull in a file the sandbox does not sanitize)."""
-    kept: list[str] = []
-    in_include = False
-    dropping_continuation = False
-    for line in text.splitlines(keepends=True):
-        continued = line.rstrip("\r\n").endswith("\\")
-        if dropping_continuation:
-            dropping_continuation = continued
-            continue
-        line = _URL_USERINFO.sub(_strip_userinfo, line)
-        header = bool(_SECTION.match(line))
-        if header:
-            in_include = bool(_INCLUDE_SECTION.match(line))
-        lower = line.lower()
-        if in_include or (not header and any(marker in lower for marker in _CREDENTIAL_MARKERS)):
-            dropping_continuation = continued
-            continue
-        kept.append(line)
-    return "".join(kept)
-
-
-def _sanitized_git_config(path: str) -> str | None:
-    """A copy of a git config file without credential lines (actions/checkout stores the job token
-    as an `extraheader`), or None when there is nothing to remove."""
-    global _SANITIZED_DIR
-    try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    content = sanitize_git_config(text)
-    if content == text:
-        return None
-    with _SANITIZED_LOCK:
-        if _SANITIZED_DIR is None:
-            _SANITIZED_DIR = tempfile.mkdtemp(prefix="gitbot-gitconfig-")
-        target = os.path.join(_SANITIZED_DIR, hashlib.sha256(content.encode()).hexdigest()[:16])
-        if not os.path.exists(target):
-            with open(target, "w", encoding="utf-8") as handle:
-                handle.write(content)
-    return target

@@ -1,20 +1,23 @@
 """How one run's commands run: sandboxed, unsandboxed with a warning, or refused, decided once.
 
 The agent's commands and the check that verifies its work both run through a `Runner` built from
-the run's policy, so "verified" means "passes where the agent's commands ran": the same decision,
-the same allow-listed environment (no API key, no tokens), the same mounts:
+the run's policy and the user's environment, so "verified" means "passes where the agent's commands
+ran": the same decision, the same allow-listed environment (no API key, no tokens), the same toolchain,
+the same mounts:
 
 - in bubblewrap when the policy's `[sandbox] mode` allows it ("auto" with bwrap working, or
-  "required"): read-only system, writable repository, read-only .git, no network unless the policy
-  allows it, files that `read_deny` matches replaced by /dev/null, directories the edit rules
-  protect whole mounted read-only;
-- with mode "auto" and no working bwrap, or mode "off": the same environment, unsandboxed, with a
-  fresh empty $HOME, and said loudly in the receipt;
+  "required"): the system and the user's toolchain read-only, nothing else of the host, the
+  repository writable with .git and the protected paths read-only, read_deny files masked, no network
+  unless the policy allows it, never root on the host (layout.py, toolchain.py, confine.py);
+- with mode "auto" and no working bwrap, or mode "off": the same environment and PATH, unsandboxed,
+  with a fresh empty $HOME, in a Landlock domain without capabilities (confine.py), said loudly in
+  the receipt;
 - with mode "required" and no working bwrap: nothing runs (SandboxRefused).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -22,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitbot.errors import ConfigError
-from gitbot.sandbox import bwrap, processes
+from gitbot.sandbox import bwrap, confine, diagnose, layout, processes
 from gitbot.sandbox.command import (
     BoundedOutput,
     CannotStart,
@@ -30,19 +33,15 @@ from gitbot.sandbox.command import (
     display_command,
     run_command,
     split_command,
-    startability_problem,
 )
-from gitbot.sandbox.env import build_env, framework_venv
+from gitbot.sandbox.env import build_env, without_framework_venv
 from gitbot.sandbox.readdeny import SandboxRefusal, read_denied_files
+from gitbot.sandbox.toolchain import ToolchainView, build_view
 
 if TYPE_CHECKING:
     from typing import TextIO
 
     from gitbot.policy import Policy
-
-# What bwrap prints when the program cannot be executed inside the sandbox (then it exits 1).
-BWRAP_EXEC_FAILED = "bwrap: execvp "
-
 
 class SandboxRefused(ConfigError):
     """The policy's sandbox mode does not let this command run here (mode "required" without a working
@@ -50,15 +49,24 @@ class SandboxRefused(ConfigError):
 
 
 class Runner:
-    """The one place that decides how commands run under `policy`, and runs them."""
+    """The one place that decides how commands run under `policy`, and runs them.
 
-    def __init__(self, policy: Policy, repo: Path | str):
-        self.policy = policy
+    `environ`: the user's environment, whose toolchain the commands get (default: gitbot's own)."""
+
+    def __init__(self, policy: Policy, repo: Path | str, *, environ: dict[str, str] | None = None):
         self.repo = Path(repo)
         self.network = bool(policy.network)
         self.mode = policy.sandbox_mode
+        # The pre-commit framework's private venv is gitbot's, not the project's: not on the commands' PATH.
+        self.user_environ = without_framework_venv(dict(os.environ if environ is None else environ))
+        self.toolchain = build_view(self.user_environ, self.repo, policy.sandbox_read_only)
+        # The policy as enforced: what the sandbox keeps read-only, the file tools may not edit either.
+        self.policy = protected_policy(policy, self.toolchain)
         self.status = bwrap.probe() if self.mode != "off" else None
         self.sandboxed = bool(self.status and self.status.available)
+        self.environ_protected = self.sandboxed or confine.environ_protection()
+        if self.sandboxed:
+            layout.remove_stale_placeholders(os.path.realpath(self.repo))
         self.refusal: str | None = None
         if self.mode == "required" and not self.sandboxed:
             self.refusal = (f"commands must run in the sandbox ([sandbox] mode = \"required\"), but "
@@ -69,7 +77,7 @@ class Runner:
         """One short line: where checks run (the verification block, the JSON's check_environment)."""
         network = "network" if self.network else "no network"
         if self.sandboxed:
-            return f"bubblewrap sandbox, allow-listed environment, {network}"
+            return f"bubblewrap sandbox, your toolchain read-only, allow-listed environment, {network}"
         if self.refusal:
             return "not run: the sandbox is required but unavailable"
         if self.mode == "off":
@@ -79,19 +87,24 @@ class Runner:
     @property
     def receipt_line(self) -> str:
         """One line for the run result and receipt: how commands run, loudly when not sandboxed."""
+        environ = ("" if self.environ_protected else
+                   "; gitbot CANNOT keep the commands from reading its own and its parent processes' environment "
+                   "here (no Landlock), so a key in the shell that started gitbot is readable")
         if self.mode == "off":
             return ("WARNING: commands run WITHOUT a sandbox ([sandbox] mode = \"off\"): they can read and write "
                     "anything the runner user can and reach the network; only the allow-listed environment "
-                    "keeps secrets out")
+                    f"keeps secrets out{environ}")
         if self.sandboxed:
             network = "with network" if self.network else "no network"
+            shown = ", ".join(sorted({m.dest for m in self.toolchain.mounts})) or "none"
             return (f"bubblewrap sandbox: read-only system, writable repository, read-only .git, empty $HOME and "
-                    f"/run (no host sockets), files matching read_deny hidden, {network}, allow-listed environment")
+                    f"/tmp, no other host paths; your toolchain read-only ({shown}); files matching read_deny "
+                    f"hidden, {network}, allow-listed environment, an unprivileged user")
         if self.refusal:
             return f"commands refused: {self.refusal}"
         return (f"WARNING: commands run WITHOUT a sandbox because {self.status.description} ([sandbox] mode = "
                 f"\"auto\"): they can write outside the repository and reach the network; only the allow-listed "
-                f"environment keeps secrets out. {bwrap.FIX_HINT}")
+                f"environment keeps secrets out{environ}. {bwrap.FIX_HINT}")
 
     # ------------------------------------------------------------------------------------------
 
@@ -105,8 +118,8 @@ class Runner:
     def run_check(self, cmd: list[str] | str, timeout: float | None, *, echo: TextIO | None = None,
                   cwd: Path | None = None, display: str | None = None) -> CommandRun:
         """A check (argv, or a string split like a shell would) in `cwd` (default: the repository;
-        --commit verifies in a temporary worktree). Raises CannotStart when it cannot start, and
-        SandboxRefused when the policy does not let it run."""
+        --commit verifies in a temporary worktree). Raises CannotStart when it cannot start (not found,
+        not executable, or hidden by the sandbox), and SandboxRefused when the policy does not let it run."""
         where = Path(cwd) if cwd is not None else self.repo
         argv = split_command(cmd)
         shown = display or display_command(cmd)
@@ -114,64 +127,77 @@ class Runner:
             run = self._run(argv, where, timeout, display=shown, echo=echo, output=None, checking=True)
         except OSError as exc:
             raise CannotStart(f"cannot start the check command {argv[0]!r}: {exc}") from None
-        if self.sandboxed and run.exit_code == 1 and run.output.strip().startswith(BWRAP_EXEC_FAILED) \
+        if self.sandboxed and run.exit_code == 1 and run.output.strip().startswith(diagnose.BWRAP_EXEC_FAILED) \
                 and "\n" not in run.output.strip():
-            raise CannotStart(
-                f"the check command {argv[0]!r} cannot start in the sandbox ({run.output.strip()}). The sandbox "
-                f"hides $HOME, /tmp and /run from commands, so a program that lives there (or a script's "
-                f"interpreter: a virtualenv's python linked to pyenv or uv in your home) cannot run; use one "
-                f"installed elsewhere (e.g. /usr/bin/python3), or set [sandbox] mode = \"off\" in the policy to "
-                f"run checks and the agent's commands without the sandbox.")
+            raise CannotStart(self.environment_problem(argv, run) or run.output.strip())
         return run
+
+    def environment_problem(self, cmd: list[str] | str, run: CommandRun) -> str | None:
+        """Why a failed run of a check failed for a reason the repository cannot fix, or None."""
+        argv = split_command(cmd)
+        return diagnose.environment_problem(argv, run.exit_code, run.output, str(self.repo), str(self.repo),
+                                            self.user_environ.get("PATH", ""), self.toolchain)
 
     def _run(self, argv: list[str], where: Path, timeout: float | None, *, display: str, echo,
              output: BoundedOutput | None, max_processes: int | None = None,
              checking: bool = False) -> CommandRun:
         if self.refusal:
             raise SandboxRefused(self.refusal)
+        view = self.toolchain if where.resolve() == self.repo.resolve() else self.toolchain.elsewhere(self.repo)
         home = None if self.sandboxed else tempfile.mkdtemp(prefix="gitbot-home-")
+        placeholders: list[str] = []
+        note = None
         try:
-            env = build_env(repo=where) if self.sandboxed else build_env(home=home, repo=where)
+            if self.sandboxed:
+                env = build_env(repo=where, toolchain=view, home=bwrap.sandbox_home(view, os.path.realpath(where)))
+            else:
+                env = build_env(home=home, repo=where, toolchain=view)
             if checking:
-                env["PATH"] = _without_framework_bin(env.get("PATH", ""))
-                _check_startable(argv[0], where, env)
+                problem = diagnose.cannot_start(argv[0], str(where), self.user_environ.get("PATH", ""), view,
+                                                os.path.realpath(where), self.sandboxed)
+                if problem is not None:
+                    raise CannotStart(problem)
             if self.sandboxed:
                 try:
                     hidden = read_denied_files(where, self.policy)
                 except SandboxRefusal as exc:
                     raise SandboxRefused(f"command refused: {exc}") from None
+                directories = self.policy.file_rules.protected_directories()
+                placeholders = layout.placeholders(os.path.realpath(where),
+                                                   [*layout.ALWAYS_PROTECTED_DIRS, *directories],
+                                                   layout.ALWAYS_PROTECTED_FILES)
+                note = layout.record_placeholders(os.path.realpath(where), placeholders)
                 argv = bwrap.wrap(argv, where, network=self.network, env=env, hidden_files=tuple(hidden),
-                                  read_only=tuple(self.policy.protected_directories(where)), status=self.status)
+                                  read_only=tuple(directories), status=self.status, toolchain=view)
+            else:
+                argv = confine.unsandboxed(argv)
             with processes.ProcessLimit(max_processes or processes.MAX_PROCESSES) as limit:
-                return run_command(argv, where, env=env, timeout=timeout, display=display, output=output,
-                                echo=echo, limit=limit, sandboxed=self.sandboxed)
+                run = run_command(argv, where, env=env, timeout=timeout, display=display, output=output,
+                                  echo=echo, limit=limit, sandboxed=self.sandboxed)
         finally:
+            layout.remove_placeholders(placeholders)
+            layout.finished(note)
             if home is not None:
                 shutil.rmtree(home, ignore_errors=True)
+        if run.exit_code == confine.EXIT_FAILED and run.output.startswith(confine.FAILURE_PREFIX):
+            raise SandboxRefused(f"the sandbox could not be set up for this command: "
+                                 f"{run.output.strip().removeprefix(confine.FAILURE_PREFIX).strip()}")
+        return run
+
+
+def protected_policy(policy: Policy, view: ToolchainView) -> Policy:
+    """`policy` with what gitbot always protects added to edit_deny: the policy and instruction files,
+    and the toolchain directories inside the repository that stay on PATH (so nothing the agent writes
+    there can shadow a program)."""
+    wanted = [f"{directory}/**" for directory in layout.ALWAYS_PROTECTED_DIRS]
+    wanted += list(layout.ALWAYS_PROTECTED_FILES)
+    wanted += [f"{directory}/**" for directory in view.protected]
+    missing = tuple(pattern for pattern in wanted if pattern not in policy.edit_deny)
+    if not missing:
+        return policy
+    return dataclasses.replace(policy, edit_deny=(*policy.edit_deny, *missing))
 
 
 # What the model is shown of a command's output: at most this many characters from each end.
 TOOL_HEAD_CHARS = 5_000
 TOOL_TAIL_CHARS = 5_000
-
-
-def _without_framework_bin(path: str) -> str:
-    venv = framework_venv()
-    if venv is None:
-        return path
-    bin_dir = os.path.join(os.path.realpath(venv), "bin")
-    return os.pathsep.join(entry for entry in path.split(os.pathsep)
-                           if not (entry and os.path.realpath(entry) == bin_dir))
-
-
-def _check_startable(program: str, cwd: Path, env: dict[str, str]) -> None:
-    """A check that cannot start is a configuration error (exit 2, no model call), found before the
-    sandbox turns it into an ordinary failing exit status."""
-    path = env.get("PATH", "")
-    problem = startability_problem(
-        program, cwd, path,
-        not_on_path_hint=(f". gitbot runs checks in the agent's environment, whose PATH leaves out directories "
-                          f"inside the repository, /tmp and your home (PATH={path}); is it installed? Otherwise "
-                          f"name it by its path (e.g. .venv/bin/{program})."))
-    if problem is not None:
-        raise problem

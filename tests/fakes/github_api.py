@@ -42,6 +42,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Self
 
+from tests.fakes import github_graphql
+from tests.fakes.github_graphql import GRAPHQL_PATH
+from tests.fakes.github_pulls import PullsMixin
+
 SPEC_PATH = Path(__file__).resolve().parent.parent / "openapi" / "github-rest-subset.json"
 SPEC_HOST = "https://api.github.com"
 API_PREFIX = "/api/v3"
@@ -84,6 +88,9 @@ class Recorded:
     headers: dict[str, str]  # lower-cased names
     body: Any  # parsed JSON, raw bytes for git, or None
     status: int = 0
+    at: float = field(
+        default_factory=time.monotonic
+    )  # when it arrived (CLOCK_MONOTONIC: comparable across processes)
 
     @property
     def route(self) -> str:
@@ -124,6 +131,12 @@ class PullRequest:
     state: str = "open"
     created_at: dt.datetime = field(default_factory=utcnow)
     updated_at: dt.datetime = field(default_factory=utcnow)
+    head_repository: str | None = None  # a fork's owner/name (None: this repository)
+    head_sha: str | None = None  # a fork's head commit (a branch here is read from the bare repository)
+
+    @property
+    def node_id(self) -> str:
+        return f"PR_kw{self.number}"
 
 
 @dataclass
@@ -136,8 +149,8 @@ class Job:
     log: str
 
 
-class FakeGitHub:
-    """One repository on a fake github.com: REST API, git over HTTP, and the state behind them."""
+class FakeGitHub(PullsMixin):
+    """One repository on a fake github.com: REST API, GraphQL, git over HTTP, and the state behind them."""
 
     def __init__(
         self,
@@ -169,6 +182,10 @@ class FakeGitHub:
         self.secondary_rate_limits_left = 0  # answer the next N API requests with a secondary rate limit
         self.forbid_pull_creation = False  # "Allow GitHub Actions to create and approve pull requests" off
         self._ids = itertools.count(1001)
+        self._init_pulls()
+        # Called with each git request before it is served; one that returns True is done and removed
+        # (to change the repository at a precise moment, e.g. a person pushing just before gitbot does).
+        self.git_hooks: list[Callable[[Recorded], bool]] = []
         self._log_urls: dict[str, tuple[int, float]] = {}
         self._lock = threading.RLock()
         self._server: ThreadingHTTPServer | None = None
@@ -183,6 +200,7 @@ class FakeGitHub:
 
     def start(self) -> Self:
         openapi()
+        github_graphql.schema()
         server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
         server.daemon_threads = True
         self._server = server
@@ -376,6 +394,10 @@ class FakeGitHub:
 
     # ---------------------------------------------------------------- what tests inspect
 
+    def next_number(self) -> int:
+        """Issues and pull requests share one sequence of numbers."""
+        return len(self.issues) + len(self.pulls) + 100
+
     def api_requests(self, route_pattern: str = "") -> list[Recorded]:
         """Requests whose "METHOD /path" matches the regular expression (all when empty)."""
         return [r for r in self.requests if re.search(route_pattern, r.route)]
@@ -498,18 +520,19 @@ class FakeGitHub:
         }
 
     def pull_json(self, pr: PullRequest) -> dict[str, Any]:
-        def ref(branch: str) -> dict[str, Any]:
+        def ref(branch: str, repository: str | None = None, sha: str | None = None) -> dict[str, Any]:
+            owner = (repository or self.full_name).split("/")[0]
             return {
-                "label": f"{self.owner}:{branch}",
+                "label": f"{owner}:{branch}",
                 "ref": branch,
-                "sha": self.branch_sha(branch) or "0" * 40,
-                "user": self.user_json(self.owner),
-                "repo": self.repo_json(),
+                "sha": sha or self.branch_sha(branch) or "0" * 40,
+                "user": self.user_json(owner),
+                "repo": self.repo_json(repository, owner=owner) if repository else self.repo_json(),
             }
 
         return {
             "id": 700_000 + pr.number,
-            "node_id": f"PR_{pr.number}",
+            "node_id": pr.node_id,
             "number": pr.number,
             "state": pr.state,
             "locked": False,
@@ -517,7 +540,7 @@ class FakeGitHub:
             "body": pr.body,
             "draft": pr.draft,
             "user": self.user_json(pr.author),
-            "head": ref(pr.head),
+            "head": ref(pr.head, pr.head_repository, pr.head_sha),
             "base": ref(pr.base),
             "created_at": iso(pr.created_at),
             "updated_at": iso(pr.updated_at),
@@ -646,6 +669,7 @@ class FakeGitHub:
             (repo + r"/actions/runs/(\d+)", "GET", self._get_run),
             (repo + r"/actions/runs/(\d+)/jobs", "GET", self._list_jobs),
             (repo + r"/actions/jobs/(\d+)/logs", "GET", self._job_logs),
+            *self.pull_routes(repo),
         ]
 
     def _paginate(self, rec: Recorded, items: list[Any]) -> tuple[int, dict[str, str], Any]:
@@ -665,13 +689,15 @@ class FakeGitHub:
 
     def _get_issue(self, rec: Recorded, number: str):
         issue = self.issues.get(int(number))
+        if issue is None and self.pull(int(number)) is not None:
+            return 200, {}, self.pull_as_issue_json(self.pull(int(number)))
         return (200, {}, self.issue_json(issue)) if issue else (404, {}, {"message": "Not Found"})
 
     def _list_comments(self, rec: Recorded, number: str):
         return self._paginate(rec, [self.comment_json(c) for c in self.comments_on(int(number))])
 
     def _create_comment(self, rec: Recorded, number: str):
-        if int(number) not in self.issues:
+        if int(number) not in self.issues and self.pull(int(number)) is None:
             return 404, {}, {"message": "Not Found"}
         comment = self.add_comment(int(number), rec.body["body"], author=self.bot_login, author_type="Bot")
         return 201, {}, self.comment_json(comment)
@@ -722,7 +748,7 @@ class FakeGitHub:
         if any(p.head == head and p.state == "open" for p in self.pulls):
             return 422, {}, {"message": f"A pull request already exists for {self.owner}:{head}."}
         pr = PullRequest(
-            len(self.issues) + len(self.pulls) + 100,
+            self.next_number(),
             body.get("title", ""),
             body.get("body", ""),
             head,
@@ -839,7 +865,26 @@ def _make_handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             url = urllib.parse.urlsplit(self.path)
             headers = {k.lower(): v for k, v in self.headers.items()}
             query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
-            if url.path.startswith(API_PREFIX + "/"):
+            if url.path == GRAPHQL_PATH and self.command == "POST":
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = raw
+                rec = Recorded(self.command, url.path, query, headers, body)
+                with fake._lock:
+                    fake.requests.append(rec)
+                    if headers.get("authorization", "") not in (
+                        f"token {fake.token}",
+                        f"Bearer {fake.token}",
+                    ):
+                        status, payload = 401, {"message": "Bad credentials"}
+                    else:
+                        status, payload = github_graphql.answer(fake, body)
+                rec.status = status
+                self._send(
+                    status, {"Content-Type": "application/json; charset=utf-8"}, json.dumps(payload).encode()
+                )
+            elif url.path.startswith(API_PREFIX + "/"):
                 path = url.path[len(API_PREFIX) :]
                 try:
                     body = json.loads(raw) if raw else None
@@ -867,6 +912,8 @@ def _make_handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                     extra_env["HTTP_CONTENT_ENCODING"] = headers["content-encoding"]
                 with fake._lock:
                     fake.requests.append(rec)
+                    hooks = [hook for hook in fake.git_hooks if hook(rec)]
+                    fake.git_hooks = [hook for hook in fake.git_hooks if hook not in hooks]
                 status, extra, data = fake._answer_git(rec, raw, extra_env)
                 rec.status = status
                 self._send(status, extra, data)

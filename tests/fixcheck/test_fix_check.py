@@ -93,7 +93,7 @@ def test_a_command_that_does_not_exist_is_a_config_error_without_a_request(repo)
         proc, data = fix_check(repo, env=api.env(), cmd=["no-such-test-runner", "-q"])
         assert api.requests == []
     assert proc.returncode == 2 and data is None
-    assert "'no-such-test-runner' was not found on PATH" in proc.stderr
+    assert "`no-such-test-runner` is not found" in proc.stderr
 
 
 def test_no_command(repo):

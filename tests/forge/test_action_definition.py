@@ -31,6 +31,9 @@ EXPECTED_INPUTS = {
     "draft",
     "allowed-bots",
     "sandbox-setup",
+    "trigger-phrase",
+    "max-total-cost-usd",
+    "max-iterations",
 }
 # Inputs for the action's own steps, not passed to `gitbot action`.
 STEP_INPUTS = {"sandbox-setup"}
@@ -152,19 +155,31 @@ def test_the_gitbot_workflow_is_least_privilege_and_serialised():
     assert on["issues"]["types"] == ["labeled"]
     assert on["workflow_run"]["types"] == ["completed"] and on["workflow_run"]["workflows"] == ["CI"]
     assert "issue-number" in on["workflow_dispatch"]["inputs"]
+    assert on["issue_comment"]["types"] == ["created"]
+    assert on["pull_request_review_comment"]["types"] == ["created"]
+    assert on["pull_request_review"]["types"] == ["submitted"]
     assert "pull_request_target" not in on
-    assert workflow["permissions"] == {}
-    job = workflow["jobs"]["fix"]
-    assert job["permissions"] == {
+    assert workflow["permissions"] == {} and "concurrency" not in workflow
+    writes = {
         "contents": "write",
         "pull-requests": "write",
         "issues": "write",
         "actions": "read",
         "checks": "read",
     }
-    assert job["timeout-minutes"] <= 60
-    assert "github.event.issue.number" in workflow["concurrency"]["group"]
-    assert workflow["concurrency"]["cancel-in-progress"] is False
+    fix, converse = workflow["jobs"]["fix"], workflow["jobs"]["converse"]
+    for job in (fix, converse):
+        assert job["permissions"] == writes
+        assert job["timeout-minutes"] <= 60
+        assert job["concurrency"]["cancel-in-progress"] is False
+        checkout = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@"))
+        assert checkout["with"]["persist-credentials"] is False  # gitbot pushes with its own header
+    assert "github.event.issue.number" in fix["concurrency"]["group"]
+    # One conversation per issue or pull request at a time, and no waiting request is dropped.
+    assert "github.event.issue.number || github.event.pull_request.number" in converse["concurrency"]["group"]
+    assert converse["concurrency"]["queue"] == "max"
+    # Line comments and reviews of a fork's pull request have no secrets: not even started.
+    assert converse["if"].count("github.event.pull_request.head.repo.full_name == github.repository") == 2
 
 
 def test_ci_runs_the_readme_test_command_on_push_and_pull_request():

@@ -132,14 +132,16 @@ def test_paths_the_policy_protects_are_left_out_of_the_commit(harness):
     with FakeMessagesAPI(script) as api:
         ran = harness.run(api, "issues", event, check_command=CHECK)
     assert ran.exit_code == 0, ran.log
-    assert (harness.workspace / ".ci" / "run").exists()  # the agent's command did write them
+    assert (harness.workspace / ".ci" / "run").exists()  # the agent's command did write it
+    # A protected directory (`.github/actions/**`) is read-only in the sandbox even before it exists.
+    assert not (harness.workspace / ".github" / "actions").exists()
     files = branch_files(harness, "gitbot/issue-7")
     assert "stats.py" in files and "gen.py" in files
     assert ".ci/run" not in files and ".github/actions/deploy/action.yml" not in files
     [pr] = fake.pulls
     for where in (pr.body, ran.summary):
         assert "Changes left out because the policy does not allow editing them" in where
-        assert ".ci/run" in where and ".github/actions/deploy/action.yml" in where
+        assert ".ci/run" in where
 
 
 # ---------------------------------------------------------------- 3. no secret is pushed

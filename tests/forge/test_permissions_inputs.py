@@ -93,3 +93,28 @@ def test_every_bad_input_is_reported_at_once():
         "base-branch",
     ):
         assert name in text
+
+
+def test_the_conversation_inputs_and_their_defaults():
+    base = {"INPUT_ANTHROPIC-API-KEY": "k", "INPUT_GITHUB-TOKEN": "t"}
+    inputs = read_inputs(base)
+    assert (inputs.trigger_phrase, inputs.max_total_cost_usd, inputs.max_iterations) == ("@gitbot", 10.0, 10)
+    inputs = read_inputs(
+        {
+            **base,
+            "INPUT_TRIGGER-PHRASE": "/fixit",
+            "INPUT_MAX-TOTAL-COST-USD": "2.5",
+            "INPUT_MAX-ITERATIONS": "3",
+        }
+    )
+    assert (inputs.trigger_phrase, inputs.max_total_cost_usd, inputs.max_iterations) == ("/fixit", 2.5, 3)
+    with pytest.raises(InputError) as caught:
+        read_inputs(
+            {
+                **base,
+                "INPUT_TRIGGER-PHRASE": "hey bot",
+                "INPUT_MAX-TOTAL-COST-USD": "0",
+                "INPUT_MAX-ITERATIONS": "1.5",
+            }
+        )
+    assert len(caught.value.problems) == 3

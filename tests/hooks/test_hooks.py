@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import BUGGY_MODULE, FIX_DIFF, TEST_MODULE, gitbot_env, make_repo, run_gitbot
 from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
+from tests.fakes.openai_api import FakeChatCompletionsAPI
 
 PY = sys.executable
 # A check that passes while ok.txt says "ok": cheap, and the tests control it by editing one file.
@@ -157,7 +158,7 @@ def test_failing_check_without_a_key_blocks_the_commit_and_touches_nothing(repo)
     commit = git(repo, "commit", "-q", "-m", "break it", check=False)
     assert commit.returncode != 0
     assert f"pre-commit check `{check_cmd()}` exited 1" in commit.stderr
-    assert "set ANTHROPIC_API_KEY" in commit.stderr
+    assert "ANTHROPIC_API_KEY is not set" in commit.stderr
     assert git(repo, "rev-list", "--count", "HEAD").stdout.strip() == "1"
     assert index_state(repo) == staged_before
     assert (repo / "notes.txt").read_text() == "unstaged work in another file\n"
@@ -288,6 +289,27 @@ def test_a_failing_check_is_fixed_left_unstaged_and_the_commit_stops(tmp_path):
     assert git(repo, "diff", "--name-only").stdout.split() == ["notes.txt", "stats.py"]
     assert (repo / "notes.txt").read_text() == "unstaged work in another file\n"
     assert "/ len(values)\n" in (repo / "stats.py").read_text()
+
+
+@pytest.mark.slow
+def test_a_hook_fixes_with_the_provider_the_policy_names_without_an_anthropic_key(tmp_path):
+    # The policy chooses a self-hosted OpenAI-compatible server: no ANTHROPIC_API_KEY is needed.
+    with FakeChatCompletionsAPI([tool_turn(("replace_in_file", {"path": "stats.py", "diff": FIX_DIFF})),
+                                 tool_turn(("attempt_completion", {"result": "fixed mean()"})),
+                                 tool_turn(("attempt_completion", {"result": "fixed mean()"}))],
+                                api_key=None) as api:
+        repo = make_repo(tmp_path / "repo", {
+            "stats.py": BUGGY_MODULE, "test_stats.py": TEST_MODULE, ".gitignore": "__pycache__/\n",
+            ".gitbot/policy.toml": f'[model]\nprovider = "openai"\nname = "local"\nbase_url = "{api.base_url}"\n'
+                                   "price_input = 0\nprice_output = 0\n"})
+        installed(repo, "--check", "python3 -m unittest")
+        (repo / "notes.txt").write_text("x\n")
+        git(repo, "add", "notes.txt")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
+        commit = git(repo, "commit", "-q", "-m", "notes", check=False, env=env)
+        assert len(api.requests) == 3, commit.stderr
+    assert "ANTHROPIC_API_KEY" not in commit.stderr
+    assert "VERIFIED" in commit.stderr and "/ len(values)\n" in (repo / "stats.py").read_text()
 
 
 # ---------------------------------------------------------------- the configuration file

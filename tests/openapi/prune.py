@@ -30,6 +30,14 @@ OPERATIONS = (
     ("/repos/{owner}/{repo}/actions/runs/{run_id}", "get"),
     ("/repos/{owner}/{repo}/actions/runs/{run_id}/jobs", "get"),
     ("/repos/{owner}/{repo}/actions/jobs/{job_id}/logs", "get"),
+    # The conversation on a pull request (gitbot/forge/pulls.py).
+    ("/repos/{owner}/{repo}/pulls/{pull_number}", "get"),
+    ("/repos/{owner}/{repo}/pulls/{pull_number}/comments", "get"),
+    ("/repos/{owner}/{repo}/pulls/{pull_number}/comments/{comment_id}/replies", "post"),
+    ("/repos/{owner}/{repo}/pulls/comments/{comment_id}", "patch"),
+    ("/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions", "post"),
+    ("/repos/{owner}/{repo}/pulls/comments/{comment_id}/reactions", "post"),
+    ("/repos/{owner}/{repo}/commits/{ref}/check-runs", "get"),
 )
 OUTPUT = Path(__file__).with_name("github-rest-subset.json")
 

@@ -78,6 +78,9 @@ ERRORS = {
     "table-is-not-table": ("files = 3\n", 1, "must be a table"),
     "bad-toml": ("[files]\nread_deny = [\n", 2, "not valid TOML"),
     "dotted-key": ("files.edit_denyy = []\n", 1, "unknown key 'edit_denyy'"),
+    "relative-read-only": ("[sandbox]\nread_only = [\n  '/opt/tools',\n  'tools',\n]\n", 4,
+                           "a list of absolute paths (or ~/…)"),
+    "read-only-not-a-list": ("[sandbox]\nread_only = '/opt'\n", 2, "a list of absolute paths"),
 }
 
 
@@ -93,6 +96,13 @@ def test_policy_errors_name_file_line_and_expectation(tmp_path: Path, name: str)
     assert error.line == line, str(error)
     assert message in str(error)
     assert str(error).startswith(f"bad policy file: {path}:{line}: ")
+
+
+def test_sandbox_read_only_paths(tmp_path: Path):
+    path = tmp_path / "policy.toml"
+    path.write_text("[sandbox]\nread_only = ['/opt/tools', '~/.config/mise']\n")
+    assert load_policy(tmp_path, path).sandbox_read_only == ("/opt/tools", "~/.config/mise")
+    assert Policy().sandbox_read_only == ()
 
 
 def test_no_policy_file_means_defaults(tmp_path: Path):

@@ -164,5 +164,5 @@ def test_sandboxed_check_cannot_see_secrets_or_programs_hidden_by_the_sandbox(tm
     outside.parent.mkdir()
     outside.write_text("#!/bin/sh\nexit 0\n")
     outside.chmod(0o755)
-    with pytest.raises(CannotStart, match="cannot start in the sandbox"):
+    with pytest.raises(CannotStart, match=r"cannot start where gitbot runs checks(.|\n)*the sandbox does not show"):
         checks.run_check([str(outside)], 30)

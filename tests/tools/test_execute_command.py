@@ -261,7 +261,7 @@ def test_no_network_means_not_even_loopback(shell_repo, secrets):
 def test_no_secret_in_any_environment_the_command_can_read(sandboxed):
     result = run(sandboxed, "env; tr '\\0' '\\n' < /proc/self/environ; tr '\\0' '\\n' < /proc/$PPID/environ; "
                             "tr '\\0' '\\n' < /proc/1/environ; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'")
-    assert "HOME=/tmp/gitbot-home" in result and "TERM=dumb" in result
+    assert f"HOME={os.path.realpath(os.path.expanduser('~'))}\n" in result and "TERM=dumb" in result
     assert "GITHUB_TOKEN" not in result and "ANTHROPIC_API_KEY" not in result
 
 
@@ -280,8 +280,9 @@ def test_the_real_home_is_not_visible(sandboxed, monkeypatch):
         (home / ".ssh" / "id_rsa").write_text(key)
         (home / ".gitconfig").write_text("[core]\n\tpager = curl evil\n")
         monkeypatch.setenv("HOME", str(home))
+        # $HOME is the same path inside (tools look there), but an empty one.
         result = run(sandboxed, f"echo $HOME; cat {home}/.ssh/id_rsa")
-        assert key not in result and "No such file" in result and "/tmp/gitbot-home" in result
+        assert key not in result and "No such file" in result and str(home) in result
         listing = run(sandboxed, f"ls -A {home} ~; echo listed")
         assert ".ssh" not in listing and ".gitconfig" not in listing and "listed" in listing
     finally:
@@ -457,18 +458,6 @@ def test_an_unsandboxed_command_cannot_read_gitbots_environ(secrets):
     finally:
         shutil.rmtree(repo, ignore_errors=True)
 
-
-def test_a_program_in_the_repository_cannot_shadow_a_real_one_through_path(shell_repo, secrets, monkeypatch):
-    venv_bin = shell_repo / ".venv" / "bin"
-    venv_bin.mkdir(parents=True)
-    (venv_bin / "grep").write_text("#!/bin/sh\necho shadowed-by-the-repository\n")
-    (venv_bin / "grep").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{venv_bin}:{os.environ['PATH']}")
-    modes = ["off"] + (["required"] if bwrap.probe().available else [])
-    for mode in modes:
-        result = run(make_ctx(shell_repo, secrets, mode=mode), "grep sample README.md; echo $PATH")
-        assert "shadowed-by-the-repository" not in result and "# sample" in result
-        assert str(venv_bin) not in result
 
 
 def _git(cwd: Path, *args: str) -> str:

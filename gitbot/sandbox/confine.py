@@ -1,0 +1,156 @@
+"""Fewer privileges for every command than gitbot has: never root on the host, never gitbot's parents'
+environment.
+
+- Sandboxed, as root (a root self-hosted runner, a container, a VM): bubblewrap in a user namespace
+  would map host root to the sandbox's uid, so root's files (/etc/shadow, /proc/sys/kernel/core_pattern)
+  would be the sandbox user's. Instead `unprivileged` starts bubblewrap as SANDBOX_HOST_UID, a uid no
+  account uses, with the repository id-mapped so that uid can write it and what it writes is stored
+  as root's (helper.py, mode "drop"). Where id-mapped mounts do not work (an old kernel, a file system
+  without support), the probe fails and the sandbox counts as unavailable.
+- Not sandboxed (mode "off", or "auto" without bubblewrap): `unsandboxed` puts the command in a
+  Landlock domain, so it cannot read /proc/<pid>/environ of gitbot or the shell that started it (a CI
+  step's API key), and as root drops every capability. Without Landlock that cannot be guaranteed:
+  `environ_protection()` says so, the receipt says so, and the Action refuses to run unsandboxed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import stat
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from gitbot.sandbox.env import under
+
+SANDBOX_HOST_UID = 2_000_000_000
+# How the helper says it could not set something up (then the command did not start).
+EXIT_FAILED = 125
+FAILURE_PREFIX = "gitbot-sandbox:"
+HELPER_SOURCE = (Path(__file__).with_name("helper.py")).read_text(encoding="utf-8")
+# bubblewrap options whose first argument is a path on the host (the rest: destinations, names).
+BIND_OPTIONS = frozenset({"--bind", "--ro-bind", "--dev-bind", "--bind-try", "--ro-bind-try", "--dev-bind-try"})
+# How many arguments each bubblewrap option takes, to walk a command line without misreading one.
+OPTION_ARITY = {**dict.fromkeys((*BIND_OPTIONS, "--symlink", "--setenv", "--chmod", "--file", "--bind-data",
+                                  "--ro-bind-data", "--bind-fd", "--ro-bind-fd"), 2),
+                **dict.fromkeys(("--size", "--tmpfs", "--dir", "--proc", "--dev", "--remount-ro", "--uid", "--gid",
+                                 "--hostname", "--chdir", "--cap-drop", "--cap-add", "--perms", "--unsetenv",
+                                 "--mqueue", "--seccomp", "--userns", "--pidns", "--args"), 1)}
+_STAGE: str | None = None
+_STAGE_LOCK = threading.Lock()
+
+
+def helper_command(mode: str, spec: dict) -> list[str]:
+    # The interpreter gitbot runs on, by its real path (a venv's python may sit in the repository),
+    # isolated and without site: the helper needs only the standard library.
+    python = os.path.realpath(sys.executable)
+    return [python, "-I", "-S", "-c", HELPER_SOURCE, mode, json.dumps(spec), "--"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Sandboxed: never root on the host
+
+
+def _stage_directory() -> str:
+    """An empty directory the helper mounts its staging tmpfs on (in its own mount namespace only)."""
+    global _STAGE
+    with _STAGE_LOCK:
+        if _STAGE is None or not os.path.isdir(_STAGE):
+            _STAGE = tempfile.mkdtemp(prefix="gitbot-stage-", dir="/tmp")
+            os.chmod(_STAGE, 0o755)
+            atexit.register(_remove_stage, _STAGE)
+        return _STAGE
+
+
+def _remove_stage(path: str) -> None:
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
+def reachable_by_others(path: str) -> bool:
+    """Whether a uid with no relation to the file owners can reach `path` (search permission for
+    "others" on every directory above it)."""
+    parent = os.path.dirname(os.path.realpath(path))
+    while True:
+        try:
+            mode = os.stat(parent).st_mode
+        except OSError:
+            return False
+        if not mode & stat.S_IXOTH:
+            return False
+        if parent == "/":
+            return True
+        parent = os.path.dirname(parent)
+
+
+def unprivileged(bwrap_argv: list[str], *, idmapped: list[str]) -> list[str]:
+    """`bwrap_argv` as it must be started from this process: as it is for an ordinary user; as root,
+    behind the helper that hands the sandbox an unprivileged host uid (see the module docstring).
+    `idmapped`: the directories the sandbox writes (the repository) or git must own (git directories
+    outside it)."""
+    if os.geteuid() != 0:
+        return bwrap_argv
+    stage = _stage_directory()
+    roots = {os.path.realpath(path): f"id{number}" for number, path in enumerate(dict.fromkeys(idmapped))}
+    binds: dict[str, tuple[str, bool]] = {}
+    rewritten = [bwrap_argv[0]]
+    index = 1
+    while index < len(bwrap_argv):
+        option = bwrap_argv[index]
+        if option == "--":
+            rewritten += bwrap_argv[index:]
+            break
+        arity = OPTION_ARITY.get(option, 0)
+        values = bwrap_argv[index + 1:index + 1 + arity]
+        if option in BIND_OPTIONS:
+            values = [_staged(values[0], roots, binds, stage), values[1]]
+        rewritten += [option, *values]
+        index += 1 + arity
+    spec = {"uid": SANDBOX_HOST_UID, "stage": stage, "idmap": [[path, name] for path, name in roots.items()],
+            "bind": [[path, name, is_dir] for path, (name, is_dir) in binds.items()]}
+    return helper_command("drop", spec) + rewritten
+
+
+def _staged(source: str, roots: dict[str, str], binds: dict[str, tuple[str, bool]], stage: str) -> str:
+    real = os.path.realpath(source)
+    for root, name in roots.items():
+        if under(real, root):
+            return os.path.join(stage, name, os.path.relpath(real, root)) if real != root else os.path.join(stage, name)
+    if reachable_by_others(real):
+        return source
+    if real not in binds:
+        binds[real] = (f"b{len(binds)}", os.path.isdir(real))
+    return os.path.join(stage, binds[real][0])
+
+
+# ---------------------------------------------------------------------------------------------
+# Not sandboxed: not gitbot's parents' environment, no capabilities
+
+
+_LANDLOCK: bool | None = None
+
+
+def environ_protection() -> bool:
+    """Whether commands run outside the sandbox can be kept from other processes' environ (Landlock
+    works here). Probed once, by running the helper."""
+    global _LANDLOCK
+    if _LANDLOCK is None:
+        import subprocess
+
+        try:
+            completed = subprocess.run(helper_command("probe", {}), capture_output=True, text=True, timeout=20,
+                                       stdin=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"}, check=False)
+            _LANDLOCK = completed.stdout.strip() == "landlock"
+        except (OSError, subprocess.TimeoutExpired):
+            _LANDLOCK = False
+    return _LANDLOCK
+
+
+def unsandboxed(argv: list[str]) -> list[str]:
+    """`argv` behind the helper that confines a command run without the sandbox."""
+    return helper_command("confine", {"landlock": environ_protection()}) + list(argv)

@@ -1,0 +1,73 @@
+"""`gitbot sandbox explain -- CMD`: how CMD resolves in the user's shell and in the sandbox, and exactly
+what the sandbox shows, masks, protects and hides. The first thing to run when a check behaves
+differently under gitbot than in the shell."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+from gitbot.sandbox import diagnose, layout
+from gitbot.sandbox.runner import Runner
+from gitbot.sandbox.toolchain import SYSTEM_DIRS
+
+
+def _section(title: str, lines: list[str]) -> list[str]:
+    return [f"{title}:", *(f"  {line}" for line in lines or ["(none)"]), ""]
+
+
+def hidden_top_level(shown: list[str]) -> list[str]:
+    """Top-level host directories the sandbox does not show (beyond the fresh /tmp, /proc, /dev)."""
+    try:
+        names = sorted(os.listdir("/"))
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        path = f"/{name}"
+        if path in SYSTEM_DIRS or path in ("/proc", "/dev", "/tmp") or not os.path.isdir(path):
+            continue
+        partly = [m for m in shown if m.startswith(path + "/")]
+        found.append(f"{path}" + (f" (except {', '.join(partly)})" if partly else ""))
+    return found
+
+
+def explain(argv: list[str], repo: Path, policy) -> tuple[str, bool]:
+    """The report, and whether the command can start where gitbot runs checks."""
+    runner = Runner(policy, repo)
+    view = runner.toolchain
+    real_repo = os.path.realpath(repo)
+    program = argv[0]
+    user_path = runner.user_environ.get("PATH", "")
+    problem = None if runner.refusal else diagnose.cannot_start(program, real_repo, user_path, view, real_repo,
+                                                                runner.sandboxed)
+    lines = [f"gitbot sandbox explain -- {shlex.join(argv)}", f"repository: {real_repo}", f"policy: {policy.source}",
+             f"commands run: {runner.receipt_line}", ""]
+    how = diagnose.shell_and_sandbox(program, real_repo, user_path, view, real_repo).splitlines()
+    if not runner.refusal:
+        checked = runner.run_shell(f"command -v {shlex.quote(program)} || echo '(not found)'", 30).output.strip()
+        how.append(f"  checked inside: `command -v {program}` → {checked}")
+    lines += [f"How `{program}` resolves:", *how, ""]
+    if problem:
+        lines += ["It cannot start there:", *(f"  {line}" for line in problem.splitlines()), ""]
+    lines += _section("PATH inside (your order)", view.path)
+    lines += _section("Left off PATH", [f"{entry}: {why}" for entry, why in view.dropped])
+    shown = [f"{d} (system)" for d in SYSTEM_DIRS if os.path.lexists(d)]
+    shown += [f"{m.dest} → {m.source} (link: {m.why})" if m.link else f"{m.dest} ({m.why})" for m in view.mounts]
+    lines += _section("Shown read-only", shown)
+    lines += _section("Masked inside what is shown (credentials)", [*view.masked, *view.masked_dirs])
+    protected = [*layout.ALWAYS_PROTECTED_DIRS, *layout.ALWAYS_PROTECTED_FILES,
+                 *(d for d in runner.policy.file_rules.protected_directories() if d.split("/")[0] != ".git")]
+    lines += _section("Writable", [f"{real_repo} (the repository; its .git read-only, gitbot's store hidden)",
+                                   "/tmp, /var/tmp, /run and $HOME: empty, fresh for every command"])
+    lines += _section("Protected in the repository (read-only, not editable, cannot be created or moved)",
+                      sorted(dict.fromkeys(protected)))
+    hidden = hidden_top_level([m.dest for m in view.mounts])
+    if view.home and not any(entry.split(" ")[0] == view.home for entry in hidden):
+        hidden.insert(0, f"{view.home} ($HOME; except what is listed above)")
+    lines += _section("Hidden (not there at all; /tmp, /var/tmp and /run are fresh and empty)", hidden)
+    variables = [f"{name}={value}" for name, value in sorted(view.variables.items())]
+    lines += _section("Toolchain variables passed (besides PATH, HOME, LANG and gitbot's fixed settings)", variables)
+    lines.append("Add a directory with `[sandbox] read_only = [\"/path\"]` in .gitbot/policy.toml.")
+    return "\n".join(lines), problem is None and not runner.refusal

@@ -1,0 +1,149 @@
+"""A repository's git config without credentials, for the sandbox to show in its place.
+
+actions/checkout stores the job token as `http.<url>.extraheader`; people put tokens in remote URLs,
+credential helpers and cookie files. The sandbox binds a sanitized copy over each git config file it
+shows. The copy is built from what git itself parses (`git config --file F --list -z`), not from the
+text, so every syntax git accepts is covered the same way git reads it: a key on the section header
+line (`[http] extraheader = …`), subsections, old-style `[section.sub]`, continuation lines, quoting,
+any letter case, `[include]`/`[includeIf]`. Then the entries are written back out in order.
+A file git cannot parse is replaced by an empty one (git inside would fail on it anyway).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+import threading
+
+# Entries dropped whole: sections that hold or pull in credentials, and keys whose name says it.
+DROPPED_SECTIONS = frozenset({"credential", "include", "includeif"})
+DROPPED_KEYS = frozenset({"extraheader", "cookiefile", "askpass", "helper", "password", "token",
+                          "proxyauthmethod", "sslkeypasswordprotected"})
+DROPPED_KEY_HINTS = ("password", "token", "secret")
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*)://([^/@\s\"'\]]*)@")
+GIT_TIMEOUT_SECONDS = 10
+
+
+def _strip_userinfo(match: re.Match[str]) -> str:
+    # scheme://user:password@host and http(s)://token@host lose the userinfo; ssh://git@host keeps its
+    # user name (not a secret).
+    scheme, userinfo = match.group(1), match.group(2)
+    if ":" in userinfo or scheme.lower() in ("http", "https", "ftp", "ftps"):
+        return f"{scheme}://"
+    return match.group(0)
+
+
+def without_userinfo(text: str) -> str:
+    return _URL_USERINFO.sub(_strip_userinfo, text)
+
+
+def parse_entries(path: str) -> list[tuple[str, str | None]] | None:
+    """(key, value) as git reads them from the file at `path` (value None for a bare boolean key), or
+    None when git cannot parse it. Includes are listed as keys, never followed."""
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": "/nonexistent"}
+    try:
+        completed = subprocess.run(["git", "config", "--no-includes", "--file", path, "--list", "-z"],
+                                   capture_output=True, env=env, stdin=subprocess.DEVNULL,
+                                   timeout=GIT_TIMEOUT_SECONDS, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if completed.returncode != 0:
+        return None
+    entries = []
+    for record in completed.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        if not record:
+            continue
+        key, newline, value = record.partition("\n")
+        entries.append((key, value if newline else None))
+    return entries
+
+
+def _split_key(key: str) -> tuple[str, str | None, str]:
+    section, _, rest = key.partition(".")
+    if "." not in rest:
+        return section, None, rest
+    subsection, _, name = rest.rpartition(".")
+    return section, subsection, name
+
+
+def _dropped(section: str, name: str) -> bool:
+    section, name = section.lower(), name.lower()
+    return section in DROPPED_SECTIONS or name in DROPPED_KEYS or any(hint in name for hint in DROPPED_KEY_HINTS)
+
+
+def _quoted(text: str) -> str:
+    escaped = (text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+               .replace("\b", "\\b"))
+    return f'"{escaped}"'
+
+
+def render(entries: list[tuple[str, str | None]], *, sanitize: bool = True) -> str:
+    """The entries as a config file git reads back the same way; with `sanitize`, only those that carry
+    no credentials, with userinfo taken out of URLs."""
+    lines: list[str] = []
+    current: tuple[str, str | None] | None = None
+    for key, value in entries:
+        section, subsection, name = _split_key(key)
+        if sanitize:
+            if not section or not name or _dropped(section, name):
+                continue
+            subsection = without_userinfo(subsection) if subsection is not None else None
+            value = without_userinfo(value) if value is not None else None
+        if (section, subsection) != current:
+            current = (section, subsection)
+            lines.append(f"[{section}]" if subsection is None else f"[{section} {_quoted(subsection)}]")
+        lines.append(f"\t{name}" if value is None else f"\t{name} = {_quoted(value)}")
+    return "".join(line + "\n" for line in lines)
+
+
+def sanitize_git_config(text: str) -> str:
+    """`text`, a git config file's content, without credentials (empty when git cannot parse it)."""
+    fd, path = tempfile.mkstemp(prefix="gitbot-gitconfig-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
+            handle.write(text)
+        entries = parse_entries(path)
+    finally:
+        os.unlink(path)
+    return render(entries) if entries is not None else ""
+
+
+_SANITIZED_DIR: str | None = None
+_LOCK = threading.Lock()
+_CACHE: dict[tuple, str | None] = {}
+
+
+def sanitized_copy(path: str) -> str | None:
+    """A file holding the config at `path` without credentials, to bind over it; None when the file
+    needs no change (nothing git reads from it is dropped or rewritten). Cached by the file's identity
+    and modification time: one `git config` per file and run."""
+    global _SANITIZED_DIR
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    identity = (path, info.st_ino, info.st_size, info.st_mtime_ns)
+    with _LOCK:
+        if identity in _CACHE:
+            return _CACHE[identity]
+    entries = parse_entries(path)
+    content = render(entries) if entries is not None else ""
+    if entries is not None and content == render(entries, sanitize=False):
+        target = None
+    else:
+        with _LOCK:
+            if _SANITIZED_DIR is None:
+                _SANITIZED_DIR = tempfile.mkdtemp(prefix="gitbot-gitconfig-")
+                # Readable by the sandbox's user (another uid when gitbot runs as root): it holds only
+                # what is left after sanitizing.
+                os.chmod(_SANITIZED_DIR, 0o755)
+        fd, target = tempfile.mkstemp(dir=_SANITIZED_DIR, prefix="config-")
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
+            handle.write(content)
+        os.chmod(target, 0o644)
+    with _LOCK:
+        _CACHE[identity] = target
+    return target

@@ -1,0 +1,208 @@
+"""The small program that starts a command with fewer privileges than gitbot has (see confine.py).
+
+It runs as `python -I -S -c <this source> MODE SPEC -- ARGV...` between gitbot and the command, so that
+the restrictions are in place before the command's first instruction (a preexec_fn is unsafe in
+gitbot's threaded process). Standard library only, and passed as text, never read from disk at that
+moment: the repository could be gitbot's own source.
+
+MODE "drop" (gitbot runs as root, ARGV is bubblewrap): in a private mount namespace, the repository
+(and git directories outside it) are mounted again with an id-mapping that makes host root's files
+appear owned by an unprivileged uid, under a staging tmpfs; every other bind source that uid could not
+reach is bound there too; then all groups, the gid and the uid become that uid, and bubblewrap is
+started unprivileged. The sandbox's processes are that uid on the host: root's files (/etc/shadow,
+/proc/sys) are not theirs, and what they write in the repository is stored as root's.
+
+MODE "confine" (no sandbox): no new privileges, a Landlock domain (a process in one cannot read the
+memory or /proc/<pid>/environ of processes outside it: gitbot and its parents), and as root, no
+capabilities and no way to get them back on exec.
+
+SPEC is JSON. Exit status 125 with a message on stderr when a step fails.
+"""
+
+import ctypes
+import json
+import os
+import sys
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_PRIVATE = 1 << 18
+OPEN_TREE_CLONE = 1
+OPEN_TREE_CLOEXEC = 0o2000000
+AT_FDCWD = -100
+AT_EMPTY_PATH = 0x1000
+AT_RECURSIVE = 0x8000
+MOUNT_ATTR_IDMAP = 0x00100000
+MOVE_MOUNT_F_EMPTY_PATH = 0x4
+# Syscall numbers shared by every architecture gitbot runs on (x86_64, aarch64): the new mount API
+# and Landlock were added with unified numbers.
+SYS_OPEN_TREE = 428
+SYS_MOVE_MOUNT = 429
+SYS_MOUNT_SETATTR = 442
+SYS_LANDLOCK_CREATE_RULESET = 444
+SYS_LANDLOCK_RESTRICT_SELF = 446
+LANDLOCK_ACCESS_FS_MAKE_BLOCK = 1 << 11
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAPBSET_DROP = 24
+PR_SET_SECUREBITS = 28
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+# SECBIT_NOROOT, SECBIT_NO_SETUID_FIXUP, SECBIT_KEEP_CAPS_LOCKED and their locks: uid 0 gets no
+# capabilities from execve, ever again in this process tree.
+SECUREBITS_LOCKED_NOROOT = 0x2F
+EXIT_FAILED = 125
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+class MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
+                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+
+
+class RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+
+
+class CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+class Failed(Exception):
+    pass
+
+
+def check(result, what):
+    if result < 0:
+        errno = ctypes.get_errno()
+        raise Failed(f"{what}: {os.strerror(errno)}")
+    return result
+
+
+def user_namespace(uid):
+    """An fd of a user namespace mapping 0 to `uid` (for the id-mapped mounts)."""
+    ready_r, ready_w = os.pipe()
+    done_r, done_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(ready_r)
+        os.close(done_w)
+        ok = libc.unshare(CLONE_NEWUSER) == 0
+        os.write(ready_w, b"1" if ok else b"0")
+        os.read(done_r, 1)
+        os._exit(0)
+    os.close(ready_w)
+    os.close(done_r)
+    try:
+        if os.read(ready_r, 1) != b"1":
+            raise Failed("cannot create a user namespace for the id-mapping")
+        for name in ("uid_map", "gid_map"):
+            with open(f"/proc/{pid}/{name}", "w") as handle:
+                handle.write(f"0 {uid} 1\n")
+        return os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        os.write(done_w, b"1")
+        os.close(done_w)
+        os.close(ready_r)
+        os.waitpid(pid, 0)
+
+
+def idmapped_mount(source, target, userns_fd):
+    tree = check(libc.syscall(SYS_OPEN_TREE, AT_FDCWD, source.encode(),
+                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE), f"open_tree {source}")
+    attr = MountAttr(MOUNT_ATTR_IDMAP, 0, 0, userns_fd)
+    check(libc.syscall(SYS_MOUNT_SETATTR, tree, b"", AT_EMPTY_PATH | AT_RECURSIVE, ctypes.byref(attr),
+                       ctypes.sizeof(attr)), f"id-mapping {source} (mount_setattr)")
+    check(libc.syscall(SYS_MOVE_MOUNT, tree, b"", AT_FDCWD, target.encode(), MOVE_MOUNT_F_EMPTY_PATH),
+          f"move_mount {source}")
+    os.close(tree)
+
+
+def drop(spec, argv):
+    uid = spec["uid"]
+    stage = spec["stage"]
+    check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "making mounts private")
+    check(libc.mount(b"tmpfs", stage.encode(), b"tmpfs", 0, b"mode=0755,size=1m"), "staging tmpfs")
+    userns = user_namespace(uid) if spec["idmap"] else None
+    for source, name in spec["idmap"]:
+        target = os.path.join(stage, name)
+        os.mkdir(target)
+        idmapped_mount(source, target, userns)
+    for source, name, is_dir in spec["bind"]:
+        target = os.path.join(stage, name)
+        if is_dir:
+            os.mkdir(target)
+        else:
+            os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
+        check(libc.mount(source.encode(), target.encode(), None, MS_BIND | MS_REC, None), f"staging {source}")
+    if userns is not None:
+        os.close(userns)
+    # bubblewrap is opened while still root and run through its fd: the unprivileged uid need not be
+    # able to reach the directory it is in.
+    program = os.open(argv[0], os.O_PATH)
+    with open(argv[0], "rb") as handle:
+        if handle.read(2) == b"#!":
+            os.set_inheritable(program, True)  # a script's interpreter opens it through the fd
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    os.execv(f"/proc/self/fd/{program}", argv)
+
+
+def drop_capabilities():
+    check(libc.prctl(PR_SET_SECUREBITS, SECUREBITS_LOCKED_NOROOT, 0, 0, 0), "securebits")
+    for cap in range(64):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:  # EINVAL: past the last
+            break
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (CapData * 2)()
+    check(libc.capset(ctypes.byref(header), data), "capset")
+
+
+def confine(spec, argv):
+    check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    if spec.get("landlock"):
+        attr = RulesetAttr(LANDLOCK_ACCESS_FS_MAKE_BLOCK)
+        ruleset = check(libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.sizeof(attr), 0),
+                        "landlock_create_ruleset")
+        check(libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0), "landlock_restrict_self")
+        os.close(ruleset)
+    if os.geteuid() == 0:
+        drop_capabilities()
+    try:
+        os.execvp(argv[0], argv)
+    except OSError as exc:  # the command itself cannot start: say so as a shell would, not as a setup failure
+        sys.stderr.write(f"{argv[0]}: {exc.strerror}\n")
+        sys.exit(126 if isinstance(exc, PermissionError) else 127)
+
+
+def main(args):
+    mode, spec_text = args[0], args[1]
+    argv = args[3:]  # args[2] is "--"
+    spec = json.loads(spec_text)
+    try:
+        if mode == "drop":
+            drop(spec, argv)
+        elif mode == "confine":
+            confine(spec, argv)
+        elif mode == "probe":
+            attr = RulesetAttr(LANDLOCK_ACCESS_FS_MAKE_BLOCK)
+            ruleset = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.sizeof(attr), 0)
+            print("landlock" if ruleset >= 0 else f"no-landlock {os.strerror(ctypes.get_errno())}")
+        else:
+            raise Failed(f"unknown mode {mode!r}")
+    except (Failed, OSError) as exc:
+        sys.stderr.write(f"gitbot-sandbox: {exc}\n")
+        sys.exit(EXIT_FAILED)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,249 @@
+"""What the sandbox's file system holds: the bubblewrap arguments for everything but the namespaces.
+
+Inside, the root is empty and read-only except for what is put there:
+
+- the system (SYSTEM_DIRS: /usr, /etc, /bin, /lib*, /sys, /nix, /snap), read-only, and a fresh /proc
+  whose /proc/sys (and sysrq-trigger, irq, bus) are read-only;
+- a fresh /tmp, /var/tmp and /run, and an empty $HOME at the real home's path;
+- the user's toolchain (toolchain.py), read-only, with credential files in it masked;
+- the repository, writable, with its git directories read-only (mounts.py), the protected paths below
+  read-only, and files the policy's read_deny matches replaced by /dev/null.
+
+So host paths outside the repository, the toolchain and the system directories are not there at all:
+another user's home, /root, /opt, /srv, /var (a self-hosted runner's `.credentials` and `_work/_temp`,
+docker's state), /run's sockets.
+
+Protected paths (the policy's `dir/**` edit_deny directories, in-repository toolchain directories,
+`.gitbot/` and AGENTS.md always) cannot be created, replaced, renamed or moved aside: an existing one
+is a read-only mount point (a mount point cannot be renamed or removed), and so is each directory
+between it and the repository root (bound onto itself), so no parent can be renamed away either. One
+that does not exist gets an empty read-only placeholder at its first missing component, which
+bubblewrap creates in the repository as the mount point; the runner removes it when the command is
+done (`placeholders`).
+"""
+
+from __future__ import annotations
+
+import os
+
+from gitbot.sandbox.env import under
+from gitbot.sandbox.toolchain import SYSTEM_DIRS, ToolchainView
+
+# Size caps for the sandbox's memory-backed directories (only with a bwrap that supports --size).
+TMP_SIZE_BYTES = 1 << 30
+HOME_SIZE_BYTES = 256 << 20
+SMALL_SIZE_BYTES = 1 << 20
+# Parts of /proc that change the host (sysctls, sysrq): read-only inside, whoever the user is.
+PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
+# Paths inside every repository that only the user may change: the policy and instruction files.
+ALWAYS_PROTECTED_DIRS = (".gitbot",)
+ALWAYS_PROTECTED_FILES = ("AGENTS.md",)
+
+
+def tmpfs(path: str, size: int, features: frozenset[str]) -> list[str]:
+    return (["--size", str(size)] if "size" in features else []) + ["--tmpfs", path]
+
+
+def system_arguments(*, network: bool) -> list[str]:
+    args: list[str] = []
+    for directory in SYSTEM_DIRS:
+        if os.path.islink(directory):
+            args += ["--symlink", os.readlink(directory), directory]
+        elif os.path.isdir(directory):
+            args += ["--ro-bind", directory, directory]
+    args += ["--dev", "/dev", "--proc", "/proc"]
+    for path in PROC_READ_ONLY:
+        if os.path.exists(path):
+            args += ["--ro-bind", path, path]
+    if network:
+        # Name resolution may need /etc/resolv.conf, which often points into /run (systemd-resolved's
+        # stub-resolv.conf): put back that one file, not its directory (which holds a socket).
+        resolv = os.path.realpath("/etc/resolv.conf")
+        if not any(under(resolv, d) for d in SYSTEM_DIRS) and os.path.isfile(resolv):
+            args += ["--ro-bind", resolv, resolv]
+    return args
+
+
+def scratch_arguments(home: str, repo: str, features: frozenset[str]) -> tuple[list[str], list[str]]:
+    """Fresh /tmp, /var/tmp, /run and an empty home. Returns (args, the directories they cover)."""
+    args = tmpfs("/tmp", TMP_SIZE_BYTES, features) + tmpfs("/var/tmp", TMP_SIZE_BYTES, features)
+    args += tmpfs("/run", SMALL_SIZE_BYTES, features)
+    covered = ["/tmp", "/var/tmp", "/run", "/var/run"]
+    if home not in ("/", "") and not under(home, repo):
+        args += tmpfs(home, HOME_SIZE_BYTES, features)
+        covered.append(home)
+    return args, covered
+
+
+def toolchain_arguments(view: ToolchainView) -> list[str]:
+    args: list[str] = []
+    for mount in view.mounts:
+        args += ["--symlink", mount.source, mount.dest] if mount.link else ["--ro-bind", mount.source, mount.dest]
+    return args
+
+
+def credential_masks(view: ToolchainView, features: frozenset[str]) -> list[str]:
+    args: list[str] = []
+    for directory in view.masked_dirs:
+        args += tmpfs(directory, SMALL_SIZE_BYTES, features) + ["--remount-ro", directory]
+    for path in view.masked:
+        args += ["--ro-bind", "/dev/null", path]
+    return args
+
+
+# ---------------------------------------------------------------------------------------------
+# Protected paths in the repository
+
+
+def first_missing(repo: str, relative: str) -> str | None:
+    """The first component of repo/relative that does not exist (where a placeholder goes), or None
+    when the whole path exists. A symlink on the way counts as existing (it is not followed)."""
+    path = repo
+    for part in relative.split("/"):
+        path = os.path.join(path, part)
+        if not os.path.lexists(path):
+            return path
+    return None
+
+
+def _clean_relative(repo: str, path: str | os.PathLike) -> str | None:
+    text = os.fspath(path)
+    absolute = text if os.path.isabs(text) else os.path.join(repo, text)
+    normal = os.path.normpath(absolute)
+    if not under(normal, repo) or normal == repo:
+        return None
+    relative = os.path.relpath(normal, repo)
+    if relative.split("/", 1)[0] == ".git":
+        return None
+    return relative
+
+
+def protected_arguments(repo: str, directories, files, features: frozenset[str]) -> list[str]:
+    """Read-only mounts (or placeholders) for protected directories and files, their parents pinned."""
+    args: list[str] = []
+    pinned: set[str] = set()
+
+    def pin_parents(relative: str) -> None:
+        path = repo
+        for part in relative.split("/")[:-1]:
+            path = os.path.join(path, part)
+            if path in pinned or os.path.islink(path) or not os.path.isdir(path):
+                return
+            pinned.add(path)
+            args.extend(["--bind", path, path])
+
+    entries = [(rel, True) for rel in dict.fromkeys(filter(None, (_clean_relative(repo, d) for d in directories)))]
+    entries += [(rel, False) for rel in dict.fromkeys(filter(None, (_clean_relative(repo, f) for f in files)))]
+    # Outer paths first, so a pin never covers a mount made for a path inside it.
+    for relative, is_dir in sorted(entries, key=lambda item: item[0].count("/")):
+        missing = first_missing(repo, relative)
+        target = os.path.join(repo, relative)
+        if missing is None:
+            if os.path.islink(target) or os.path.realpath(target) != target:
+                continue  # a bind would follow the link out of the repository
+            pin_parents(relative)
+            if is_dir and os.path.isdir(target) or not is_dir and os.path.isfile(target):
+                args += ["--ro-bind", target, target]
+            continue
+        pin_parents(os.path.relpath(missing, repo))
+        if missing == target and not is_dir:
+            args += ["--ro-bind", "/dev/null", target]
+        else:
+            args += tmpfs(missing, SMALL_SIZE_BYTES, features) + ["--remount-ro", missing]
+    return args
+
+
+def placeholders(repo: str, directories, files) -> list[str]:
+    """The paths `protected_arguments` makes bubblewrap create in the repository (mount points for
+    placeholders), to remove after the command when they were not there before."""
+    found = []
+    for path in [*directories, *files]:
+        relative = _clean_relative(repo, path)
+        missing = first_missing(repo, relative) if relative else None
+        if missing is not None:
+            found.append(missing)
+    return sorted(set(found))
+
+
+PLACEHOLDER_RECORDS = "sandbox-placeholders"  # in the git directory's gitbot/ store (hidden from commands)
+
+
+def _records_dir(repo: str) -> str | None:
+    from gitbot.sandbox.mounts import git_directories
+
+    git_dir, _common = git_directories(repo)
+    return os.path.join(git_dir, "gitbot", PLACEHOLDER_RECORDS) if git_dir else None
+
+
+def record_placeholders(repo: str, paths: list[str]) -> str | None:
+    """Note the placeholders a command is about to get, so that they are removed even if gitbot is
+    killed before the command ends (`remove_stale_placeholders`, on the next start). Returns the note."""
+    directory = _records_dir(repo) if paths else None
+    if directory is None:
+        return None
+    import json
+
+    try:
+        os.makedirs(directory, exist_ok=True)
+        note = os.path.join(directory, f"{os.getpid()}.json")
+        with open(note, "w", encoding="utf-8") as handle:
+            json.dump(paths, handle)
+        return note
+    except OSError:
+        return None
+
+
+def remove_stale_placeholders(repo: str) -> None:
+    """Remove placeholders that commands of a gitbot process that no longer runs left behind."""
+    import json
+
+    directory = _records_dir(repo)
+    try:
+        notes = os.listdir(directory) if directory else []
+    except OSError:
+        return
+    for name in notes:
+        pid = name.removesuffix(".json")
+        if not pid.isdigit() or (int(pid) != os.getpid() and _alive(int(pid))):
+            continue
+        note = os.path.join(directory, name)
+        try:
+            with open(note, encoding="utf-8") as handle:
+                paths = [p for p in json.load(handle) if isinstance(p, str) and under(p, repo)]
+        except (OSError, ValueError):
+            paths = []
+        remove_placeholders(paths)
+        finished(note)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def finished(note: str | None) -> None:
+    if note is not None:
+        try:
+            os.unlink(note)
+        except OSError:
+            pass
+
+
+def remove_placeholders(paths: list[str]) -> None:
+    """Remove placeholder mount points bubblewrap left in the repository: only an empty directory or
+    an empty regular file, so nothing anyone wrote is ever removed."""
+    for path in paths:
+        try:
+            if os.path.islink(path):
+                continue
+            if os.path.isdir(path):
+                os.rmdir(path)  # fails unless empty
+            elif os.path.isfile(path) and os.path.getsize(path) == 0:
+                os.unlink(path)
+        except OSError:
+            continue
