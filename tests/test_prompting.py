@@ -42,6 +42,7 @@ def call_sites() -> dict[str, list[tuple[str, frozenset[str]]]]:
     return sites
 
 
+@pytest.mark.slow
 def test_every_template_is_used_and_every_used_template_exists():
     sites = call_sites()
     tools = {f"tools/{tool.name}" for tool in all_tools()}
@@ -50,6 +51,7 @@ def test_every_template_is_used_and_every_used_template_exists():
     assert template_names() - set(sites) - tools == set(), "templates nothing renders"
 
 
+@pytest.mark.slow
 def test_every_call_gives_exactly_the_fields_of_its_template():
     mismatches = [f"{where}: {name} takes {sorted(fields(name))}, gets {sorted(given)}"
                   for name, calls in call_sites().items() for where, given in calls if given != fields(name)]

@@ -95,6 +95,7 @@ def test_added_values_are_redacted_and_short_ones_ignored():
         f"x {REDACTED} {REDACTED} short"
 
 
+@pytest.mark.slow
 def test_multi_line_secrets_are_redacted():
     key = "-----BEGIN PRIVATE KEY-----\n" + "MIIEv" * 300 + "\n-----END PRIVATE KEY-----"
     secrets = Secrets({key})

@@ -49,6 +49,7 @@ FIX_SCRIPT = [
 ]
 
 
+@pytest.mark.slow
 def test_scripted_fix_completes_and_the_record_matches(buggy_repo: Path):
     with FakeMessagesAPI(FIX_SCRIPT) as api:
         result = run(buggy_repo, api)
@@ -82,6 +83,7 @@ def test_scripted_fix_completes_and_the_record_matches(buggy_repo: Path):
     assert status.stdout == " M stats.py\n"
 
 
+@pytest.mark.slow
 def test_requests_follow_the_api_rules_and_cache_breakpoints(buggy_repo: Path):
     with FakeMessagesAPI(FIX_SCRIPT) as api:
         run(buggy_repo, api)
@@ -101,6 +103,7 @@ def test_requests_follow_the_api_rules_and_cache_breakpoints(buggy_repo: Path):
     assert all(u["cache_read_input_tokens"] > 0 for u in later)  # the rolling breakpoint is read back
 
 
+@pytest.mark.slow
 def test_streaming_is_used_for_large_max_tokens(buggy_repo: Path):
     script = [tool_turn(("attempt_completion", {"result": "nothing to do"}))]
     with FakeMessagesAPI(script) as api:
@@ -121,6 +124,7 @@ def test_step_limit(buggy_repo: Path):
     assert "max_steps is 2" in result.summary
 
 
+@pytest.mark.slow
 def test_budget_is_checked_before_each_request(buggy_repo: Path):
     script = [tool_turn(("read_file", {"path": "stats.py"}))] * 30
     budget = 0.05
@@ -136,6 +140,7 @@ def test_budget_is_checked_before_each_request(buggy_repo: Path):
     assert "budget" in result.summary
 
 
+@pytest.mark.slow
 def test_mistakes_end_the_run_and_a_success_resets_them(buggy_repo: Path):
     script = [
         text_turn("I think I'm done."),  # no tool: mistake 1
@@ -158,6 +163,7 @@ def test_mistakes_end_the_run_and_a_success_resets_them(buggy_repo: Path):
     assert invalid["is_error"] is True and "pathname" in invalid["content"]
 
 
+@pytest.mark.slow
 def test_a_failing_command_is_not_a_mistake(buggy_repo: Path):
     script = [tool_turn(("execute_command", {"command": CHECK}))] * 4 + [
         tool_turn(("attempt_completion", {"result": "gave up"}))]
@@ -166,6 +172,7 @@ def test_a_failing_command_is_not_a_mistake(buggy_repo: Path):
     assert result.status is Status.COMPLETED
 
 
+@pytest.mark.slow
 def test_time_limit(buggy_repo: Path):
     slow = "python3 -c 'import time; time.sleep(1.2)'"
     script = [tool_turn(("execute_command", {"command": slow}))] * 3
@@ -178,6 +185,7 @@ def test_time_limit(buggy_repo: Path):
     assert len(api.requests) == 1
 
 
+@pytest.mark.slow
 def test_stop_reasons(buggy_repo: Path):
     script = [
         message_turn([{"type": "text", "text": "partial"}], stop_reason="max_tokens"),
@@ -198,6 +206,7 @@ def test_stop_reasons(buggy_repo: Path):
     assert "No human is available" in answer
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind,max_tokens", [
     ("429", 4096), ("500", 4096), ("529", 4096), ("503", 4096), ("reset", 4096), ("garbage", 4096),
     ("529", 32_000), ("reset", 32_000), ("garbage", 32_000), ("stream_error", 32_000), ("stream_cut", 32_000),
@@ -238,6 +247,7 @@ def test_fatal_faults_end_the_run_at_once(buggy_repo: Path, kind: str, words: st
     assert load_result(runs_dir(buggy_repo) / result.run_id)["status"] == "error"
 
 
+@pytest.mark.slow
 def test_six_consecutive_failures_give_up(buggy_repo: Path):
     with FakeMessagesAPI([fault("500")] * 6 + [tool_turn(("attempt_completion", {"result": "x"}))]) as api:
         result = run(buggy_repo, api)
@@ -254,6 +264,7 @@ def test_unknown_model_runs_with_unknown_cost(buggy_repo: Path):
     assert any("not in the price table" in w for w in result.warnings)
 
 
+@pytest.mark.slow
 def test_old_observations_are_elided_so_no_request_exceeds_the_budget(buggy_repo: Path):
     big = "\n".join(f"line {i}: " + "x" * 60 for i in range(90))
     (buggy_repo / "big.txt").write_text(big)
@@ -277,6 +288,7 @@ def test_old_observations_are_elided_so_no_request_exceeds_the_budget(buggy_repo
     assert "<task>" in last[0]["content"][0]["text"]  # the task is never elided
 
 
+@pytest.mark.slow
 def test_a_tool_that_raises_becomes_an_error_result_and_the_loop_goes_on(buggy_repo: Path, monkeypatch):
     from gitbot.agent import run as run_module
     from gitbot.tools.base import Tool
@@ -300,6 +312,7 @@ def test_a_tool_that_raises_becomes_an_error_result_and_the_loop_goes_on(buggy_r
     assert any(e["event"] == "tool_crash" and "disk on fire" in e["traceback"] for e in events)
 
 
+@pytest.mark.slow
 def test_one_reply_with_several_failures_is_one_mistake(buggy_repo: Path):
     three_bad = tool_turn(("read_file", {"path": "nope1.py"}), ("read_file", {"path": "nope2.py"}),
                           ("read_file", {"path": "nope3.py"}))
@@ -311,6 +324,7 @@ def test_one_reply_with_several_failures_is_one_mistake(buggy_repo: Path):
     assert result.steps == 4                   # after the third reply, which still gets to complete
 
 
+@pytest.mark.slow
 def test_three_replies_of_failures_hit_the_mistake_limit_even_with_many_calls_each(buggy_repo: Path):
     bad = tool_turn(("read_file", {"path": "nope1.py"}), ("read_file", {"path": "nope2.py"}))
     with FakeMessagesAPI([bad, bad, bad, tool_turn(("attempt_completion", {"result": "x"}))]) as api:
@@ -336,6 +350,7 @@ def test_an_empty_reply_is_nudged_not_sent_back_empty(buggy_repo: Path):
     assert result.status is Status.COMPLETED
 
 
+@pytest.mark.slow
 def test_context_window_exceeded_shrinks_the_next_request(buggy_repo: Path):
     (buggy_repo / "big.txt").write_text("\n".join("y" * 70 for _ in range(90)))
     script = [tool_turn(("read_file", {"path": "big.txt"}))] * 7 + [
@@ -349,6 +364,7 @@ def test_context_window_exceeded_shrinks_the_next_request(buggy_repo: Path):
     assert sizes[-1] < 0.75 * sizes[-2]  # old observations were elided before trying again
 
 
+@pytest.mark.slow
 def test_the_wall_time_limit_also_bounds_retries(buggy_repo: Path):
     slow_faults = [fault("529", retry_after=2)] * 5
     with FakeMessagesAPI(slow_faults + [tool_turn(("attempt_completion", {"result": "x"}))]) as api:

@@ -74,6 +74,7 @@ def reference(tmp_path_factory) -> tuple[str, int]:
 
 
 # Every slow step, including the one that is killed halfway through writing a file; and one more at random.
+@pytest.mark.slow
 @pytest.mark.parametrize("kill_at", [1, 3, 5, random.Random().choice([1, 3, 5])])
 def test_sigkill_then_resume_ends_with_the_same_diff(tmp_path: Path, kill_at: int, reference):
     expected_diff, reference_calls = reference
@@ -131,6 +132,7 @@ def test_sigkill_then_resume_ends_with_the_same_diff(tmp_path: Path, kill_at: in
     assert result["usage"] == total
 
 
+@pytest.mark.slow
 def test_resume_refuses_unknown_and_completed_runs(buggy_repo: Path):
     proc = run_gitbot(["resume", "20990101-000000-abcdef", "--repo", str(buggy_repo)],
                       env={"ANTHROPIC_API_KEY": "sk-unused-000"})

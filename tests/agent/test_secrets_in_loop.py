@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from gitbot.record import load_events, runs_dir
 from tests.agent.test_loop import run
 from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
@@ -16,6 +18,7 @@ AWS_KEY = SECRETS["aws access key id"][1]
 JWT = SECRETS["jwt"][1]
 
 
+@pytest.mark.slow
 def test_tool_output_and_the_models_own_secret_never_reach_a_request_or_the_record(buggy_repo: Path):
     (buggy_repo / "notes.txt").write_text(f"first line\nkey {AWS_KEY}\n")
     script = [

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from gitbot.agent.result import Status
 from tests.agent.test_loop import run
 from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
@@ -22,6 +24,7 @@ def result_texts(api: FakeMessagesAPI) -> list[dict]:
     return blocks
 
 
+@pytest.mark.slow
 def test_each_tool_answers_through_the_loop(buggy_repo: Path):
     (buggy_repo / ".gitignore").write_text("build/\n")
     (buggy_repo / "build").mkdir()

@@ -410,6 +410,7 @@ def test_repository_without_commits(tmp_path: Path) -> None:
 # -- restore ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_restore_undoes_edits_deletions_and_creations_and_can_itself_be_undone(repo: Path) -> None:
     before = user_state(repo)
     record = RunRecord(repo, "run-a")
@@ -440,6 +441,7 @@ def test_restore_undoes_edits_deletions_and_creations_and_can_itself_be_undone(r
     assert user_state(repo) == before
 
 
+@pytest.mark.slow
 def test_restore_refuses_changes_made_outside_the_run_unless_forced(repo: Path) -> None:
     before = user_state(repo)
     cp = Checkpointer(repo, "run-a")
@@ -464,6 +466,7 @@ def test_restore_refuses_changes_made_outside_the_run_unless_forced(repo: Path) 
     assert user_state(repo) == before
 
 
+@pytest.mark.slow
 def test_file_replaced_by_directory_and_directory_by_file(repo: Path) -> None:
     before = user_state(repo)
     cp = Checkpointer(repo, "run-a")
@@ -604,6 +607,7 @@ def _hold_lock_in_child(repo: Path) -> subprocess.Popen[str]:
     return child
 
 
+@pytest.mark.slow
 def test_restore_refuses_while_a_live_process_holds_the_lock_and_clears_a_stale_one(repo: Path) -> None:
     before = user_state(repo)
     cp = Checkpointer(repo, "run-a")
@@ -664,6 +668,7 @@ def shadow_show(repo: Path, spec: str) -> bytes:
     return subprocess.run(["git", f"--git-dir={shadow}", "show", spec], capture_output=True, check=True).stdout
 
 
+@pytest.mark.slow
 def test_a_user_edit_in_the_same_second_as_their_index_write_is_captured(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "racy")
     for attempt in range(5):
@@ -687,6 +692,7 @@ def test_a_user_edit_in_the_same_second_as_their_index_write_is_captured(tmp_pat
     assert user_state(repo, ()) == before
 
 
+@pytest.mark.slow
 def test_restore_never_overwrites_a_file_no_checkpoint_holds_unless_forced_and_then_keeps_a_copy(
         repo: Path) -> None:
     (repo / "settings.local").write_text("template\n")
@@ -720,6 +726,7 @@ def test_restore_never_overwrites_a_file_no_checkpoint_holds_unless_forced_and_t
     assert user_state(repo) == before
 
 
+@pytest.mark.slow
 def test_files_with_a_filter_attribute_are_captured_as_on_disk_not_in_clean_form(repo: Path) -> None:
     # A clean/smudge filter standing in for git-lfs: the repository stores another form than the file.
     git(repo, "config", "filter.fake.clean", "tr a-z A-Z")
@@ -741,6 +748,7 @@ def test_files_with_a_filter_attribute_are_captured_as_on_disk_not_in_clean_form
     assert user_state(repo) == before
 
 
+@pytest.mark.slow
 def test_a_filtered_file_whose_stat_data_git_trusts_is_still_captured_as_on_disk(repo: Path) -> None:
     git(repo, "config", "filter.fake.clean", "tr a-z A-Z")
     git(repo, "config", "filter.fake.smudge", "cat")
@@ -794,6 +802,7 @@ def test_restore_changes_nothing_when_an_object_it_needs_is_missing(repo: Path) 
     assert user_state(repo) == before
 
 
+@pytest.mark.slow
 def test_a_directory_replaced_by_a_symlink_is_never_followed(repo: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()

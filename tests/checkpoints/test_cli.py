@@ -47,6 +47,7 @@ def repo(tmp_path: Path) -> Path:
     return make_user_repo(tmp_path)
 
 
+@pytest.mark.slow
 def test_list_shows_the_latest_run_as_a_table_and_as_json(repo: Path) -> None:
     record_run(repo, "20260101-000000-aaaaaa")
     (repo / "src" / "app.py").write_text("print('v1')\n")  # the user undoes it by hand before the next run
@@ -73,6 +74,7 @@ def test_list_shows_the_latest_run_as_a_table_and_as_json(repo: Path) -> None:
     assert user_state(repo) == before
 
 
+@pytest.mark.slow
 def test_diff_between_steps(repo: Path) -> None:
     commits = record_run(repo, "run-a")
     before = user_state(repo)
@@ -85,6 +87,7 @@ def test_diff_between_steps(repo: Path) -> None:
     assert user_state(repo) == before
 
 
+@pytest.mark.slow
 def test_restore_and_undo(repo: Path) -> None:
     record_run(repo, "run-a")
     before = user_state(repo)
@@ -107,6 +110,7 @@ def test_restore_and_undo(repo: Path) -> None:
     assert user_state(repo) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, message", [
     (["list", "no-such-run"], "unknown run id 'no-such-run'; known runs: run-a"),
     (["diff", "no-such-run"], "unknown run id 'no-such-run'"),
@@ -127,6 +131,7 @@ def test_bad_input_exits_2_with_a_message(repo: Path, args: list[str], message: 
     assert user_state(repo) == before
 
 
+@pytest.mark.slow
 def test_not_a_repository_and_no_runs(tmp_path: Path, repo: Path) -> None:
     (tmp_path / "plain").mkdir()
     proc = run_gitbot(["checkpoints", "list", "--repo", str(tmp_path / "plain")])
@@ -138,6 +143,7 @@ def test_not_a_repository_and_no_runs(tmp_path: Path, repo: Path) -> None:
     assert user_state(repo) == before
 
 
+@pytest.mark.slow
 def test_restore_refuses_outside_changes_and_a_live_lock_and_clears_a_stale_one(repo: Path) -> None:
     record_run(repo, "run-a")
     (repo / "README.md").write_text("edited by the user after the run\n")
@@ -166,6 +172,7 @@ def test_restore_refuses_outside_changes_and_a_live_lock_and_clears_a_stale_one(
     assert user_state(repo) == before
 
 
+@pytest.mark.slow
 def test_file_names_that_are_not_utf8_print_safely(repo: Path) -> None:
     cp = Checkpointer(repo, "run-a")
     cp.take(0)
@@ -214,6 +221,7 @@ def three_runs(repo: Path) -> tuple[list[str], str]:
     return runs, blob
 
 
+@pytest.mark.slow
 def test_prune_keeps_the_newest_runs_and_gcs_only_the_shadow(repo: Path) -> None:
     runs, blob = three_runs(repo)
     before = user_state(repo)
@@ -256,6 +264,7 @@ def test_prune_keeps_the_newest_runs_and_gcs_only_the_shadow(repo: Path) -> None
     assert not (shadow / "refs" / "gitbot").exists() or not any((shadow / "refs" / "gitbot").iterdir())
 
 
+@pytest.mark.slow
 def test_prune_refuses_while_a_run_holds_the_lock_and_rejects_bad_options(repo: Path) -> None:
     runs, blob = three_runs(repo)
     before = user_state(repo)

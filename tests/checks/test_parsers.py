@@ -133,6 +133,7 @@ def by_name(parsed):
     return {f.name: f for f in parsed.failures}
 
 
+@pytest.mark.slow
 def test_pytest_failures_errors_and_collection_errors(project):
     out = run(project, sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests/test_calc.py",
               "tests/test_broken.py", "--continue-on-collection-errors")
@@ -160,6 +161,7 @@ def test_pytest_failures_errors_and_collection_errors(project):
     assert "ModuleNotFoundError" in broken.message
 
 
+@pytest.mark.slow
 def test_pytest_interrupted_by_a_collection_error(project):
     out = run(project, sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "tests")
     parsed = parse_output(out, project)
@@ -169,6 +171,7 @@ def test_pytest_interrupted_by_a_collection_error(project):
     assert "1 error" in parsed.summary
 
 
+@pytest.mark.slow
 def test_pytest_short_tracebacks_and_colour(project):
     out = run(project, sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--tb=short", "--color=yes",
               "tests/test_calc.py")
@@ -180,6 +183,7 @@ def test_pytest_short_tracebacks_and_colour(project):
     assert all("\x1b" not in f.excerpt + f.message for f in parsed.failures)
 
 
+@pytest.mark.slow
 def test_pytest_without_short_summary_still_finds_failures(project):
     out = run(project, sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rN", "tests/test_calc.py")
     assert "short test summary" not in out
@@ -188,6 +192,7 @@ def test_pytest_without_short_summary_still_finds_failures(project):
     assert failures["TestGroup.test_in_class"].location == location("FAIL-CLASS")
 
 
+@pytest.mark.slow
 def test_pytest_subtests(project):
     out = run(project, sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "tests/test_sub.py")
     parsed = parse_output(out, project)
@@ -202,6 +207,7 @@ def test_pytest_subtests(project):
     assert failures["tests/test_sub.py::SubTest::test_sub [labelled] (i=1)"].location == location("SUB-UT")
 
 
+@pytest.mark.slow
 def test_pytest_line_tracebacks(project):
     out = run(project, sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--tb=line", "tests/test_calc.py",
               "tests/test_sub.py", "tests/test_ut.py")
@@ -267,6 +273,7 @@ def test_flake8(project):
                                                               ("F401", "tests/test_broken.py:1:1")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra", [[], ["--pretty", "--show-column-numbers"]])
 def test_mypy(project, extra):
     if importlib.util.find_spec("mypy") is None:

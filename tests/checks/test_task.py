@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from gitbot.checks.task import MAX_TASK_CHARS, OUTPUT_CLOSE, OUTPUT_OPEN, build_task
 from gitbot.sandbox.command import run_check
 
@@ -23,6 +25,7 @@ def untrusted_block(text: str) -> str:
     return text.split(OUTPUT_OPEN, 1)[1].split(OUTPUT_CLOSE, 1)[0]
 
 
+@pytest.mark.slow
 def test_task_from_a_failing_pytest_run(tmp_path):
     test = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
     write(tmp_path, {"calc.py": "def add(a, b):\n    return a - b\n", "test_calc.py": test})
@@ -47,6 +50,7 @@ def test_output_cannot_close_the_untrusted_block(tmp_path):
     assert task.text.rstrip().endswith(OUTPUT_CLOSE)
 
 
+@pytest.mark.slow
 def test_megabytes_of_pytest_output_give_a_small_task_that_keeps_the_failure(tmp_path):
     write(tmp_path, {"test_noisy.py": "def test_noisy():\n    print('noise ' * 600_000)\n"
                                       "    assert 'answer' == 42\n"})
@@ -78,6 +82,7 @@ def test_unknown_format_falls_back_to_the_tail(tmp_path):
     assert "What failed" not in task.text
 
 
+@pytest.mark.slow
 def test_a_timeout_is_described(tmp_path):
     run = run_check([PY, "-c", "import time; print('started'); time.sleep(30)"], tmp_path, timeout=0.5)
     task = build_task("slow-check", run, root=tmp_path)

@@ -16,6 +16,7 @@ from tests.conftest import FIX_DIFF, gitbot_env, make_repo, run_gitbot
 from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
 
 
+@pytest.mark.slow
 def test_run_json_prints_exactly_one_object_and_fixes_the_bug(buggy_repo: Path):
     script = [
         tool_turn(("read_file", {"path": "stats.py"})),
@@ -37,6 +38,7 @@ def test_run_json_prints_exactly_one_object_and_fixes_the_bug(buggy_repo: Path):
     assert load_result(runs_dir(buggy_repo) / result["run_id"])["status"] == "completed"
 
 
+@pytest.mark.slow
 def test_limit_exit_code_is_one(buggy_repo: Path):
     with FakeMessagesAPI([tool_turn(("read_file", {"path": "stats.py"}))] * 3) as api:
         proc = run_gitbot(["run", "--task", "x", "--repo", str(buggy_repo), "--max-steps", "2", "--json"],
@@ -52,6 +54,7 @@ def test_missing_api_key_is_a_clear_error_before_any_work(buggy_repo: Path):
     assert not runs_dir(buggy_repo).exists()
 
 
+@pytest.mark.slow
 def test_missing_task_file_and_not_a_repository(tmp_path: Path, buggy_repo: Path):
     env = {"ANTHROPIC_API_KEY": "sk-test-unused"}
     proc = run_gitbot(["run", "--task-file", str(tmp_path / "nope.md"), "--repo", str(buggy_repo)], env=env)
@@ -62,6 +65,7 @@ def test_missing_task_file_and_not_a_repository(tmp_path: Path, buggy_repo: Path
     assert proc.returncode == 2 and "not inside a git work tree" in proc.stderr
 
 
+@pytest.mark.slow
 def test_unknown_model_warns_and_reports_unknown_cost(buggy_repo: Path):
     with FakeMessagesAPI([tool_turn(("attempt_completion", {"result": "ok"}))] * 2) as api:
         proc = run_gitbot(["run", "--task", "x", "--repo", str(buggy_repo), "--model", "claude-nope-1", "--json"],
@@ -71,6 +75,7 @@ def test_unknown_model_warns_and_reports_unknown_cost(buggy_repo: Path):
     assert "not in the price table" in proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sandbox_mode", ["auto", "off"])
 def test_sigterm_flushes_the_record_and_reports_interrupted(tmp_path: Path, sandbox_mode: str):
     repo = make_repo(tmp_path / "repo", {"slow.py": "import time\ntime.sleep(2)\nopen('late.txt', 'w').write('x')\n"})
@@ -105,6 +110,7 @@ def _events(repo: Path) -> list[dict]:
     return events
 
 
+@pytest.mark.slow
 def test_secrets_in_the_environment_never_reach_the_model(tmp_path: Path):
     token = "ghp_planted0secret0value0for0tests"
     api_key_probe = "env | sort; cat /proc/self/environ; cat /proc/$PPID/environ; echo $GITHUB_TOKEN"

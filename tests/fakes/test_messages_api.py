@@ -327,6 +327,7 @@ INVALID = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(INVALID))
 def test_invalid_requests_are_refused_without_consuming_the_script(case: str):
     changes, expected = INVALID[case]

@@ -73,6 +73,7 @@ def counter_check(repo: Path, fail_times: int) -> list[str]:
 # ---------------------------------------------------------------- no model call
 
 
+@pytest.mark.slow
 def test_a_passing_check_needs_no_key_and_makes_no_request(repo, tmp_path):
     (repo / "stats.py").write_text(BUGGY_MODULE.replace("(len(values) - 1)", "len(values)"))
     summary = tmp_path / "summary.md"
@@ -88,6 +89,7 @@ def test_a_passing_check_needs_no_key_and_makes_no_request(repo, tmp_path):
     assert fix_check(repo)[0].returncode == 0
 
 
+@pytest.mark.slow
 def test_a_command_that_does_not_exist_is_a_config_error_without_a_request(repo):
     with FakeMessagesAPI(completion_turns()) as api:
         proc, data = fix_check(repo, env=api.env(), cmd=["no-such-test-runner", "-q"])
@@ -101,6 +103,7 @@ def test_no_command(repo):
     assert proc.returncode == 2 and "no check command given" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_hanging_check_times_out(repo):
     hang = [SANDBOX_PY, "-c", "import time; print('hanging'); time.sleep(60)"]
     proc, data = fix_check(repo, "--timeout", "1", cmd=hang)
@@ -111,6 +114,7 @@ def test_a_hanging_check_times_out(repo):
     assert data["check_exit_confirm"] is None  # a hang is not re-run to test for flakiness
 
 
+@pytest.mark.slow
 def test_a_failing_check_without_a_key_reports_the_failure(repo):
     proc, data = fix_check(repo)
     assert proc.returncode == 2
@@ -119,6 +123,7 @@ def test_a_failing_check_without_a_key_reports_the_failure(repo):
     assert data["outcome"] == "cannot_fix" and data["verified"] is False
 
 
+@pytest.mark.slow
 def test_a_flaky_check_is_reported_as_flaky_without_a_request(repo, tmp_path):
     with FakeMessagesAPI(completion_turns()) as api:
         proc, data = fix_check(repo, env=api.env(), cmd=counter_check(repo, fail_times=1))
@@ -129,6 +134,7 @@ def test_a_flaky_check_is_reported_as_flaky_without_a_request(repo, tmp_path):
     assert "FLAKY" in proc.stderr
 
 
+@pytest.mark.slow
 def test_refuses_a_repository_in_the_middle_of_a_merge(repo):
     git(repo, "checkout", "-q", "-b", "other")
     (repo / "stats.py").write_text(BUGGY_MODULE + "\n# other\n")
@@ -143,6 +149,7 @@ def test_refuses_a_repository_in_the_middle_of_a_merge(repo):
     assert proc.returncode == 2 and "in the middle of a merge" in proc.stderr
 
 
+@pytest.mark.slow
 def test_refuses_a_repository_in_the_middle_of_a_rebase(repo):
     git(repo, "checkout", "-q", "-b", "topic")
     (repo / "stats.py").write_text(BUGGY_MODULE + "\n# topic\n")
@@ -156,6 +163,7 @@ def test_refuses_a_repository_in_the_middle_of_a_rebase(repo):
     assert proc.returncode == 2 and "in the middle of a rebase" in proc.stderr
 
 
+@pytest.mark.slow
 def test_outside_a_git_repository(tmp_path):
     proc, _ = fix_check(tmp_path)
     assert proc.returncode == 2 and "is not inside a git work tree" in proc.stderr
@@ -164,6 +172,7 @@ def test_outside_a_git_repository(tmp_path):
 # ---------------------------------------------------------------- end to end through the real SDK
 
 
+@pytest.mark.slow
 def test_a_correct_fix_is_verified(repo, tmp_path):
     head = git(repo, "rev-parse", "HEAD")
     summary = tmp_path / "summary.md"
@@ -187,6 +196,7 @@ def test_a_correct_fix_is_verified(repo, tmp_path):
     assert "✅ gitbot fix-check: verified fix" in summary.read_text()
 
 
+@pytest.mark.slow
 def test_a_wrong_fix_stays_unverified(repo):
     script = [tool_turn(("replace_in_file", {"path": "stats.py", "diff": WRONG_DIFF})), *completion_turns()]
     with FakeMessagesAPI(script) as api:
@@ -198,6 +208,7 @@ def test_a_wrong_fix_stays_unverified(repo):
     assert "NOT VERIFIED" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_fix_that_edits_the_test_is_flagged(repo):
     script = [tool_turn(("replace_in_file", {"path": "test_stats.py", "diff": TEST_EDIT_DIFF})),
               *completion_turns("adjusted the expectation")]
@@ -209,6 +220,7 @@ def test_a_fix_that_edits_the_test_is_flagged(repo):
     assert "!! WARNING: the agent changed tests or check configuration (test_stats.py)" in proc.stderr
 
 
+@pytest.mark.slow
 def test_passing_without_changes_is_not_a_fix(repo, tmp_path):
     # Fails on the first run and on the confirmation re-run, then passes although nothing changed.
     with FakeMessagesAPI(completion_turns("nothing to change")) as api:
@@ -219,6 +231,7 @@ def test_passing_without_changes_is_not_a_fix(repo, tmp_path):
     assert "passed without changes — flaky?" in proc.stderr
 
 
+@pytest.mark.slow
 def test_commit_puts_the_fix_on_a_new_branch_and_touches_nothing_else(repo):
     head = git(repo, "rev-parse", "HEAD").strip()
     (repo / "NOTES").write_text("my own uncommitted work\n")
@@ -248,6 +261,7 @@ def test_commit_puts_the_fix_on_a_new_branch_and_touches_nothing_else(repo):
     assert "Co-authored-by: gitbot (claude-sonnet-5-5) <noreply@gitbot.invalid>" in message
 
 
+@pytest.mark.slow
 def test_megabytes_of_output_are_capped_in_the_task(repo):
     noisy = BUGGY_MODULE.replace('    if not values:', '    print("noise " * 400_000)\n    if not values:')
     (repo / "stats.py").write_text(noisy)
@@ -275,6 +289,7 @@ sys.exit(0 if add(2, 2) == 4 else 1)
 CALC_FIX = "<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "off"])
 def test_no_run_of_the_check_sees_the_api_key_or_tokens(tmp_path, mode):
     """Before, confirmation and verification all run like the agent's commands: sandbox (unless off) and
@@ -296,6 +311,7 @@ def test_no_run_of_the_check_sees_the_api_key_or_tokens(tmp_path, mode):
     assert seen == [{}, {}, {}]
 
 
+@pytest.mark.slow
 def test_agent_written_check_code_runs_without_secrets_and_the_edit_is_flagged(tmp_path):
     repo = make_repo(tmp_path / "repo", {"check.py": "import sys\nsys.exit(1)\n", ".gitignore": "__pycache__/\n"})
     evil = ("import os, sys\n"
@@ -312,6 +328,7 @@ def test_agent_written_check_code_runs_without_secrets_and_the_edit_is_flagged(t
     assert "!! WARNING: the agent changed tests or check configuration (check.py" in proc.stderr
 
 
+@pytest.mark.slow
 def test_silencing_the_check_is_flagged(repo):
     skip = ("<<<<<<< SEARCH\n    def test_mean(self):\n=======\n    @unittest.skip(\"later\")\n"
             "    def test_mean(self):\n>>>>>>> REPLACE")
@@ -324,6 +341,7 @@ def test_silencing_the_check_is_flagged(repo):
     assert "silence the check (test_stats.py:7 (@unittest.skip))" in proc.stderr
 
 
+@pytest.mark.slow
 def test_commit_is_verified_on_the_commit_alone_and_says_so_when_it_fails(repo):
     head = git(repo, "rev-parse", "HEAD").strip()
     # The fix needs a file only the user's work tree has (untracked): the commit alone still fails.
@@ -344,6 +362,7 @@ def test_commit_is_verified_on_the_commit_alone_and_says_so_when_it_fails(repo):
     assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1  # the checkout is gone
 
 
+@pytest.mark.slow
 def test_commit_on_a_sha256_repository_with_diff_noprefix(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -363,6 +382,7 @@ def test_commit_on_a_sha256_repository_with_diff_noprefix(tmp_path):
     assert "It passes on this commit" in git(repo, "log", "-1", "--format=%B", data["commit"])
 
 
+@pytest.mark.slow
 def test_a_repository_locked_by_another_run_is_exit_2_without_a_traceback(repo):
     code = ("import time\nfrom gitbot.checkpoints import RunLock\n"
             f"RunLock({str(repo)!r}, run_id='other').acquire()\nprint('held', flush=True)\ntime.sleep(60)")
@@ -382,6 +402,7 @@ def test_a_repository_locked_by_another_run_is_exit_2_without_a_traceback(repo):
     assert data["outcome"] == "cannot_fix"
 
 
+@pytest.mark.slow
 def test_a_nested_repository_and_untracked_files_neither_break_it_nor_enter_the_object_store(repo):
     (repo / "scratch").mkdir()
     git(repo / "scratch", "init", "-q")  # a nested repository without commits

@@ -138,6 +138,7 @@ def add_issue_7(fake: FakeGitHub, label_at: dt.datetime) -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_labelled_issue_becomes_a_verified_pr_and_a_second_label_updates_it(harness):
     fake = harness.fake
     label_at = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(minutes=10)
@@ -186,6 +187,7 @@ def test_a_labelled_issue_becomes_a_verified_pr_and_a_second_label_updates_it(ha
     assert fake.violations == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "sender,permission,user_type", [("reader", "read", "User"), ("helper[bot]", "admin", "Bot")]
 )
@@ -202,6 +204,7 @@ def test_an_unauthorised_or_bot_sender_causes_no_model_request(harness, sender, 
     assert "refused" in ran.summary and fake.comments_on(7) == [] and fake.pulls == []
 
 
+@pytest.mark.slow
 def test_a_forks_workflow_run_is_ignored_without_any_call(harness):
     fake = harness.fake
     run = fake.add_workflow_run(
@@ -225,6 +228,7 @@ UNITTEST_LOG = """\
 """
 
 
+@pytest.mark.slow
 def test_a_failed_workflow_run_becomes_a_pr_against_its_branch(harness):
     fake = harness.fake
     work = harness.workspace
@@ -252,6 +256,7 @@ def test_a_failed_workflow_run_becomes_a_pr_against_its_branch(harness):
     assert fake.violations == [] and fake.log_fetches and "authorization" not in fake.log_fetches[0].headers
 
 
+@pytest.mark.slow
 def test_a_planted_token_reaches_nothing_the_model_people_or_the_record_see(harness):
     fake = harness.fake
     token = fake.token
@@ -296,6 +301,7 @@ def test_a_planted_token_reaches_nothing_the_model_people_or_the_record_see(harn
     assert record  # the record exists and was searched
 
 
+@pytest.mark.slow
 def test_a_budget_hit_leaves_a_comment_with_the_receipt_and_a_pushed_branch(harness):
     fake = harness.fake
     fake.add_issue(7, "mean() is wrong", "fix it")
@@ -318,6 +324,7 @@ def test_a_budget_hit_leaves_a_comment_with_the_receipt_and_a_pushed_branch(harn
     assert "::error title=gitbot::" in ran.log
 
 
+@pytest.mark.slow
 def test_a_refused_pull_request_names_the_repository_setting(harness):
     fake = harness.fake
     fake.forbid_pull_creation = True

@@ -69,6 +69,7 @@ bwrap.probe = probe
 """
 
 
+@pytest.mark.slow
 def test_without_a_working_sandbox_the_action_stops_before_calling_the_model(harness, tmp_path):
     fake = harness.fake
     fake.add_issue(7, "mean() is wrong", "fix it")
@@ -85,6 +86,7 @@ def test_without_a_working_sandbox_the_action_stops_before_calling_the_model(har
     assert "sandbox-setup" in bot_comments(fake, 7)[0].body
 
 
+@pytest.mark.slow
 def test_a_policy_that_turns_the_sandbox_off_is_said_loudly(harness):
     fake = harness.fake
     push_to_main(harness, {".gitbot/policy.toml": '[sandbox]\nmode = "off"\n'})
@@ -119,6 +121,7 @@ for path in (".ci/run", ".github/actions/deploy/action.yml"):
 """
 
 
+@pytest.mark.slow
 def test_paths_the_policy_protects_are_left_out_of_the_commit(harness):
     fake = harness.fake
     push_to_main(harness, {".gitbot/policy.toml": POLICY})
@@ -147,6 +150,7 @@ def test_paths_the_policy_protects_are_left_out_of_the_commit(harness):
 # ---------------------------------------------------------------- 3. no secret is pushed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["token-shaped", "known, base64"])
 def test_a_secret_in_the_change_stops_the_push(harness, kind):
     fake = harness.fake
@@ -183,6 +187,7 @@ HOSTILE_SUMMARY = (
 )
 
 
+@pytest.mark.slow
 def test_the_models_words_cannot_render_ping_close_or_sign(harness):
     fake = harness.fake
     fake.add_issue(7, "mean() is wrong (fixes #3, thanks @rita)", "fix it")
@@ -221,6 +226,7 @@ exec {git} "$@"
 """
 
 
+@pytest.mark.slow
 def test_git_processes_get_no_secret_and_cannot_read_gitbots_environment(harness, tmp_path):
     fake = harness.fake
     dump = tmp_path / "git-envs"
@@ -266,6 +272,7 @@ def test_gitbot_makes_its_process_non_dumpable_first():
 # ---------------------------------------------------------------- 8. the triggering label's time
 
 
+@pytest.mark.slow
 def test_a_queued_run_takes_its_own_label_time_not_a_later_ones(harness):
     fake = harness.fake
     now = dt.datetime.now(dt.UTC).replace(microsecond=0)

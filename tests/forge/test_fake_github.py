@@ -58,6 +58,7 @@ def test_a_wrong_token_is_refused_without_touching_state(seeded_github):
     assert seeded_github.comments == []
 
 
+@pytest.mark.slow
 def test_pygithub_lists_every_page(seeded_github):
     seeded_github.add_issue(3, "t", "b")
     for n in range(35):
@@ -100,6 +101,7 @@ def test_job_logs_redirect_to_a_single_use_link_that_must_not_get_the_token(seed
     assert again.value.code == 403  # single use, like a signed URL
 
 
+@pytest.mark.slow
 def test_git_over_http_needs_the_token(seeded_github, tmp_path):
     done = subprocess.run(
         ["git", "clone", "-q", seeded_github.clone_url, str(tmp_path / "anon")],

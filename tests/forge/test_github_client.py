@@ -16,6 +16,7 @@ def forge(seeded_github):
     return GitHubRepo(connect(seeded_github.token, seeded_github.api_url), seeded_github.full_name)
 
 
+@pytest.mark.slow
 def test_permission_reads_the_role_and_unknown_users(seeded_github, forge):
     seeded_github.set_permission("max", "maintain")
     assert forge.permission("max") == ("write", "maintain")
@@ -23,6 +24,7 @@ def test_permission_reads_the_role_and_unknown_users(seeded_github, forge):
     assert seeded_github.violations == []
 
 
+@pytest.mark.slow
 def test_a_secondary_rate_limit_is_waited_out(seeded_github, forge):
     seeded_github.set_permission("ada", "admin")
     seeded_github.secondary_rate_limits_left = 1
@@ -32,6 +34,7 @@ def test_a_secondary_rate_limit_is_waited_out(seeded_github, forge):
     assert [r.status for r in seeded_github.api_requests("permission")] == [403, 200]
 
 
+@pytest.mark.slow
 def test_the_status_comment_is_created_once_then_edited(seeded_github, forge):
     seeded_github.add_issue(7, "t", "b")
     planted = seeded_github.add_comment(7, f"{STATUS_MARKER} I am a person pasting the marker")
@@ -43,6 +46,7 @@ def test_the_status_comment_is_created_once_then_edited(seeded_github, forge):
     assert seeded_github.violations == []
 
 
+@pytest.mark.slow
 def test_label_time_is_the_senders_labeling(seeded_github, forge):
     seeded_github.add_issue(7, "t", "b")
     t1 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -53,6 +57,7 @@ def test_label_time_is_the_senders_labeling(seeded_github, forge):
     assert forge.label_added_at(7, "gitbot", "nobody") is None
 
 
+@pytest.mark.slow
 def test_failed_jobs_and_their_logs_are_read_without_sending_the_token_to_the_log_host(seeded_github, forge):
     run = seeded_github.add_workflow_run(head_branch="main", head_sha="c" * 40, actor="ada")
     seeded_github.add_job(run["id"], "lint", conclusion="success", steps=[("ruff", "success")], log="ok")
@@ -76,6 +81,7 @@ def test_errors_carry_the_status(seeded_github, forge):
     assert caught.value.status == 403 and "not permitted" in str(caught.value)
 
 
+@pytest.mark.slow
 def test_the_label_time_is_the_triggering_events_not_a_later_ones(seeded_github, forge):
     seeded_github.add_issue(7, "t", "b")
     t1 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)

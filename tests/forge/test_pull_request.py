@@ -18,6 +18,7 @@ def config_text(repo) -> str:
     return (repo / ".git" / "config").read_text()
 
 
+@pytest.mark.slow
 def test_the_checkout_credential_is_gone_inside_and_back_after(seeded_github, work):
     header = seeded_github.basic_auth_header()
     assert header in config_text(work)
@@ -28,6 +29,7 @@ def test_the_checkout_credential_is_gone_inside_and_back_after(seeded_github, wo
     assert header in config_text(work)
 
 
+@pytest.mark.slow
 def test_a_checkout_v6_credentials_include_is_removed_too(seeded_github, work, tmp_path):
     run_git(work, "config", "--local", "--unset-all", f"http.{seeded_github.server_url}/.extraheader")
     creds = tmp_path / "runner-temp" / "git-credentials-1234.config"
@@ -45,6 +47,7 @@ def test_a_checkout_v6_credentials_include_is_removed_too(seeded_github, work, t
     assert str(creds) in config_text(work)
 
 
+@pytest.mark.slow
 def test_push_sends_the_token_only_for_that_command(seeded_github, work):
     auth = prmod.auth_env(seeded_github.token, seeded_github.server_url)
     with prmod.checkout_credential_removed(work):
@@ -73,6 +76,7 @@ def test_push_sends_the_token_only_for_that_command(seeded_github, work):
     assert "Gitbot-Run: r1" in log and "Co-authored-by: claude-sonnet-5-5 <noreply@anthropic.com>" in log
 
 
+@pytest.mark.slow
 def test_the_lease_and_the_ownership_check(seeded_github, work):
     auth = prmod.auth_env(seeded_github.token, seeded_github.server_url)
     base = prmod.fetch(work, "main", auth=auth)
@@ -102,6 +106,7 @@ def test_the_lease_and_the_ownership_check(seeded_github, work):
     assert prmod.foreign_commits(work, tip, base) == [tip]
 
 
+@pytest.mark.slow
 def test_workflow_files_are_left_out_of_the_commit(seeded_github, work):
     (work / ".github" / "workflows").mkdir(parents=True)
     (work / ".github" / "workflows" / "ci.yml").write_text("on: push\n")
@@ -118,6 +123,7 @@ def test_unusual_branch_names_are_refused(name):
         prmod.validate_branch(name)
 
 
+@pytest.mark.slow
 def test_git_gets_a_minimal_environment_never_a_copy_of_gitbots(work, monkeypatch):
     for name, value in {
         "ANTHROPIC_API_KEY": "sk-ant-api03-" + "k" * 30,
@@ -159,6 +165,7 @@ def test_the_policy_judges_every_changed_path():
     assert [item.path for item in left_out if not item.by_policy] == [".github/workflows/ci.yml"]
 
 
+@pytest.mark.slow
 def test_the_commit_message_carries_only_gitbots_trailers(seeded_github, work):
     (work / "stats.py").write_text("y\n")
     commit = prmod.commit_changes(

@@ -75,6 +75,7 @@ def test_install_honours_core_hooks_path_and_uninstall_removes_what_it_created(r
     assert git(repo, "status", "--porcelain").stdout == ""
 
 
+@pytest.mark.slow
 def test_existing_hook_is_chained_first_and_restored_byte_for_byte(repo):
     previous = repo / ".git/hooks/pre-commit"
     original = b"#!/bin/sh\n# the team's hook\necho previous-hook-ran >> previous.log\nexit 0\n"
@@ -149,6 +150,7 @@ def test_passing_checks_let_the_commit_through(repo):
     assert git(repo, "log", "--format=%s", "-1").stdout.strip() == "more notes"
 
 
+@pytest.mark.slow
 def test_failing_check_without_a_key_blocks_the_commit_and_touches_nothing(repo):
     installed(repo, "--check", check_cmd())
     (repo / "ok.txt").write_text("broken\n")
@@ -267,6 +269,7 @@ def test_the_hook_fast_path_does_not_import_the_heavy_parts(repo):
 # ---------------------------------------------------------------- the fix path (real agent, fake API)
 
 
+@pytest.mark.slow
 def test_a_failing_check_is_fixed_left_unstaged_and_the_commit_stops(tmp_path):
     repo = make_repo(tmp_path / "repo", {"stats.py": BUGGY_MODULE, "test_stats.py": TEST_MODULE,
                                          "notes.txt": "notes\n", ".gitignore": "__pycache__/\n"})
@@ -362,6 +365,7 @@ def test_config_update_keeps_everything_outside_the_stage_table():
 # ---------------------------------------------------------------- review findings
 
 
+@pytest.mark.slow
 def test_install_refuses_a_hooks_directory_outside_the_git_dir(repo, tmp_path):
     shared = tmp_path / "global-hooks"  # a global core.hooksPath: every repository's hooks
     git(repo, "config", "core.hooksPath", str(shared))
@@ -394,6 +398,7 @@ HUSKY_HOOK = b'#!/usr/bin/env sh\n. "$(dirname -- "$0")/h"\n'
 HUSKY_HELPER = b'n=$(basename "$0")\necho "husky ran .husky/$n" >> husky.log\n'
 
 
+@pytest.mark.slow
 def test_a_husky_style_previous_hook_still_finds_its_helpers_and_is_renamed_back(repo):
     hooks = repo / ".husky/_"
     hooks.mkdir(parents=True)
@@ -413,6 +418,7 @@ def test_a_husky_style_previous_hook_still_finds_its_helpers_and_is_renamed_back
     assert stat.S_IMODE((hooks / "pre-commit").stat().st_mode) == 0o755 and not previous.exists()
 
 
+@pytest.mark.slow
 def test_reinstalling_after_the_state_is_lost_never_chains_gitbot_to_itself(repo):
     import shutil
 
@@ -441,6 +447,7 @@ ENV_CHECK = ("python3 -c \"import os, sys; bad = [k for k in os.environ if k.sta
              "k in ('GITHUB_TOKEN', 'GIT_INDEX_FILE', 'GIT_DIR', 'GIT_PREFIX')]; print(bad); sys.exit(1 if bad else 0)\"")
 
 
+@pytest.mark.slow
 def test_hook_checks_get_neither_gitbots_credentials_nor_gits_hook_variables(repo):
     installed(repo, "--check", ENV_CHECK, "--no-fix")
     (repo / "notes.txt").write_text("changed\n")
@@ -462,6 +469,7 @@ def test_unstaged_changes_get_a_warning_that_the_checks_see_the_work_tree(repo):
     assert quiet.returncode == 0 and quiet.stderr == ""
 
 
+@pytest.mark.slow
 def test_fixing_is_opt_in(repo):
     (repo / ".gitbot").mkdir()
     (repo / ".gitbot/config.toml").write_text(f'[hooks.pre-commit]\nchecks = ["{check_cmd()}"]\n')
@@ -478,6 +486,7 @@ def test_fixing_is_opt_in(repo):
     assert "fix = false" in (repo / ".gitbot/config.toml").read_text()
 
 
+@pytest.mark.slow
 def test_a_check_failing_only_in_the_users_environment_is_not_sent_to_the_model(repo):
     check = "python3 -c \"import os, sys; sys.exit(1 if os.environ.get('ONLY_HERE') else 0)\""
     installed(repo, "--check", check)

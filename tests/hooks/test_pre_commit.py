@@ -55,6 +55,7 @@ def try_repo(hook_repo: Path, project: Path, home: Path) -> subprocess.Completed
                           timeout=600, check=False)
 
 
+@pytest.mark.slow
 def test_try_repo_runs_a_real_pytest_check_with_the_projects_python(hook_repo, tmp_path):
     # One run only: try-repo builds a fresh environment every time (~15-20 s here), so the passing case
     # is left to tests/test_hooks.py, which runs the same `gitbot hook run` through git itself.

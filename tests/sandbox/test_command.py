@@ -62,6 +62,7 @@ def test_unusable_command_strings(tmp_path, command):
         run_check(command, tmp_path, timeout=30)
 
 
+@pytest.mark.slow
 def test_a_hanging_check_times_out_and_everything_it_started_is_stopped(tmp_path):
     pid_file = tmp_path / "background.pid"
     # A shell that leaves a background child holding the output pipe, then hangs itself.

@@ -130,6 +130,7 @@ def test_long_output_keeps_head_and_tail_with_the_count(sandboxed):
     assert "50000\n" not in result
 
 
+@pytest.mark.slow
 def test_an_output_bomb_is_capped_without_holding_it_in_memory(sandboxed):
     size = 200_000_000
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -151,6 +152,7 @@ def test_secrets_in_output_are_redacted_by_the_loop_not_the_tool(shell_repo, sec
     assert secrets.redact(result) != result and f"token={REDACTED}" in secrets.redact(result)
 
 
+@pytest.mark.slow
 def test_a_timeout_above_the_policy_maximum_is_clipped(shell_repo, secrets):
     ctx = make_ctx(shell_repo, secrets, mode="off", timeout=1)
     started = time.monotonic()
@@ -161,6 +163,7 @@ def test_a_timeout_above_the_policy_maximum_is_clipped(shell_repo, secrets):
         EXECUTE_COMMAND.function(ctx, {"command": "true", "timeout_seconds": -1})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["off", "required"])
 def test_timeout_kills_the_whole_group_even_processes_that_ignore_sigterm(shell_repo, secrets, mode):
     if mode == "required":
@@ -177,6 +180,7 @@ def test_timeout_kills_the_whole_group_even_processes_that_ignore_sigterm(shell_
     assert processes_with(f"sleep {marker}") == []
 
 
+@pytest.mark.slow
 def test_background_processes_do_not_outlive_the_command(shell_repo, secrets):
     ctx = make_ctx(shell_repo, secrets, mode="off")
     marker = f"40.{uuid.uuid4().int % 1000:03d}3"
@@ -227,6 +231,7 @@ def test_edit_denied_directories_are_read_only_in_the_sandbox(sandboxed):
     assert (workflows / "ci.yml").read_text() == "on: push\n" and not (workflows / "new.yml").exists()
 
 
+@pytest.mark.slow
 def test_no_network_means_not_even_loopback(shell_repo, secrets):
     require_bwrap()
     token = uuid.uuid4().hex
@@ -289,6 +294,7 @@ def test_the_real_home_is_not_visible(sandboxed, monkeypatch):
         shutil.rmtree(home, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_a_fork_bomb_is_contained(sandboxed, monkeypatch):
     # Bounded, so a broken limit cannot take the machine down: at most 2**9 processes, each short-lived.
     monkeypatch.setattr(processes, "MAX_PROCESSES", 48)
@@ -368,6 +374,7 @@ def _run_directory() -> str | None:
     return None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["run", "var_run", "var_tmp"])
 def test_host_unix_sockets_are_unreachable(shell_repo, secrets, where):
     require_bwrap()

@@ -577,6 +577,7 @@ def test_curly_quotes_for_straight_ones_are_named(ctx, repo):
     assert "straight ' and \" in SEARCH, and in REPLACE too" in message
 
 
+@pytest.mark.slow
 def test_curly_quotes_in_the_file_are_named(ctx, repo):
     target = write(repo, "notes.txt", "It\u2019s done.\nNext.\n")
     message = refused(ctx, target, block("It's done.", "It is done."))

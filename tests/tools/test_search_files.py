@@ -254,6 +254,7 @@ def test_non_utf8_content_is_shown_not_crashing(ctx, repo):
     assert "caf\ufffd needle" in output
 
 
+@pytest.mark.slow
 def test_a_search_that_never_finishes_is_killed(ctx, repo, monkeypatch):
     # A FIFO with no writer: rg blocks reading it for ever, so only the deadline can end the search.
     os.mkfifo(repo / "pipe")
