@@ -29,7 +29,6 @@ from typing import TextIO
 
 from gitbot import __version__
 from gitbot.agent.result import ExitCode
-from gitbot.forge import pull_request as prmod
 from gitbot.forge.actions_io import ActionsIO
 from gitbot.forge.event import CommentTrigger, ContextError, Ignore, decide, read_context
 from gitbot.forge.github import ForgeError, GitHubRepo, connect
@@ -39,7 +38,7 @@ from gitbot.forge.mdsafe import md_cell
 from gitbot.forge.permissions import check_actors
 from gitbot.forge.plan import Refused, make_plan
 from gitbot.forge.report import Report, outputs
-from gitbot.forge.work import SandboxUnavailable, keep_artifact, work
+from gitbot.forge.work import work
 from gitbot.secrets import SECRET_ENV_NAMES, SECRET_NAME_HINTS, Secrets
 
 
@@ -127,7 +126,6 @@ def _run_action(environ: dict[str, str], io: ActionsIO, secrets: Secrets) -> int
 def execute(job: Job) -> int:
     """plan → status comment → work → report; every failure ends in a report too. A request made in a
     comment goes through converse.py first (👀, taken once; a pull request's is handled there)."""
-    from gitbot.errors import ConfigError
 
     warm_up_the_model_client(job.inputs.provider)
     report = Report(job)
@@ -147,23 +145,7 @@ def execute(job: Job) -> int:
         f"🤖 gitbot is working on this issue. Follow along in the [workflow run]({job.ctx.run_url}); "
         "this comment will say how it went."
     )
-    try:
-        return report.report(work(job, report.plan))
-    except prmod.BranchNotOurs as exc:
-        return report.fail(str(exc), ExitCode.GAVE_UP)
-    except SandboxUnavailable as exc:
-        return report.fail(str(exc), ExitCode.CONFIG)
-    except ConfigError as exc:
-        return report.fail(f"configuration: {exc}", ExitCode.CONFIG)
-    except (ForgeError, prmod.GitError) as exc:
-        return report.fail(str(exc), ExitCode.INFRA)
-    except Exception as exc:  # noqa: BLE001 - whatever broke, the issue and the log must say so
-        import traceback
-
-        job.io.untrusted(traceback.format_exc(), heading="gitbot crashed:")
-        return report.fail(f"internal error: {type(exc).__name__}: {exc}", ExitCode.INFRA)
-    finally:
-        keep_artifact(job)  # whatever happened: the scanned artifact (once; work() may have made it)
+    return report.guarded(lambda: report.report(work(job, report.plan)))
 
 
 def warm_up_the_model_client(provider: str) -> None:

@@ -312,3 +312,13 @@ class GitHubRepo:
             return data.get("html_url", "")
         except self._exc as exc:
             raise forge_error(exc, f"writing the status comment on #{number}") from None
+
+
+def parse_time(value: Any) -> dt.datetime | None:
+    """An ISO 8601 time from the API, or None when it is missing or malformed."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None

@@ -24,7 +24,7 @@ from gitbot.forge.job import Job
 from gitbot.forge.leaks import scan_diff
 from gitbot.forge.pr_body import Verification
 from gitbot.forge.pr_task import build_pull_task, request_label
-from gitbot.forge.work import ToolLog, Verdict, WorkOutcome, keep_record, prepare, run_check
+from gitbot.forge.work import Verdict, WorkOutcome, keep_record, prepare, run_agent, run_check
 
 MAX_LISTED_COMMITS = 20
 
@@ -46,7 +46,6 @@ def iterate(job: Job, plan) -> IterationOutcome:
 
 def _iterate(job: Job, plan) -> IterationOutcome:
     from gitbot.agent.history import messages_of_run
-    from gitbot.agent.run import run_task
     from gitbot.forge.plan import redacted
     from gitbot.sandbox.runner import Runner
 
@@ -91,16 +90,7 @@ def _iterate(job: Job, plan) -> IterationOutcome:
     )
     runner = Runner(policy, repo)
     with job.io.commands_stopped():
-        result = run_task(
-            task,
-            repo,
-            policy=policy,
-            options=prepared.options,
-            provider=prepared.provider,
-            secrets=job.secrets,
-            reporter=ToolLog(job.io),
-            history=history,
-        )
+        result = run_agent(job, task, repo, policy, prepared, history=history)
         changed = result.files_changed if trigger.mode != "answer" else []
         after = run_check(job, runner, "after the agent") if changed else None
     verdict = judge_iteration(job, result, changed, after)

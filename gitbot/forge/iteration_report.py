@@ -12,7 +12,6 @@ from __future__ import annotations
 import urllib.parse
 
 from gitbot.agent.result import ExitCode, Status, exit_code_for
-from gitbot.errors import ConfigError
 from gitbot.forge import pull_request as prmod
 from gitbot.forge.github import ForgeError, PullData
 from gitbot.forge.iterate import IterationOutcome, iterate
@@ -31,7 +30,7 @@ from gitbot.forge.report import (
     outputs,
     warnings,
 )
-from gitbot.forge.work import SandboxUnavailable, keep_artifact
+from gitbot.forge.work import keep_artifact
 from gitbot.receipt import money
 
 MAX_LISTED_FILES = 15
@@ -42,23 +41,12 @@ def run_iteration(job: Job, report: Report, plan) -> int:
         f"👀 gitbot is working on this. Follow along in the [workflow run]({job.ctx.run_url}); this reply will "
         "say what changed, whether the check passed and what it cost."
     )
-    try:
+    def step() -> int:
         outcome = iterate(job, plan)
         keep_artifact(job)  # the record is complete: its scanned copy, and what the scan stopped
         return report_iteration(job, report, plan, outcome)
-    except SandboxUnavailable as exc:
-        return report.fail(str(exc), ExitCode.CONFIG)
-    except ConfigError as exc:
-        return report.fail(f"configuration: {exc}", ExitCode.CONFIG)
-    except (ForgeError, prmod.GitError) as exc:
-        return report.fail(str(exc), ExitCode.INFRA)
-    except Exception as exc:  # noqa: BLE001 - whatever broke, the reply and the log must say so
-        import traceback
 
-        job.io.untrusted(traceback.format_exc(), heading="gitbot crashed:")
-        return report.fail(f"internal error: {type(exc).__name__}: {exc}", ExitCode.INFRA)
-    finally:
-        keep_artifact(job)  # whatever happened (once: the call above may have made it)
+    return report.guarded(step)
 
 
 def report_iteration(job: Job, report: Report, plan, outcome: IterationOutcome) -> int:

@@ -12,7 +12,7 @@ from typing import Any
 
 from gitbot.forge import pull_request as prmod
 from gitbot.forge.event import Actor, CommentTrigger, IssueTrigger, is_own_comment
-from gitbot.forge.github import CommentData
+from gitbot.forge.github import CommentData, parse_time
 from gitbot.forge.issue_task import IssueText, build_issue_task, clean_title, select_comments
 from gitbot.forge.job import Job
 from gitbot.forge.mdsafe import md_cell
@@ -176,12 +176,3 @@ def redacted(job: Job, task: Task) -> Task:
         title=job.secrets.redact(task.title),
         check_command=task.check_command,
     )
-
-
-def parse_time(value: Any) -> dt.datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return dt.datetime.fromisoformat(value)
-    except ValueError:
-        return None

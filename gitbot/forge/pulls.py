@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gitbot.forge.event import CommentTrigger
-from gitbot.forge.github import ForgeError, GitHubRepo, forge_error
+from gitbot.forge.github import ForgeError, GitHubRepo, forge_error, parse_time
 
 REPLY_MARKER = "<!-- gitbot:reply {key} run {run} -->"
 REPLY_PATTERN = re.compile(r"<!-- gitbot:reply ([\w-]+) run (\d+) -->")
@@ -127,15 +127,6 @@ class Reply:
     in_thread: bool  # a reply in a line comment's thread (a pull request review comment)
 
 
-def _time(value: Any) -> dt.datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return dt.datetime.fromisoformat(value)
-    except ValueError:
-        return None
-
-
 def _request(forge: GitHubRepo, verb: str, url: str, doing: str, **kwargs: Any) -> tuple[dict, Any]:
     """One REST call through PyGithub's requester (retries, rate limits); a failure is a ForgeError."""
     from github import GithubException
@@ -208,8 +199,8 @@ def review_threads(forge: GitHubRepo, number: int) -> list[ReviewThread]:
                     author=(c.get("author") or {}).get("login", "ghost"),
                     association=c.get("authorAssociation") or "NONE",
                     body=c.get("body") or "",
-                    created_at=_time(c.get("createdAt")),
-                    edited_at=_time(c.get("lastEditedAt")),
+                    created_at=parse_time(c.get("createdAt")),
+                    edited_at=parse_time(c.get("lastEditedAt")),
                     review_id=_big_int((c.get("pullRequestReview") or {}).get("fullDatabaseId")),
                 )
                 for c in ((node.get("comments") or {}).get("nodes") or [])

@@ -7,6 +7,7 @@ mdsafe.py before it reaches GitHub, and every text is redacted of known secrets 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from gitbot import __version__
@@ -22,7 +23,7 @@ from gitbot.forge.mdsafe import code_span, fenced, md_cell, prose
 from gitbot.forge.mention import defuse
 from gitbot.forge.plan import Plan
 from gitbot.forge.pr_body import BodyParts, StepCost, left_out_notes, parse_changes, receipt_markdown, render
-from gitbot.forge.work import WorkOutcome
+from gitbot.forge.work import SandboxUnavailable, WorkOutcome, keep_artifact
 from gitbot.receipt import cache_read_share, money
 
 COMMENT_SUMMARY_CHARS = 3_000
@@ -252,6 +253,29 @@ class Report:
         io.write_summary(f"## gitbot refused to push\n\n{message}\n\n{notes}{receipt_markdown(result)}\n")
         io.set_outputs(outputs("secret_found", result=result))
         return ExitCode.GAVE_UP
+
+    def guarded(self, step: Callable[[], int]) -> int:
+        """Run a job's work and report step; whatever stops it becomes a reported failure with its exit
+        code, and the scanned artifact is kept either way (once: the step may have made it)."""
+        from gitbot.errors import ConfigError
+
+        try:
+            return step()
+        except prmod.BranchNotOurs as exc:
+            return self.fail(str(exc), ExitCode.GAVE_UP)
+        except SandboxUnavailable as exc:
+            return self.fail(str(exc), ExitCode.CONFIG)
+        except ConfigError as exc:
+            return self.fail(f"configuration: {exc}", ExitCode.CONFIG)
+        except (ForgeError, prmod.GitError) as exc:
+            return self.fail(str(exc), ExitCode.INFRA)
+        except Exception as exc:  # noqa: BLE001 - whatever broke, the issue or the reply and the log must say so
+            import traceback
+
+            self.job.io.untrusted(traceback.format_exc(), heading="gitbot crashed:")
+            return self.fail(f"internal error: {type(exc).__name__}: {exc}", ExitCode.INFRA)
+        finally:
+            keep_artifact(self.job)
 
     def fail(self, message: str, code: int) -> int:
         io = self.job.io

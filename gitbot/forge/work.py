@@ -58,7 +58,6 @@ def work(job: Job, plan: Plan) -> WorkOutcome:
 
 
 def _work(job: Job, plan: Plan) -> WorkOutcome:
-    from gitbot.agent.run import run_task
 
     repo, auth = job.repo, job.auth
     base_tip = prmod.fetch(repo, plan.base, auth=auth)
@@ -94,15 +93,7 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
     with job.io.commands_stopped():
         # An answer changes nothing, so there is nothing to verify.
         before = run_check(job, runner, "before the agent") if plan.mode != "answer" else None
-        result = run_task(
-            plan.task,
-            repo,
-            policy=policy,
-            options=prepared.options,
-            provider=prepared.provider,
-            secrets=job.secrets,
-            reporter=ToolLog(job.io),
-        )
+        result = run_agent(job, plan.task, repo, policy, prepared)
         changed = result.files_changed if plan.mode != "answer" else []
         after = run_check(job, runner, "after the agent") if before is not None and changed else None
     keep_artifact(job)  # the record is complete: its scanned copy, and what the scan stopped, go in the report
@@ -325,3 +316,11 @@ class ToolLog:
 
     def note(self, text: str) -> None:
         self.io.info(text)
+
+
+def run_agent(job: Job, task, repo: Path, policy, prepared, history=None) -> RunResult:
+    """The agent on `task` with the job's secrets (for redaction only) and a log line per tool call."""
+    from gitbot.agent.run import run_task
+
+    return run_task(task, repo, policy=policy, options=prepared.options, provider=prepared.provider,
+                    secrets=job.secrets, reporter=ToolLog(job.io), history=history)
