@@ -35,7 +35,7 @@ from gitbot.sandbox.command import (
     split_command,
 )
 from gitbot.sandbox.env import build_env, without_framework_venv
-from gitbot.sandbox.readdeny import SandboxRefusal, read_denied_files
+from gitbot.sandbox.readdeny import DeniedFiles, SandboxRefusal
 from gitbot.sandbox.toolchain import ToolchainView, build_view
 
 if TYPE_CHECKING:
@@ -67,6 +67,8 @@ class Runner:
         self.environ_protected = self.sandboxed or confine.environ_protection()
         if self.sandboxed:
             layout.remove_stale_placeholders(os.path.realpath(self.repo))
+        # Per directory commands run in: the read-denied files there, kept up to date between commands.
+        self._denied_files: dict[str, DeniedFiles] = {}
         self.refusal: str | None = None
         if self.mode == "required" and not self.sandboxed:
             self.refusal = (f"commands must run in the sandbox ([sandbox] mode = \"required\"), but "
@@ -159,7 +161,7 @@ class Runner:
                     raise CannotStart(problem)
             if self.sandboxed:
                 try:
-                    hidden = read_denied_files(where, self.policy)
+                    hidden = self.denied_files(where)
                 except SandboxRefusal as exc:
                     raise SandboxRefused(f"command refused: {exc}") from None
                 directories = self.policy.file_rules.protected_directories()
@@ -183,6 +185,15 @@ class Runner:
             raise SandboxRefused(f"the sandbox could not be set up for this command: "
                                  f"{run.output.strip().removeprefix(confine.FAILURE_PREFIX).strip()}")
         return run
+
+
+    def denied_files(self, where: Path) -> list[str]:
+        """The files under `where` the policy hides from commands, as of now (readdeny.py)."""
+        real = os.path.realpath(where)
+        index = self._denied_files.get(real)
+        if index is None:
+            index = self._denied_files[real] = DeniedFiles(real, self.policy)
+        return index.current()
 
 
 def protected_policy(policy: Policy, view: ToolchainView) -> Policy:

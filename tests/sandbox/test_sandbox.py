@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from gitbot.policy import Policy
-from gitbot.ripgrep import RipgrepMissing
 from gitbot.sandbox import bwrap, processes, readdeny
 from gitbot.sandbox import env as sandbox_env
 from gitbot.sandbox.bwrap import SandboxStatus, wrap
@@ -213,7 +212,7 @@ class _DenyByName(Policy):
         return Decision("private" not in relpath, "test rule")
 
 
-def test_read_denied_files_finds_hidden_ignored_and_nested_matches(tmp_path: Path, monkeypatch):
+def test_read_denied_files_finds_hidden_ignored_and_nested_matches(tmp_path: Path):
     repo = tmp_path / "repo"
     for relpath in (".env", "app/.env.local", "deep/er/cert.PEM", "node_modules/pkg/id_rsa", "src/main.py",
                     "README.md", ".git/secret.key", "private-notes.txt"):
@@ -224,9 +223,6 @@ def test_read_denied_files_finds_hidden_ignored_and_nested_matches(tmp_path: Pat
     policy = Policy(repo=repo)
     found = sorted(readdeny.read_denied_files(repo, policy))
     assert found == [".env", "app/.env.local", "deep/er/cert.PEM", "node_modules/pkg/id_rsa"]
-    # The same without ripgrep (the os.walk fallback).
-    monkeypatch.setattr("gitbot.ripgrep.rg_binary", lambda: (_ for _ in ()).throw(RipgrepMissing("no rg")))
-    assert sorted(readdeny.read_denied_files(repo, policy)) == found
     assert readdeny.read_denied_files(repo, _DenyByName(repo=repo)) == ["private-notes.txt"]
 
 
