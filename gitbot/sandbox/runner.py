@@ -181,6 +181,8 @@ class Runner:
             layout.finished(note)
             if home is not None:
                 shutil.rmtree(home, ignore_errors=True)
+        if self.sandboxed and _setup_failed(run):
+            bwrap.forget_probe()  # what worked when the probe ran does not now: the next process probes again
         if run.exit_code == confine.EXIT_FAILED and run.output.startswith(confine.FAILURE_PREFIX):
             raise SandboxRefused(f"the sandbox could not be set up for this command: "
                                  f"{run.output.strip().removeprefix(confine.FAILURE_PREFIX).strip()}")
@@ -194,6 +196,14 @@ class Runner:
         if index is None:
             index = self._denied_files[real] = DeniedFiles(real, self.policy)
         return index.current()
+
+
+def _setup_failed(run: CommandRun) -> bool:
+    """Whether bubblewrap (or the helper before it) could not set up the sandbox for this command."""
+    if run.exit_code == confine.EXIT_FAILED and run.output.startswith(confine.FAILURE_PREFIX):
+        return True
+    return run.exit_code == 1 and run.output.startswith("bwrap: ") and \
+        not run.output.startswith(diagnose.BWRAP_EXEC_FAILED)
 
 
 def protected_policy(policy: Policy, view: ToolchainView) -> Policy:
