@@ -16,7 +16,6 @@ environment.
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import stat
 import sys
@@ -44,10 +43,21 @@ _STAGE_LOCK = threading.Lock()
 
 
 def helper_command(mode: str, spec: dict) -> list[str]:
+    """The helper's command line up to the command's argv (see helper.py for the spec's arguments)."""
     # The interpreter gitbot runs on, by its real path (a venv's python may sit in the repository),
     # isolated and without site: the helper needs only the standard library.
     python = os.path.realpath(sys.executable)
-    return [python, "-I", "-S", "-c", HELPER_SOURCE, mode, json.dumps(spec), "--"]
+    fields: list[str] = []
+    if mode == "drop":
+        fields += [str(spec["uid"]), spec["stage"], str(len(spec["idmap"]))]
+        for source, name in spec["idmap"]:
+            fields += [source, name]
+        fields.append(str(len(spec["bind"])))
+        for source, name, is_dir in spec["bind"]:
+            fields += [source, name, "1" if is_dir else "0"]
+    elif mode == "confine":
+        fields.append("1" if spec.get("landlock") else "0")
+    return [python, "-I", "-S", "-c", HELPER_SOURCE, mode, *fields, "--"]
 
 
 # ---------------------------------------------------------------------------------------------

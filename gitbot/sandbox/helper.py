@@ -1,6 +1,6 @@
 """The small program that starts a command with fewer privileges than gitbot has (see confine.py).
 
-It runs as `python -I -S -c <this source> MODE SPEC -- ARGV...` between gitbot and the command, so that
+It runs as `python -I -S -c <this source> MODE SPEC... -- ARGV...` between gitbot and the command, so that
 the restrictions are in place before the command's first instruction (a preexec_fn is unsafe in
 gitbot's threaded process). Standard library only, and passed as text, never read from disk at that
 moment: the repository could be gitbot's own source.
@@ -16,11 +16,13 @@ MODE "confine" (no sandbox): no new privileges, a Landlock domain (a process in 
 memory or /proc/<pid>/environ of processes outside it: gitbot and its parents), and as root, no
 capabilities and no way to get them back on exec.
 
-SPEC is JSON. Exit status 125 with a message on stderr when a step fails.
+SPEC is plain arguments (`confine.helper_command` writes them; json would double the helper's start-up
+time, paid by every command): for "drop", UID STAGE, then the number of id-mapped directories and a
+SOURCE NAME pair for each, then the number of binds and a SOURCE NAME IS_DIR triple for each; for
+"confine", 1 or 0 (Landlock). Exit status 125 with a message on stderr when a step fails.
 """
 
 import ctypes
-import json
 import os
 import sys
 
@@ -184,11 +186,26 @@ def confine(spec, argv):
         sys.exit(126 if isinstance(exc, PermissionError) else 127)
 
 
+def parse_spec(mode, fields):
+    if mode == "drop":
+        uid, stage, count = int(fields[0]), fields[1], int(fields[2])
+        idmap = [fields[3 + 2 * n:5 + 2 * n] for n in range(count)]
+        rest = fields[3 + 2 * count:]
+        binds = [[rest[1 + 3 * n], rest[2 + 3 * n], rest[3 + 3 * n] == "1"] for n in range(int(rest[0]))]
+        if len(rest) != 1 + 3 * len(binds):
+            raise Failed("malformed drop spec")
+        return {"uid": uid, "stage": stage, "idmap": idmap, "bind": binds}
+    if mode == "confine":
+        return {"landlock": fields == ["1"]}
+    return {}
+
+
 def main(args):
-    mode, spec_text = args[0], args[1]
-    argv = args[3:]  # args[2] is "--"
-    spec = json.loads(spec_text)
+    mode = args[0]
+    separator = args.index("--")
+    argv = args[separator + 1:]
     try:
+        spec = parse_spec(mode, args[1:separator])
         if mode == "drop":
             drop(spec, argv)
         elif mode == "confine":
@@ -199,7 +216,7 @@ def main(args):
             print("landlock" if ruleset >= 0 else f"no-landlock {os.strerror(ctypes.get_errno())}")
         else:
             raise Failed(f"unknown mode {mode!r}")
-    except (Failed, OSError) as exc:
+    except (Failed, OSError, ValueError, IndexError) as exc:
         sys.stderr.write(f"gitbot-sandbox: {exc}\n")
         sys.exit(EXIT_FAILED)
 

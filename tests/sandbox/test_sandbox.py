@@ -245,3 +245,19 @@ def test_wrap_masks_hidden_files_after_every_directory_bind(tmp_path: Path):
     assert argv[argv.index(target) - 2:argv.index(target) + 1] == ["--ro-bind", "/dev/null", target]
     assert argv.index(target) > argv.index(f"{repo}/.github/workflows")
     assert not any("outside.env" in arg or "missing.env" in arg for arg in argv)
+
+
+def test_the_helpers_spec_arrives_as_written_and_a_malformed_one_runs_nothing(tmp_path: Path):
+    from gitbot.sandbox import confine, helper
+
+    spec = {"uid": confine.SANDBOX_HOST_UID, "stage": "/tmp/stage x", "idmap": [["/work/my repo", "id0"]],
+            "bind": [["/home/u/.pyenv", "b0", True], ["/home/u/.python-version", "b1", False]]}
+    command = confine.helper_command("drop", spec)
+    fields = command[command.index("drop") + 1:command.index("--")]
+    assert helper.parse_spec("drop", fields) == spec
+    assert helper.parse_spec("confine", confine.helper_command("confine", {"landlock": True})[6:7]) == {"landlock": True}
+    marker = tmp_path / "ran"
+    truncated = command[:command.index("--") - 1] + ["--", "/bin/sh", "-c", f"touch {marker}"]
+    completed = subprocess.run(truncated, capture_output=True, text=True, timeout=30, check=False)
+    assert completed.returncode == confine.EXIT_FAILED and completed.stderr.startswith(confine.FAILURE_PREFIX)
+    assert not marker.exists()
