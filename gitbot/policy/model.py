@@ -19,7 +19,7 @@ from gitbot.policy.defaults import (
     DEFAULT_SANDBOX_MODE,
 )
 from gitbot.policy.files import FileRules
-from gitbot.policy.judge import CommandRule, compile_rule, judge_command
+from gitbot.policy.judge.rules import CommandRule, compile_rule
 
 
 @dataclass
@@ -66,6 +66,8 @@ class Policy:
     def check_command(self, command: str, extra_allowed: tuple[str, ...] = ()) -> Decision:
         """Judge a command line; `extra_allowed` holds the run's check command(s), allowed as written
         and with extra arguments."""
+        from gitbot.policy.judge import judge_command
+
         repo = os.path.realpath(self.repo) if self.repo is not None else None
         return judge_command(command, self.allow_rules, self.deny_rules, check_edit=self.check_edit, repo=repo,
                              extra_allowed=tuple(extra_allowed), check_read=self.check_read,
