@@ -6,11 +6,9 @@ scanning the text for the key inside its table.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 import subprocess
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +108,8 @@ class _Locator:
 
 def parse_policy(text: str, *, source: str, repo: Path | None = None):
     """A Policy from the text of a policy file; raises PolicyError naming `source` and the line."""
+    import tomllib  # only when there is a policy file: a check run under the defaults never parses TOML
+
     from gitbot.policy.model import Policy
 
     try:
@@ -124,6 +124,8 @@ def parse_policy(text: str, *, source: str, repo: Path | None = None):
     locate = _Locator(text)
     for table, content in data.items():
         if table not in SCHEMA:
+            import difflib
+
             suggestion = difflib.get_close_matches(table, SCHEMA, n=1)
             hint = f" (did you mean [{suggestion[0]}]?)" if suggestion else ""
             expected = ", ".join(f"[{name}]" for name in SCHEMA)
@@ -134,6 +136,8 @@ def parse_policy(text: str, *, source: str, repo: Path | None = None):
                               f"'{table}' must be a table ([{table}]), got {_type_name(content)}")
         for key in content:
             if key not in SCHEMA[table]:
+                import difflib
+
                 suggestion = difflib.get_close_matches(key, SCHEMA[table], n=1)
                 hint = f" (did you mean '{suggestion[0]}'?)" if suggestion else ""
                 raise PolicyError(source, locate.key(table, key),

@@ -165,13 +165,10 @@ def probe(*, refresh: bool = False) -> SandboxStatus:
 
 
 def _probe_cache_path() -> str | None:
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):
-        home = os.environ.get("HOME", "")
-        if not os.path.isabs(home) or home == "/":
-            return None
-        base = os.path.join(home, ".cache")
-    return os.path.join(base, "gitbot", PROBE_CACHE_NAME)
+    from gitbot.sandbox.gitconfig import user_cache_dir
+
+    base = user_cache_dir()
+    return os.path.join(base, PROBE_CACHE_NAME) if base else None
 
 
 def _machine_key(bwrap: str) -> str | None:
