@@ -111,8 +111,11 @@ class ToolchainView:
             any(under(path, m.dest) for m in self.mounts if not m.link)
 
 
+_SYSTEM_PREFIXES = tuple(f"{directory}/" for directory in SYSTEM_DIRS)
+
+
 def system_visible(path: str) -> bool:
-    return any(under(path, directory) for directory in SYSTEM_DIRS)
+    return path in SYSTEM_DIRS or path.startswith(_SYSTEM_PREFIXES)
 
 
 def _real(path: str) -> str:
@@ -125,6 +128,7 @@ class _Builder:
         # Real paths asked for again and again (every program of a PATH directory shares its parents):
         # each directory is resolved once per build.
         self._reals: dict[str, str] = {}
+        self._resolving: set[str] = set()
         self.repo = self.real(repo)
         self.home = self.real(environ.get("HOME") or os.path.expanduser("~"))
         self.view = ToolchainView(home=self.home)
@@ -147,10 +151,24 @@ class _Builder:
                 part in ("", ".", "..") for part in parent.split("/")[1:]) and parent != "/":
             found = os.path.realpath(path)  # not a plain absolute path: the real thing, uncached parts
         else:
-            candidate = os.path.join(self.real(parent) if parent != "/" else "/", name)
-            found = os.path.realpath(candidate) if os.path.islink(candidate) else candidate
+            real_parent = self.real(parent) if parent != "/" else "/"
+            candidate = os.path.join(real_parent, name)
+            found = self._through_link(candidate, real_parent, path) if os.path.islink(candidate) else candidate
         self._reals[path] = found
         return found
+
+    def _through_link(self, link: str, real_parent: str, asked: str) -> str:
+        try:
+            target = os.readlink(link)
+        except OSError:
+            return os.path.realpath(link)
+        if asked in self._resolving or any(part in (".", "..") for part in target.split("/")):
+            return os.path.realpath(link)  # a loop, or `..` (which applies after the links): the real thing
+        self._resolving.add(asked)
+        try:
+            return self.real(target if os.path.isabs(target) else os.path.join(real_parent, target))
+        finally:
+            self._resolving.discard(asked)
 
     # ------------------------------------------------------------------ mounting
 
