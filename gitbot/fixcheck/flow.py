@@ -31,8 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from gitbot import git
-from gitbot.agent.result import ExitCode
-from gitbot.errors import ConfigError, GitError, NotAGitRepository
+from gitbot.errors import ConfigError, ExitCode, GitError, NotAGitRepository
 from gitbot.fixcheck.outcome import FixOutcome, FixRequest
 from gitbot.sandbox.command import CannotStart, CommandRun
 from gitbot.sandbox.runner import SandboxRefused
