@@ -171,6 +171,10 @@ class Checkpointer:
         self._keep_staged = False
         self._seed_listing: Background | None = None
         self._seed_tree: str | None = None  # HEAD's tree when the index was seeded
+        self._head_tree: str | None = None  # the tree of the shadow's HEAD, when this checkpointer set it
+        # (the index file's stamp, the tree write-tree made from it): a scan that finds nothing to update
+        # in an index no one has written since needs no write-tree.
+        self._written: tuple[tuple[int, int, int, int] | None, str] | None = None
         since = per_response_from(self.paths, run_id) if steps else None
         if since is not None:  # a resumed run stays in the mode it had degraded to
             self._mode = "per_response"
@@ -282,11 +286,22 @@ class Checkpointer:
     def _update_and_write_tree(self, touched: list[str] | None) -> str:
         if touched is None or self._keep_staged or not self._add_touched(touched):
             seed_tree = self._seed_tree if self._keep_staged else None
-            if not self._scan_all() and seed_tree:
-                # Nothing differs from the freshly seeded index, and status compared it with HEAD:
-                # the tree is HEAD's (a clean checkout, as in CI), and write-tree need not read the index.
-                return seed_tree
+            if not self._scan_all():
+                if seed_tree:
+                    # Nothing differs from the freshly seeded index, and status compared it with HEAD:
+                    # the tree is HEAD's (a clean checkout, as in CI), and write-tree need not read the index.
+                    return seed_tree
+                if self._head_tree and self._head_is_last_commit():
+                    # Status found nothing: the work tree is the index and the index is the shadow's HEAD,
+                    # which is this run's last commit. The tree is that commit's: no write-tree.
+                    return self._head_tree
         return self.shadow.out("write-tree", index=self.index)
+
+    def _head_is_last_commit(self) -> bool:
+        try:
+            return (self.shadow.dir / "HEAD").read_text(encoding="ascii").strip() == self._last_commit
+        except (OSError, UnicodeDecodeError):
+            return False
 
     def _seed_index(self) -> None:
         """Start the private index as a copy of the user's (stat data + blob ids they already have)."""
@@ -313,6 +328,7 @@ class Checkpointer:
                     shutil.copy2(shared, target)
             os.replace(tmp, self.index)
         head = user_head(self.paths)
+        self._head_tree = None
         if head:
             # status compares HEAD with the index; HEAD == the seeded index's commit keeps that cheap.
             self.shadow.set_refs({"HEAD": head[0]})
@@ -561,6 +577,7 @@ class Checkpointer:
             new = True
         # The step's ref, and the shadow's HEAD (which keeps the next status's HEAD/index comparison small).
         self.shadow.set_refs({f"{self._ref_prefix}{step}": commit, "HEAD": commit})
+        self._head_tree = tree
         self._last_step, self._last_commit, self._last_tree = step, commit, tree
         return Checkpoint(step=step, commit=commit, seconds=0.0, files_changed=files_changed,
                           not_captured=sorted(self._not_captured), new_commit=new, reason=reason,

@@ -926,3 +926,27 @@ def test_size_cap_from_the_environment(repo: Path, monkeypatch: pytest.MonkeyPat
     (repo / "big.bin").write_bytes(b"x" * 3000)
     step1 = cp.take(1)
     assert "over the 2048-byte cap" in step1.not_captured_reasons["big.bin"]
+
+
+def test_a_step_that_changed_nothing_reuses_the_last_tree_without_writing_one(tmp_path: Path, monkeypatch):
+    repo = make_repo(tmp_path / "repo", {"a.txt": "one\n", "b/c.txt": "c\n"})
+    cp = Checkpointer(repo, "run-same")
+    first = cp.take(0)
+    (repo / "a.txt").write_text("two\n")
+    second = cp.take(1)
+    assert second.files_changed == ["a.txt"]
+    written = []
+    real_git = cp.shadow.git
+    monkeypatch.setattr(cp.shadow, "git", lambda *args, **kw: written.append(args[0]) or real_git(*args, **kw))
+    third = cp.take(2)  # a command that changed nothing
+    assert (third.commit, third.new_commit, third.files_changed) == (second.commit, False, [])
+    assert "write-tree" not in written
+    # Someone else puts the shadow's HEAD, the index and the work tree back at step 0 (not this
+    # checkpointer): status finds nothing, but the tree is step 0's, not this run's last one.
+    step0_tree = cp.shadow.out("rev-parse", f"{first.commit}^{{tree}}")
+    real_git("read-tree", step0_tree, index=cp.index)
+    (repo / "a.txt").write_text("one\n")
+    real_git("update-index", "--refresh", index=cp.index, ok=(0, 1))
+    cp.shadow.set_refs({"HEAD": first.commit})
+    fourth = cp.take(3)
+    assert cp.shadow.out("rev-parse", f"{fourth.commit}^{{tree}}") == step0_tree
