@@ -23,6 +23,10 @@ from gitbot.sandbox.env import SANDBOX_HOME, build_env, clean_path, protect_proc
 from gitbot.sandbox.mounts import git_arguments, git_directories, host_sockets, system_git_config
 from gitbot.sandbox.toolchain import SYSTEM_DIRS, ToolchainView, build_view
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gitbot.sandbox.processes import ProcessLimit
+
 PROBE_TIMEOUT_SECONDS = 20
 FIX_HINT = (
     "To fix the runner: install bubblewrap (`sudo apt-get install -y bubblewrap`); on Ubuntu 24.04 "
@@ -82,7 +86,7 @@ def sandbox_home(view: ToolchainView, repo: str) -> str:
 def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[Path | str, ...] | list = (),
          protected_files: tuple[str, ...] | list[str] = (), env: dict[str, str] | None = None,
          status: SandboxStatus | None = None, hidden_files: tuple[str, ...] | list[str] = (),
-         toolchain: ToolchainView | None = None) -> list[str]:
+         toolchain: ToolchainView | None = None, limit: ProcessLimit | None = None) -> list[str]:
     """The command line that runs `argv` in the sandbox, with the repository as the working directory.
 
     `read_only` and `protected_files`: directories and files inside the repository that are protected
@@ -90,7 +94,8 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     always): read-only and pinned, or an empty placeholder when missing (layout.py). `hidden_files`:
     files inside the repository replaced by /dev/null (read_deny matches, see `read_denied_files`).
     `toolchain`: what of the host the commands need (default: computed from gitbot's environment).
-    `env`: the sandbox's whole environment (default: build_env() for that toolchain)."""
+    `env`: the sandbox's whole environment (default: build_env() for that toolchain). `limit`: the
+    command's process limit, when it is to be run with one (the helper may apply it, see confine.py)."""
     protect_process_environ()
     status = status or probe()
     bwrap = status.bwrap or _bwrap_path() or "bwrap"
@@ -134,7 +139,8 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     for name, value in (env if env is not None else build_env(repo=repo, toolchain=view, home=home)).items():
         args += ["--setenv", name, value]
     args += ["--chdir", repo, "--", *argv]
-    return confine.unprivileged(args, idmapped=[repo, *(d for d in dict.fromkeys(git_dirs) if d and not under(d, repo))])
+    return confine.unprivileged(args, idmapped=[repo, *(d for d in dict.fromkeys(git_dirs) if d and not under(d, repo))],
+                                limit=limit)
 
 
 _PROBE_LOCK = threading.Lock()

@@ -25,6 +25,10 @@ from pathlib import Path
 
 from gitbot.sandbox.env import under
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gitbot.sandbox.processes import ProcessLimit
+
 SANDBOX_HOST_UID = 2_000_000_000
 # How the helper says it could not set something up (then the command did not start).
 EXIT_FAILED = 125
@@ -42,12 +46,13 @@ _STAGE: str | None = None
 _STAGE_LOCK = threading.Lock()
 
 
-def helper_command(mode: str, spec: dict) -> list[str]:
-    """The helper's command line up to the command's argv (see helper.py for the spec's arguments)."""
+def helper_command(mode: str, spec: dict, limit: ProcessLimit | None = None) -> list[str]:
+    """The helper's command line up to the command's argv (see helper.py for the arguments). `limit`:
+    the command's process limit, which the helper then sets itself (run it with that limit)."""
     # The interpreter gitbot runs on, by its real path (a venv's python may sit in the repository),
     # isolated and without site: the helper needs only the standard library.
     python = os.path.realpath(sys.executable)
-    fields: list[str] = []
+    fields = limit.helper_fields() if limit is not None else ["-", "-", "-"]
     if mode == "drop":
         fields += [str(spec["uid"]), spec["stage"], str(len(spec["idmap"]))]
         for source, name in spec["idmap"]:
@@ -98,7 +103,7 @@ def reachable_by_others(path: str) -> bool:
         parent = os.path.dirname(parent)
 
 
-def unprivileged(bwrap_argv: list[str], *, idmapped: list[str]) -> list[str]:
+def unprivileged(bwrap_argv: list[str], *, idmapped: list[str], limit: ProcessLimit | None = None) -> list[str]:
     """`bwrap_argv` as it must be started from this process: as it is for an ordinary user; as root,
     behind the helper that hands the sandbox an unprivileged host uid (see the module docstring).
     `idmapped`: the directories the sandbox writes (the repository) or git must own (git directories
@@ -123,7 +128,7 @@ def unprivileged(bwrap_argv: list[str], *, idmapped: list[str]) -> list[str]:
         index += 1 + arity
     spec = {"uid": SANDBOX_HOST_UID, "stage": stage, "idmap": [[path, name] for path, name in roots.items()],
             "bind": [[path, name, is_dir] for path, (name, is_dir) in binds.items()]}
-    return helper_command("drop", spec) + rewritten
+    return helper_command("drop", spec, limit) + rewritten
 
 
 def _staged(source: str, roots: dict[str, str], binds: dict[str, tuple[str, bool]], stage: str) -> str:
@@ -161,6 +166,6 @@ def environ_protection() -> bool:
     return _LANDLOCK
 
 
-def unsandboxed(argv: list[str]) -> list[str]:
+def unsandboxed(argv: list[str], limit: ProcessLimit | None = None) -> list[str]:
     """`argv` behind the helper that confines a command run without the sandbox."""
-    return helper_command("confine", {"landlock": environ_protection()}) + list(argv)
+    return helper_command("confine", {"landlock": environ_protection()}, limit) + list(argv)

@@ -17,9 +17,12 @@ memory or /proc/<pid>/environ of processes outside it: gitbot and its parents), 
 capabilities and no way to get them back on exec.
 
 SPEC is plain arguments (`confine.helper_command` writes them; json would double the helper's start-up
-time, paid by every command): for "drop", UID STAGE, then the number of id-mapped directories and a
-SOURCE NAME pair for each, then the number of binds and a SOURCE NAME IS_DIR triple for each; for
-"confine", 1 or 0 (Landlock). Exit status 125 with a message on stderr when a step fails.
+time, paid by every command): first the command's limits, FILE_BYTES NPROC GO_FD ("-" for none), set
+before anything else (GO_FD: wait there for "ok" from gitbot, which puts this process into the
+command's pids cgroup meanwhile; see processes.py); then for "drop", UID STAGE, the number of
+id-mapped directories and a SOURCE NAME pair for each, the number of binds and a SOURCE NAME IS_DIR
+triple for each; for "confine", 1 or 0 (Landlock). Exit status 125 with a message on stderr when a
+step fails.
 """
 
 import ctypes
@@ -187,6 +190,8 @@ def confine(spec, argv):
 
 
 def parse_spec(mode, fields):
+    limits = {"file_bytes": fields[0], "nproc": fields[1], "go": fields[2]}
+    fields = fields[3:]
     if mode == "drop":
         uid, stage, count = int(fields[0]), fields[1], int(fields[2])
         idmap = [fields[3 + 2 * n:5 + 2 * n] for n in range(count)]
@@ -194,10 +199,29 @@ def parse_spec(mode, fields):
         binds = [[rest[1 + 3 * n], rest[2 + 3 * n], rest[3 + 3 * n] == "1"] for n in range(int(rest[0]))]
         if len(rest) != 1 + 3 * len(binds):
             raise Failed("malformed drop spec")
-        return {"uid": uid, "stage": stage, "idmap": idmap, "bind": binds}
+        return limits, {"uid": uid, "stage": stage, "idmap": idmap, "bind": binds}
     if mode == "confine":
-        return {"landlock": fields == ["1"]}
-    return {}
+        return limits, {"landlock": fields == ["1"]}
+    return limits, {}
+
+
+def apply_limits(limits):
+    """What the launcher shell does otherwise (`ulimit -f`, `ulimit -u`, joining the cgroup)."""
+    if limits["file_bytes"] != "-" or limits["nproc"] != "-":
+        import resource
+
+        if limits["file_bytes"] != "-":
+            size = int(limits["file_bytes"])
+            resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+        if limits["nproc"] != "-":
+            count = int(limits["nproc"])
+            resource.setrlimit(resource.RLIMIT_NPROC, (count, count))
+    if limits["go"] != "-":
+        fd = int(limits["go"])
+        answer = os.read(fd, 3)
+        os.close(fd)
+        if answer != b"ok\n":
+            raise Failed("the command could not be put into its process-limit cgroup")
 
 
 def main(args):
@@ -205,7 +229,8 @@ def main(args):
     separator = args.index("--")
     argv = args[separator + 1:]
     try:
-        spec = parse_spec(mode, args[1:separator])
+        limits, spec = parse_spec(mode, args[1:separator])
+        apply_limits(limits)
         if mode == "drop":
             drop(spec, argv)
         elif mode == "confine":

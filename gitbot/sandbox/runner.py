@@ -169,11 +169,12 @@ class Runner:
                                                    [*layout.ALWAYS_PROTECTED_DIRS, *directories],
                                                    layout.ALWAYS_PROTECTED_FILES)
                 note = layout.record_placeholders(os.path.realpath(where), placeholders)
-                argv = bwrap.wrap(argv, where, network=self.network, env=env, hidden_files=tuple(hidden),
-                                  read_only=tuple(directories), status=self.status, toolchain=view)
-            else:
-                argv = confine.unsandboxed(argv)
             with processes.ProcessLimit(max_processes or processes.MAX_PROCESSES) as limit:
+                if self.sandboxed:
+                    argv = bwrap.wrap(argv, where, network=self.network, env=env, hidden_files=tuple(hidden),
+                                      read_only=tuple(directories), status=self.status, toolchain=view, limit=limit)
+                else:
+                    argv = confine.unsandboxed(argv, limit)
                 run = run_command(argv, where, env=env, timeout=timeout, display=display, output=output,
                                   echo=echo, limit=limit, sandboxed=self.sandboxed)
         finally:
