@@ -950,3 +950,31 @@ def test_a_step_that_changed_nothing_reuses_the_last_tree_without_writing_one(tm
     cp.shadow.set_refs({"HEAD": first.commit})
     fourth = cp.take(3)
     assert cp.shadow.out("rev-parse", f"{fourth.commit}^{{tree}}") == step0_tree
+
+
+def test_the_first_scan_leaves_the_index_to_a_background_refresh_that_later_steps_wait_for(tmp_path: Path):
+    repo = make_repo(tmp_path / "repo", {"a.txt": "one\n", "src/b.py": "b\n"})
+    (repo / "new.txt").write_text("untracked\n")
+    cp = Checkpointer(repo, "run-refresh")
+    first = cp.take(0)
+    assert cp._refresher is not None  # writing the untracked cache, while the first request is out
+    cp.settle()
+    assert b"UNTR" in cp.index.read_bytes()  # the untracked cache the next scans use
+    (repo / "src" / "c.py").write_text("c\n")
+    second = cp.take(1)  # waits for the refresh, then scans
+    assert cp._refresher is None
+    assert sorted(second.files_changed) == ["src/c.py"]
+    assert "new.txt" in cp.shadow.out("ls-tree", "-r", "--name-only", first.commit).split()
+    assert not Path(f"{cp.index}.lock").exists()
+
+
+def test_a_process_that_ends_right_after_its_first_checkpoint_leaves_no_git_behind(tmp_path: Path):
+    repo = make_repo(tmp_path / "repo", {"a.txt": "one\n"})
+    script = ("import sys; from gitbot.checkpoints import Checkpointer; "
+              "cp = Checkpointer(sys.argv[1], 'run-exit'); cp.take(0); print(cp._refresher is not None)")
+    proc = subprocess.run([sys.executable, "-c", script, str(repo)], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[2], check=False)
+    assert proc.returncode == 0 and proc.stdout.strip() == "True", proc.stderr
+    index = repo / ".git" / "gitbot" / "shadow" / "indexes" / "run-exit"
+    assert index.is_file() and not Path(f"{index}.lock").exists()
+    assert Checkpointer(repo, "run-exit").take(1).new_commit is False
