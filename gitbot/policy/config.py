@@ -14,12 +14,10 @@ from typing import Any
 
 from gitbot import git
 from gitbot.errors import GitError
-from gitbot.llm.pricing import ModelPrice
 from gitbot.llm.settings import PROVIDERS, ModelSettings
 from gitbot.policy.base import Limits, PolicyError
 from gitbot.policy.defaults import DEFAULT_POLICY_PATH, SANDBOX_MODES
 from gitbot.policy.files import GlobError, validate_path_glob
-from gitbot.policy.judge import split_pattern
 
 # table -> key -> kind
 SCHEMA: dict[str, dict[str, str]] = {
@@ -174,6 +172,8 @@ def parse_policy(text: str, *, source: str, repo: Path | None = None):
 
 
 def _model_settings(model: dict[str, Any], source: str, locate: _Locator) -> ModelSettings:
+    from gitbot.llm.pricing import ModelPrice  # only a policy with [model] prices needs it
+
     prices = {key.removeprefix("price_"): model[key] for key in model if key.startswith("price_")}
     price = None
     if prices:
@@ -209,6 +209,8 @@ def _validate(value: Any, kind: str, table: str, key: str, source: str, locate: 
                 if kind == "file_globs":
                     validate_path_glob(item)
                 else:
+                    from gitbot.policy.judge.rules import split_pattern
+
                     split_pattern(item)
             except (GlobError, ValueError) as exc:
                 what = "glob" if kind == "file_globs" else "command pattern"

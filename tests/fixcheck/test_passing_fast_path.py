@@ -14,9 +14,10 @@ from tests.conftest import gitbot_env, make_repo
 pytestmark = pytest.mark.slow
 
 # What only a failing check needs: the checkpoints, the output parsers, the tampering checks, the
-# agent, the command judge and its parser, TOML (no policy file here).
+# agent and its result types, the command rules, judge and parser, the price table, TOML (no policy file here).
 NOT_NEEDED = ("gitbot.checkpoints", "gitbot.checks", "gitbot.fixcheck.tampering", "gitbot.fixcheck.changes",
-              "gitbot.agent.loop", "gitbot.policy.judge.judge", "tree_sitter", "tomllib", "gitbot.tools")
+              "gitbot.agent.loop", "gitbot.agent.result", "gitbot.policy.judge.judge", "gitbot.policy.judge.rules",
+              "gitbot.llm.pricing", "tree_sitter", "tomllib", "gitbot.tools")
 PROBE = f"""
 import json, sys
 from gitbot.cli import main
