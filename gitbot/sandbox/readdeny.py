@@ -47,12 +47,13 @@ class SandboxRefusal(Exception):
 
 
 class _Directory:
-    __slots__ = ("denied", "stamp", "subdirs")
+    __slots__ = ("children", "denied", "stamp", "subdirs")
 
     def __init__(self, stamp: tuple[int, int, int, int] | None, subdirs: list[str], denied: list[str]):
         self.stamp = stamp  # None: read it again on the next walk
         self.subdirs = subdirs
         self.denied = denied
+        self.children: list[tuple[str, str]] | None = None  # (relative, absolute) of the subdirectories
 
 
 class DeniedFiles:
@@ -78,13 +79,13 @@ class DeniedFiles:
         racy_after = walk_began - int(RACY_SECONDS * 1e9)
         old, new = self._dirs, {}
         changed = len(old) == 0
-        stack = [""]
-        lstat = os.lstat
         root = self.root
+        stack = [("", root)]
+        lstat = os.lstat
         while stack:
-            relative = stack.pop()
+            relative, absolute = stack.pop()
             try:
-                st = lstat(f"{root}/{relative}" if relative else root)
+                st = lstat(absolute)
             except OSError:
                 changed = True
                 continue
@@ -100,7 +101,11 @@ class DeniedFiles:
                 changed = changed or was is None or was.subdirs != entry.subdirs or was.denied != entry.denied
             new[relative] = entry
             if entry.subdirs:
-                stack.extend(f"{relative}/{name}" if relative else name for name in entry.subdirs)
+                children = entry.children
+                if children is None:
+                    prefix = f"{relative}/" if relative else ""
+                    children = entry.children = [(prefix + name, f"{absolute}/{name}") for name in entry.subdirs]
+                stack.extend(children)
         self._dirs = new
         if changed or len(new) != len(old):
             self._save()
