@@ -236,6 +236,7 @@ def bench_checkpoints(repo: Path, runs: int, status: float, tag: str) -> None:
                 began = time.perf_counter()
                 cp.take(step)
                 full.append(time.perf_counter() - began)
+            scratch.unlink()  # every run's first checkpoint sees the tree as it was, not this run's scratch file
             began = time.perf_counter()
             git_status(repo)()
             statuses.append(time.perf_counter() - began)
@@ -329,9 +330,18 @@ def bench_definitions_tree(repo: Path, runs: int, top: str) -> None:
 
 # ---------------------------------------------------------------- fix-check
 
+def installed_from(gitbot: str, repo: Path) -> str:
+    """Where the gitbot executable's package comes from: "editable" (the source tree) or "installed"."""
+    try:
+        interpreter = Path(gitbot).read_bytes().split(b"\n", 1)[0].removeprefix(b"#!").strip().decode()
+    except OSError:
+        return "unknown"
+    where = run_quiet([interpreter, "-c", "import gitbot; print(gitbot.__file__)"], repo).decode().strip()
+    return "installed" if "site-packages" in where else f"editable ({where})"
+
+
 def bench_fixcheck(repo: Path, runs: int, gitbot: str) -> None:
-    editable = "editable" if "__editable__" in run_quiet([sys.executable, "-m", "pip", "show", "-f", "gitbot"],
-                                                          repo).decode() else "installed"
+    editable = installed_from(gitbot, repo)
     times = interleaved({
         "status": git_status(repo),
         "python": lambda: run_quiet([sys.executable, "-c", "pass"], repo),

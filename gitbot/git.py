@@ -184,7 +184,31 @@ OPERATIONS = (  # (path inside the git dir, what to call it, how to finish it)
 
 def operation_in_progress(repo: str | os.PathLike) -> str | None:
     """A sentence saying which multi-step git operation is unfinished, or None."""
-    for name, what, finish in OPERATIONS:
-        if git_path(repo, name).exists():
+    return _unfinished(repo, out(repo, "rev-parse", *_OPERATION_PATH_ARGS).split("\n"))
+
+
+def root_and_operation(path: str | os.PathLike) -> tuple[Path, str | None]:
+    """repo_root and operation_in_progress, from one git process (a passing fix-check's git facts)."""
+    from pathlib import Path
+
+    try:
+        lines = out(path, "rev-parse", "--show-toplevel", *_OPERATION_PATH_ARGS, ok=range(256)).split("\n")
+    except NotAGitRepository:
+        raise NotAGitRepository(f"{path} is not a directory, or git is not installed") from None
+    if len(lines) != 1 + len(OPERATIONS):  # not a work tree, or a path with a newline in it
+        root = repo_root(path)
+        return root, operation_in_progress(root)
+    if not lines[0] or not os.path.isabs(lines[0]):
+        raise NotAGitRepository(f"{Path(path).resolve()} is not inside a git work tree (run `git init` first, "
+                                f"or pass --repo)")
+    return Path(lines[0]), _unfinished(path, lines[1:])
+
+
+_OPERATION_PATH_ARGS = tuple(arg for name, _what, _finish in OPERATIONS for arg in ("--git-path", name))
+
+
+def _unfinished(cwd: str | os.PathLike, found: list[str]) -> str | None:
+    for (_name, what, finish), path in zip(OPERATIONS, found, strict=True):
+        if os.path.exists(path if os.path.isabs(path) else os.path.join(cwd, path)):
             return f"the repository is in the middle of {what} (finish it first: {finish})"
     return None

@@ -43,7 +43,8 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 REDACTED = "[REDACTED]"
 ALLOW_MARKERS = ("gitbot: allow-secret", "pragma: allowlist secret")
@@ -85,12 +86,16 @@ class Rule:
     word_start: bool = False  # the match must not continue a word (`xghp_…` is not a token)
     lowered: bool = False  # the pattern is written in lower case and matched case-insensitively
     generic: bool = False  # a weaker rule: a specific rule at the same place names the finding
-    compiled: re.Pattern[str] = field(init=False, repr=False, compare=False)
-    compiled_left: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "compiled", re.compile(self.pattern))
-        object.__setattr__(self, "compiled_left", re.compile(f"(?:{self.left})\\Z") if self.left else None)
+    # Compiled on first use: every command's environment is checked against the known secret values
+    # (gitbot.secrets), which must not pay for compiling the scanner's rules.
+    @cached_property
+    def compiled(self) -> re.Pattern[str]:
+        return re.compile(self.pattern)
+
+    @cached_property
+    def compiled_left(self) -> re.Pattern[str] | None:
+        return re.compile(f"(?:{self.left})\\Z") if self.left else None
 
 
 _PEM = r"[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?"

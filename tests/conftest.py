@@ -82,6 +82,13 @@ def run_gitbot(args: list[str], *, env: dict[str, str] | None = None, cwd: Path 
                           env=gitbot_env(env), cwd=cwd, timeout=timeout, check=False)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _own_cache_home(tmp_path_factory):
+    """gitbot remembers the sandbox probe under $XDG_CACHE_HOME: the tests' own, probed for real once."""
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+
+
 @pytest.fixture(autouse=True)
 def _guard_the_checkout():
     """Tests must work in temporary directories: fail loudly if one touches this checkout's git data."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import platform
 import re
-import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,9 +47,11 @@ def first_user_message(task: Task, repo: Path, policy: Policy | None = None) -> 
 
 
 def top_level_listing(repo: Path) -> str:
-    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=repo,
-                         capture_output=True, check=False).stdout.decode("utf-8", "replace")
-    names = sorted({printable(p.split("/", 1)[0]) + ("/" if "/" in p else "") for p in out.split("\0") if p})
+    """The repository's top level as git sees it (what list_files(".") shows): read from the index
+    and the top directory, without walking the tree (tools/listing.py)."""
+    from gitbot.tools.listing import git_entries
+
+    names = sorted({printable(name) for name in git_entries(Path(repo), recursive=False) or ()})
     shown = names[:TOP_LEVEL_LISTING_CAP]
     lines = [f"  {n}" for n in shown] or [f"  {render_prompt('first_message/no_files')}"]
     if len(names) > len(shown):

@@ -6,6 +6,7 @@ import enum
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gitbot.errors import ExitCode  # defined with the errors; imported from here too
 from gitbot.llm.usage import Usage
 
 
@@ -16,15 +17,6 @@ class Status(str, enum.Enum):
     MISTAKE_LIMIT = "mistake_limit"
     TIME_LIMIT = "time_limit"
     ERROR = "error"
-
-
-class ExitCode(enum.IntEnum):
-    """Process exit codes, documented in the README."""
-
-    OK = 0
-    GAVE_UP = 1  # the agent stopped at a limit, or the fix did not verify
-    CONFIG = 2  # bad arguments, missing key, not a git repository, bad policy file
-    INFRA = 3  # the provider or other infrastructure failed (including interruption)
 
 
 def exit_code_for(status: Status) -> ExitCode:

@@ -34,10 +34,14 @@ class Background:
     """A git command against a private index, running while this process does something else; its
     output goes to files so that a full pipe never stalls it."""
 
-    def __init__(self, shadow: ShadowRepo, index: Path, args: tuple[str, ...]) -> None:
+    def __init__(self, shadow: ShadowRepo, index: Path, args: tuple[str, ...], *,
+                 write_index: bool = True) -> None:
         self._args = list(args)
         self._stdout, self._stderr = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115 - closed in output() or discard()
-        self._process = subprocess.Popen(["git", *self._args], env=shadow.env(index), cwd=shadow.paths.work_tree,
+        env = shadow.env(index)
+        if not write_index:
+            env["GIT_OPTIONAL_LOCKS"] = "0"  # status leaves the index as it is
+        self._process = subprocess.Popen(["git", *self._args], env=env, cwd=shadow.paths.work_tree,
                                          stdin=subprocess.DEVNULL, stdout=self._stdout, stderr=self._stderr)
 
     def output(self) -> bytes:

@@ -40,6 +40,7 @@ is gone.
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -169,8 +170,14 @@ class Checkpointer:
         self._degraded_at_step: int | None = None
         # Set when the index was (re-)seeded: the next scan copies blobs only the user's index holds.
         self._keep_staged = False
+        self._refresh_pending = False  # the first scan did not write the index (see _scan_all)
+        self._refresher: Background | None = None
         self._seed_listing: Background | None = None
         self._seed_tree: str | None = None  # HEAD's tree when the index was seeded
+        self._head_tree: str | None = None  # the tree of the shadow's HEAD, when this checkpointer set it
+        # (the index file's stamp, the tree write-tree made from it): a scan that finds nothing to update
+        # in an index no one has written since needs no write-tree.
+        self._written: tuple[tuple[int, int, int, int] | None, str] | None = None
         since = per_response_from(self.paths, run_id) if steps else None
         if since is not None:  # a resumed run stays in the mode it had degraded to
             self._mode = "per_response"
@@ -215,7 +222,31 @@ class Checkpointer:
         checkpoint = self.record(step, tree, reason=reason)
         checkpoint.seconds = time.perf_counter() - began
         self._note_timing(step, checkpoint.seconds, first)
+        self._refresh_later()
         return checkpoint
+
+    def settle(self) -> None:
+        """Wait for the private index's background refresh, if one runs (every use of the index does)."""
+        refresher, self._refresher = self._refresher, None
+        if refresher is not None:
+            _PENDING.discard(refresher)
+            try:
+                refresher.output()
+            except GitCommandError as exc:  # e.g. the lock taken: the next status writes it instead
+                log.info("background refresh of the checkpoint index failed: %s", exc.stderr)
+
+    def _refresh_later(self) -> None:
+        """Start the status that writes the refreshed index and its untracked cache, which the first scan
+        skipped. It only writes what git already knows from the files (stat data, directory listings):
+        the checkpoint taken does not depend on it, the next scan only gets faster."""
+        if not self._refresh_pending or self._refresher is not None:
+            return
+        self._refresh_pending = False
+        try:
+            self._refresher = Background(self.shadow, self.index, _STATUS_ARGS)
+        except OSError:
+            return
+        _PENDING.add(self._refresher)
 
     def should_checkpoint_step(self) -> bool:
         """False once checkpoints got slow and the run switched to one checkpoint per model response."""
@@ -248,6 +279,7 @@ class Checkpointer:
 
     def changed_since_start(self) -> list[str]:
         """Paths that differ between step 0 and the last checkpoint (what the run changed)."""
+        self.settle()  # the run is ending: its index is complete before the lock goes
         first = self.shadow.run_steps(self.run_id).get(0)
         if first is None or self._last_commit is None or first == self._last_commit:
             return []
@@ -263,6 +295,7 @@ class Checkpointer:
 
     def build_tree(self, touched: list[str] | None = None) -> str:
         """Bring the private index up to date with the work tree and return its tree id."""
+        self.settle()
         if self._last_commit is None or not self.index.exists():
             self._seed_index()
         try:
@@ -282,11 +315,22 @@ class Checkpointer:
     def _update_and_write_tree(self, touched: list[str] | None) -> str:
         if touched is None or self._keep_staged or not self._add_touched(touched):
             seed_tree = self._seed_tree if self._keep_staged else None
-            if not self._scan_all() and seed_tree:
-                # Nothing differs from the freshly seeded index, and status compared it with HEAD:
-                # the tree is HEAD's (a clean checkout, as in CI), and write-tree need not read the index.
-                return seed_tree
+            if not self._scan_all():
+                if seed_tree:
+                    # Nothing differs from the freshly seeded index, and status compared it with HEAD:
+                    # the tree is HEAD's (a clean checkout, as in CI), and write-tree need not read the index.
+                    return seed_tree
+                if self._head_tree and self._head_is_last_commit():
+                    # Status found nothing: the work tree is the index and the index is the shadow's HEAD,
+                    # which is this run's last commit. The tree is that commit's: no write-tree.
+                    return self._head_tree
         return self.shadow.out("write-tree", index=self.index)
+
+    def _head_is_last_commit(self) -> bool:
+        try:
+            return (self.shadow.dir / "HEAD").read_text(encoding="ascii").strip() == self._last_commit
+        except (OSError, UnicodeDecodeError):
+            return False
 
     def _seed_index(self) -> None:
         """Start the private index as a copy of the user's (stat data + blob ids they already have)."""
@@ -313,6 +357,7 @@ class Checkpointer:
                     shutil.copy2(shared, target)
             os.replace(tmp, self.index)
         head = user_head(self.paths)
+        self._head_tree = None
         if head:
             # status compares HEAD with the index; HEAD == the seeded index's commit keeps that cheap.
             self.shadow.set_refs({"HEAD": head[0]})
@@ -419,7 +464,12 @@ class Checkpointer:
         """The general path: ask git what differs from the index, and update just those paths.
         False when status found nothing at all to look at."""
         # Right after seeding, the seeded index's listing is read and matched here while status runs.
-        status = Background(self.shadow, self.index, _STATUS_ARGS)
+        # The first scan of a seeded index does not write it back: building its untracked cache and
+        # writing the split index costs a third of that status. `take` has a second status write
+        # them in the background, while the run's first model request is out (see _refresh_later).
+        first = self._keep_staged
+        status = Background(self.shadow, self.index, _STATUS_ARGS, write_index=not first)
+        self._refresh_pending = self._refresh_pending or first
         try:
             fixes = self._read_seed_listing()
         except BaseException:
@@ -561,6 +611,7 @@ class Checkpointer:
             new = True
         # The step's ref, and the shadow's HEAD (which keeps the next status's HEAD/index comparison small).
         self.shadow.set_refs({f"{self._ref_prefix}{step}": commit, "HEAD": commit})
+        self._head_tree = tree
         self._last_step, self._last_commit, self._last_tree = step, commit, tree
         return Checkpoint(step=step, commit=commit, seconds=0.0, files_changed=files_changed,
                           not_captured=sorted(self._not_captured), new_commit=new, reason=reason,
@@ -614,6 +665,20 @@ class Checkpointer:
         if rel == ".." or rel.startswith("../"):
             raise ValueError(f"{raw} is outside the repository {self.repo}")
         return rel
+
+
+# Background refreshes still running: waited for when the process exits, so no git is left writing
+# an index after gitbot is gone.
+_PENDING: set[Background] = set()
+
+
+@atexit.register
+def _wait_for_refreshes() -> None:
+    for refresher in list(_PENDING):
+        try:
+            refresher.output()
+        except (GitCommandError, OSError):
+            pass
 
 
 def _status_paths(out: bytes) -> tuple[list[str], set[str], list[tuple[str, str]]]:

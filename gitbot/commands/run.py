@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from gitbot.agent.result import ExitCode
+from gitbot.errors import ExitCode
 
 
 def register(subparsers) -> None:

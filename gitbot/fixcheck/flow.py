@@ -31,20 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from gitbot import git
-from gitbot.agent.result import ExitCode
-from gitbot.checks import build_task, parse_output
-from gitbot.errors import ConfigError, GitError, NotAGitRepository
-from gitbot.fixcheck import changes as run_changes
+from gitbot.errors import ConfigError, ExitCode, GitError, NotAGitRepository
 from gitbot.fixcheck.outcome import FixOutcome, FixRequest
-from gitbot.fixcheck.tampering import (
-    SUPPRESSIONS_WARNING,
-    TESTS_MODIFIED_WARNING,
-    listed,
-    modified_check_inputs,
-    suppressions_added,
-)
 from gitbot.sandbox.command import CannotStart, CommandRun
 from gitbot.sandbox.runner import SandboxRefused
+
+# A passing check (the common case, a CI step) imports nothing of what a fix needs: the checkpoints,
+# the output parsers, the tampering checks and the agent come in only once a check has failed.
 
 
 def load_check_policy(repo: Path, policy_file: Path | None):
@@ -61,6 +54,15 @@ def fix_failing_check(request: FixRequest, first: CommandRun, *, provider=None, 
     repo = request.repo
     say = request.progress or (lambda text: None)
     from gitbot.checkpoints import CheckpointError
+    from gitbot.checks import build_task, parse_output
+    from gitbot.fixcheck import changes as run_changes
+    from gitbot.fixcheck.tampering import (
+        SUPPRESSIONS_WARNING,
+        TESTS_MODIFIED_WARNING,
+        listed,
+        modified_check_inputs,
+        suppressions_added,
+    )
     from gitbot.sandbox.runner import Runner
 
     def cannot(message: str, **more) -> FixOutcome:
@@ -201,29 +203,33 @@ def fix_check_flow(repo: Path, command: list[str] | str, *, model: str | None = 
                    timeout: float | None = None, commit: bool = False, confirm: bool = True,
                    json_output: bool = False, progress_label: str = "") -> FlowOutcome:
     """All of `gitbot fix-check`, reporting on stderr (and stdout with json_output); the demo uses it too."""
-    from gitbot.checkpoints import CheckpointError
-
     try:
         return _flow(repo, command, model=model, provider=provider, base_url=base_url, max_cost=max_cost,
                      max_steps=max_steps, policy_file=policy_file, replay=replay, timeout=timeout, commit=commit,
                      confirm=confirm, json_output=json_output, progress_label=progress_label)
-    except (CheckpointError, GitError) as exc:
+    except Exception as exc:
+        if not isinstance(exc, GitError) and not _is_checkpoint_error(exc):
+            raise
         # Another run holds the repository, or git refused something: say so, no traceback.
         return FlowOutcome(config_error(f"cannot continue: {exc}"))
 
 
+def _is_checkpoint_error(exc: BaseException) -> bool:
+    # Only a run that got as far as the checkpoints can raise one: never import them to find out.
+    errors = sys.modules.get("gitbot.checkpoints.errors")
+    return errors is not None and isinstance(exc, errors.CheckpointError)
+
+
 def _flow(repo, command, *, model, provider, base_url, max_cost, max_steps, policy_file, replay, timeout, commit,
           confirm, json_output, progress_label) -> FlowOutcome:
-    from gitbot.fixcheck.report import print_report
     from gitbot.sandbox.command import DEFAULT_TIMEOUT_SECONDS, display_command
     from gitbot.sandbox.runner import Runner
 
     timeout = timeout if timeout is not None else DEFAULT_TIMEOUT_SECONDS
     try:
-        repo = git.repo_root(repo)
+        repo, in_progress = git.root_and_operation(repo)
     except NotAGitRepository as exc:
         return FlowOutcome(config_error(str(exc)))
-    in_progress = git.operation_in_progress(repo)
     if in_progress:
         return FlowOutcome(config_error(f"refusing to run: {in_progress}"))
 
@@ -264,6 +270,8 @@ def _flow(repo, command, *, model, provider, base_url, max_cost, max_steps, poli
                 fix.exit_code = ExitCode.GAVE_UP if fix.exit_code == ExitCode.OK else fix.exit_code
         elif commit and fix.result is not None:
             print("gitbot: not committing: the fix is not verified", file=sys.stderr)
+        from gitbot.fixcheck.report import print_report
+
         print_report(fix)
     _write_step_summary(fix)
     if json_output:

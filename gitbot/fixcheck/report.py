@@ -7,7 +7,6 @@ import sys
 from typing import TextIO
 
 from gitbot.fixcheck.outcome import FixOutcome
-from gitbot.fixcheck.tampering import SUPPRESSIONS_WARNING, TESTS_MODIFIED_WARNING, listed
 
 STATUS_WORDS = {"fixed": "VERIFIED", "flaky": "FLAKY — not a fix", "passed_without_changes": "FLAKY? — not a fix",
                 "environment_differs": "ENVIRONMENTS DIFFER — not a fix"}
@@ -33,6 +32,8 @@ def verification_lines(fix: FixOutcome) -> list[str]:
         lines.append(f"committed   {commit['commit'][:12]} on {commit['branch']}: the check {verdict} on the "
                      f"commit alone")
     warnings = []
+    if fix.tests_modified or fix.suppressions_added:
+        from gitbot.fixcheck.tampering import SUPPRESSIONS_WARNING, TESTS_MODIFIED_WARNING, listed
     if fix.tests_modified:
         warnings.append("!! WARNING: " + TESTS_MODIFIED_WARNING.format(files=", ".join(fix.tests_modified)))
     if fix.suppressions_added:
@@ -66,6 +67,8 @@ def markdown_summary(fix: FixOutcome) -> str:
     extra = fix.result.extra if fix.result is not None else {}
     if extra.get("commit") and not extra.get("commit_verified"):
         lines += ["", f"> [!WARNING]\n> {extra.get('commit_message_note', 'the committed fix is not verified')}"]
+    if fix.tests_modified or fix.suppressions_added:  # only after a fix: a passing check never loads them
+        from gitbot.fixcheck.tampering import SUPPRESSIONS_WARNING, TESTS_MODIFIED_WARNING, listed
     if fix.tests_modified:
         lines += ["", f"> [!WARNING]\n> {TESTS_MODIFIED_WARNING.format(files=', '.join(fix.tests_modified))}"]
     if fix.suppressions_added:

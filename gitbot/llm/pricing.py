@@ -12,7 +12,6 @@ the platform's factor for the kind of endpoint (global or regional), from the [p
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -90,6 +89,8 @@ def _model_price(entry: dict) -> ModelPrice:
 
 @cache
 def load_prices(path: Path = PRICES_FILE) -> PriceTable:
+    import tomllib  # on first use: loading a policy needs ModelPrice, not the price table
+
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     platforms = {name: {kind: float(factor) for kind, factor in table.items() if kind in ("global", "regional")}
                  for name, table in data.get("platforms", {}).items()}

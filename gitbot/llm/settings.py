@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gitbot.llm.pricing import ModelPrice
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the price table loads only when a price is asked for
+    from gitbot.llm.pricing import ModelPrice
 
 PROVIDERS = ("anthropic", "bedrock", "vertex", "openai")
 

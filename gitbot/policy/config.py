@@ -6,22 +6,18 @@ scanning the text for the key inside its table.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 import subprocess
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from gitbot import git
 from gitbot.errors import GitError
-from gitbot.llm.pricing import ModelPrice
 from gitbot.llm.settings import PROVIDERS, ModelSettings
 from gitbot.policy.base import Limits, PolicyError
 from gitbot.policy.defaults import DEFAULT_POLICY_PATH, SANDBOX_MODES
 from gitbot.policy.files import GlobError, validate_path_glob
-from gitbot.policy.judge import split_pattern
 
 # table -> key -> kind
 SCHEMA: dict[str, dict[str, str]] = {
@@ -110,6 +106,8 @@ class _Locator:
 
 def parse_policy(text: str, *, source: str, repo: Path | None = None):
     """A Policy from the text of a policy file; raises PolicyError naming `source` and the line."""
+    import tomllib  # only when there is a policy file: a check run under the defaults never parses TOML
+
     from gitbot.policy.model import Policy
 
     try:
@@ -124,6 +122,8 @@ def parse_policy(text: str, *, source: str, repo: Path | None = None):
     locate = _Locator(text)
     for table, content in data.items():
         if table not in SCHEMA:
+            import difflib
+
             suggestion = difflib.get_close_matches(table, SCHEMA, n=1)
             hint = f" (did you mean [{suggestion[0]}]?)" if suggestion else ""
             expected = ", ".join(f"[{name}]" for name in SCHEMA)
@@ -134,6 +134,8 @@ def parse_policy(text: str, *, source: str, repo: Path | None = None):
                               f"'{table}' must be a table ([{table}]), got {_type_name(content)}")
         for key in content:
             if key not in SCHEMA[table]:
+                import difflib
+
                 suggestion = difflib.get_close_matches(key, SCHEMA[table], n=1)
                 hint = f" (did you mean '{suggestion[0]}'?)" if suggestion else ""
                 raise PolicyError(source, locate.key(table, key),
@@ -170,6 +172,8 @@ def parse_policy(text: str, *, source: str, repo: Path | None = None):
 
 
 def _model_settings(model: dict[str, Any], source: str, locate: _Locator) -> ModelSettings:
+    from gitbot.llm.pricing import ModelPrice  # only a policy with [model] prices needs it
+
     prices = {key.removeprefix("price_"): model[key] for key in model if key.startswith("price_")}
     price = None
     if prices:
@@ -205,6 +209,8 @@ def _validate(value: Any, kind: str, table: str, key: str, source: str, locate: 
                 if kind == "file_globs":
                     validate_path_glob(item)
                 else:
+                    from gitbot.policy.judge.rules import split_pattern
+
                     split_pattern(item)
             except (GlobError, ValueError) as exc:
                 what = "glob" if kind == "file_globs" else "command pattern"

@@ -19,7 +19,10 @@ from gitbot.policy.defaults import (
     DEFAULT_SANDBOX_MODE,
 )
 from gitbot.policy.files import FileRules
-from gitbot.policy.judge import CommandRule, compile_rule, judge_command
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the command rules compile on first use: running a check needs none of them
+    from gitbot.policy.judge.rules import CommandRule
 
 
 @dataclass
@@ -51,10 +54,14 @@ class Policy:
 
     @cached_property
     def allow_rules(self) -> tuple[CommandRule, ...]:
+        from gitbot.policy.judge.rules import compile_rule
+
         return tuple(compile_rule(pattern, self.allow_origin) for pattern in self.command_allow)
 
     @cached_property
     def deny_rules(self) -> tuple[CommandRule, ...]:
+        from gitbot.policy.judge.rules import compile_rule
+
         return tuple(compile_rule(pattern, "commands.deny") for pattern in self.command_deny)
 
     def check_read(self, relpath: str) -> Decision:
@@ -66,6 +73,8 @@ class Policy:
     def check_command(self, command: str, extra_allowed: tuple[str, ...] = ()) -> Decision:
         """Judge a command line; `extra_allowed` holds the run's check command(s), allowed as written
         and with extra arguments."""
+        from gitbot.policy.judge import judge_command
+
         repo = os.path.realpath(self.repo) if self.repo is not None else None
         return judge_command(command, self.allow_rules, self.deny_rules, check_edit=self.check_edit, repo=repo,
                              extra_allowed=tuple(extra_allowed), check_read=self.check_read,

@@ -9,8 +9,10 @@ no capabilities, no nested user namespaces; and never root on the host (confine.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -20,6 +22,10 @@ from gitbot.sandbox import confine, layout
 from gitbot.sandbox.env import SANDBOX_HOME, build_env, clean_path, protect_process_environ, under
 from gitbot.sandbox.mounts import git_arguments, git_directories, host_sockets, system_git_config
 from gitbot.sandbox.toolchain import SYSTEM_DIRS, ToolchainView, build_view
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gitbot.sandbox.processes import ProcessLimit
 
 PROBE_TIMEOUT_SECONDS = 20
 FIX_HINT = (
@@ -80,7 +86,7 @@ def sandbox_home(view: ToolchainView, repo: str) -> str:
 def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[Path | str, ...] | list = (),
          protected_files: tuple[str, ...] | list[str] = (), env: dict[str, str] | None = None,
          status: SandboxStatus | None = None, hidden_files: tuple[str, ...] | list[str] = (),
-         toolchain: ToolchainView | None = None) -> list[str]:
+         toolchain: ToolchainView | None = None, limit: ProcessLimit | None = None) -> list[str]:
     """The command line that runs `argv` in the sandbox, with the repository as the working directory.
 
     `read_only` and `protected_files`: directories and files inside the repository that are protected
@@ -88,7 +94,8 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     always): read-only and pinned, or an empty placeholder when missing (layout.py). `hidden_files`:
     files inside the repository replaced by /dev/null (read_deny matches, see `read_denied_files`).
     `toolchain`: what of the host the commands need (default: computed from gitbot's environment).
-    `env`: the sandbox's whole environment (default: build_env() for that toolchain)."""
+    `env`: the sandbox's whole environment (default: build_env() for that toolchain). `limit`: the
+    command's process limit, when it is to be run with one (the helper may apply it, see confine.py)."""
     protect_process_environ()
     status = status or probe()
     bwrap = status.bwrap or _bwrap_path() or "bwrap"
@@ -132,20 +139,110 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     for name, value in (env if env is not None else build_env(repo=repo, toolchain=view, home=home)).items():
         args += ["--setenv", name, value]
     args += ["--chdir", repo, "--", *argv]
-    return confine.unprivileged(args, idmapped=[repo, *(d for d in dict.fromkeys(git_dirs) if d and not under(d, repo))])
+    return confine.unprivileged(args, idmapped=[repo, *(d for d in dict.fromkeys(git_dirs) if d and not under(d, repo))],
+                                limit=limit)
 
 
 _PROBE_LOCK = threading.Lock()
 _PROBE_RESULT: SandboxStatus | None = None
+PROBE_CACHE_NAME = "sandbox-probe.json"  # in $XDG_CACHE_HOME/gitbot
+# What else decides whether bubblewrap works: user namespaces allowed, and AppArmor's say on them.
+_PROBE_SYSCTLS = ("/proc/sys/kernel/random/boot_id", "/proc/sys/user/max_user_namespaces",
+                  "/proc/sys/kernel/unprivileged_userns_clone", "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+                  "/proc/sys/kernel/apparmor_restrict_unprivileged_unconfined")
 
 
 def probe(*, refresh: bool = False) -> SandboxStatus:
-    """Whether bubblewrap works here, found by running it once with the real flags (cached)."""
+    """Whether bubblewrap works here, found by running it once with the real flags. Remembered for
+    the process, and a success for the machine (`_machine_key`): a bubblewrap, kernel, boot, user or
+    user-namespace setting that differs, or a command that bubblewrap failed to set up
+    (`forget_probe`), makes the next process run it again."""
     global _PROBE_RESULT
     with _PROBE_LOCK:
         if _PROBE_RESULT is None or refresh:
-            _PROBE_RESULT = _probe()
+            bwrap = _bwrap_path()
+            key = _machine_key(bwrap) if bwrap else None
+            _PROBE_RESULT = None if refresh or key is None else _remembered(bwrap, key)
+            if _PROBE_RESULT is None:
+                _PROBE_RESULT = _probe()
+                if key is not None:
+                    _remember(_PROBE_RESULT, key)
         return _PROBE_RESULT
+
+
+def _probe_cache_path() -> str | None:
+    from gitbot.sandbox.gitconfig import user_cache_dir
+
+    base = user_cache_dir()
+    return os.path.join(base, PROBE_CACHE_NAME) if base else None
+
+
+def _machine_key(bwrap: str) -> str | None:
+    """Everything a probe's outcome depends on, as one string; None when it cannot be told."""
+    import zlib
+
+    real = os.path.realpath(bwrap)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return None
+    parts = [real, str(st.st_dev), str(st.st_ino), str(st.st_size), str(st.st_mtime_ns), str(st.st_ctime_ns),
+             " ".join(os.uname()), str(os.geteuid()), str(os.getegid()), os.path.realpath(sys.executable)]
+    for path in _PROBE_SYSCTLS:
+        try:
+            with open(path, encoding="ascii", errors="replace") as handle:
+                parts.append(handle.read().strip())
+        except OSError:
+            parts.append("-")
+    # The helper runs as part of every sandboxed command as root: a different helper is a different probe.
+    parts.append(f"{len(confine.HELPER_SOURCE)}:{zlib.crc32(confine.HELPER_SOURCE.encode()):08x}")
+    return "\0".join(parts)
+
+
+def _remembered(bwrap: str, key: str) -> SandboxStatus | None:
+    path = _probe_cache_path()
+    if path is None:
+        return None
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+        if data.get("key") != key or data.get("bwrap") != bwrap:
+            return None
+        features = frozenset(f for f in data.get("features", ()) if f in ("size", "disable-userns"))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    return SandboxStatus(True, "bubblewrap works", bwrap, "", features)
+
+
+def _remember(status: SandboxStatus, key: str) -> None:
+    """Keep a success (only: a failure is probed again, so a fixed machine is seen at once)."""
+    path = _probe_cache_path()
+    if path is None:
+        return
+    if not status.available:
+        forget_probe()
+        return
+    import json
+
+    temporary = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump({"key": key, "bwrap": status.bwrap, "features": sorted(status.features)}, handle)
+        os.replace(temporary, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+
+
+def forget_probe() -> None:
+    """Bubblewrap failed to set up a command: the next process probes again."""
+    path = _probe_cache_path()
+    if path is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def _probe() -> SandboxStatus:

@@ -230,7 +230,10 @@ def run_command(argv: list[str], cwd: str | os.PathLike, *, env: dict[str, str] 
     deadline = started + timeout if timeout is not None else None
     process = subprocess.Popen(limit.launcher(argv) if limit is not None else argv, cwd=cwd, env=env,
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               start_new_session=True, close_fds=True)
+                               start_new_session=True, close_fds=True,
+                               pass_fds=limit.pass_fds if limit is not None else ())
+    if limit is not None:
+        limit.started(process.pid)
     pgid = process.pid  # start_new_session: the process leads its own group
     notes: list[str] = []
     try:

@@ -16,7 +16,6 @@ environment.
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import stat
 import sys
@@ -25,6 +24,10 @@ import threading
 from pathlib import Path
 
 from gitbot.sandbox.env import under
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gitbot.sandbox.processes import ProcessLimit
 
 SANDBOX_HOST_UID = 2_000_000_000
 # How the helper says it could not set something up (then the command did not start).
@@ -43,11 +46,23 @@ _STAGE: str | None = None
 _STAGE_LOCK = threading.Lock()
 
 
-def helper_command(mode: str, spec: dict) -> list[str]:
+def helper_command(mode: str, spec: dict, limit: ProcessLimit | None = None) -> list[str]:
+    """The helper's command line up to the command's argv (see helper.py for the arguments). `limit`:
+    the command's process limit, which the helper then sets itself (run it with that limit)."""
     # The interpreter gitbot runs on, by its real path (a venv's python may sit in the repository),
     # isolated and without site: the helper needs only the standard library.
     python = os.path.realpath(sys.executable)
-    return [python, "-I", "-S", "-c", HELPER_SOURCE, mode, json.dumps(spec), "--"]
+    fields = limit.helper_fields() if limit is not None else ["-", "-", "-"]
+    if mode == "drop":
+        fields += [str(spec["uid"]), spec["stage"], str(len(spec["idmap"]))]
+        for source, name in spec["idmap"]:
+            fields += [source, name]
+        fields.append(str(len(spec["bind"])))
+        for source, name, is_dir in spec["bind"]:
+            fields += [source, name, "1" if is_dir else "0"]
+    elif mode == "confine":
+        fields.append("1" if spec.get("landlock") else "0")
+    return [python, "-I", "-S", "-c", HELPER_SOURCE, mode, *fields, "--"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -88,7 +103,7 @@ def reachable_by_others(path: str) -> bool:
         parent = os.path.dirname(parent)
 
 
-def unprivileged(bwrap_argv: list[str], *, idmapped: list[str]) -> list[str]:
+def unprivileged(bwrap_argv: list[str], *, idmapped: list[str], limit: ProcessLimit | None = None) -> list[str]:
     """`bwrap_argv` as it must be started from this process: as it is for an ordinary user; as root,
     behind the helper that hands the sandbox an unprivileged host uid (see the module docstring).
     `idmapped`: the directories the sandbox writes (the repository) or git must own (git directories
@@ -113,7 +128,7 @@ def unprivileged(bwrap_argv: list[str], *, idmapped: list[str]) -> list[str]:
         index += 1 + arity
     spec = {"uid": SANDBOX_HOST_UID, "stage": stage, "idmap": [[path, name] for path, name in roots.items()],
             "bind": [[path, name, is_dir] for path, (name, is_dir) in binds.items()]}
-    return helper_command("drop", spec) + rewritten
+    return helper_command("drop", spec, limit) + rewritten
 
 
 def _staged(source: str, roots: dict[str, str], binds: dict[str, tuple[str, bool]], stage: str) -> str:
@@ -151,6 +166,6 @@ def environ_protection() -> bool:
     return _LANDLOCK
 
 
-def unsandboxed(argv: list[str]) -> list[str]:
+def unsandboxed(argv: list[str], limit: ProcessLimit | None = None) -> list[str]:
     """`argv` behind the helper that confines a command run without the sandbox."""
-    return helper_command("confine", {"landlock": environ_protection()}) + list(argv)
+    return helper_command("confine", {"landlock": environ_protection()}, limit) + list(argv)

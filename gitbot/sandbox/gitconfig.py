@@ -114,21 +114,44 @@ def sanitize_git_config(text: str) -> str:
 _SANITIZED_DIR: str | None = None
 _LOCK = threading.Lock()
 _CACHE: dict[tuple, str | None] = {}
+# Sanitized copies kept for the next gitbot process, under $XDG_CACHE_HOME/gitbot: a config file changed
+# less than this long ago is not kept (a change in the same clock tick would keep its stamp).
+KEPT_COPIES_DIR = "gitconfig"
+KEPT_COPIES_MAX = 32
+RACY_SECONDS = 2.5
+
+
+def user_cache_dir() -> str | None:
+    """$XDG_CACHE_HOME/gitbot (default ~/.cache/gitbot): what gitbot remembers per machine and user.
+    Commands never see it (the sandbox's home is empty)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        home = os.environ.get("HOME", "")
+        if not os.path.isabs(home) or home == "/":
+            return None
+        base = os.path.join(home, ".cache")
+    return os.path.join(base, "gitbot")
 
 
 def sanitized_copy(path: str) -> str | None:
     """A file holding the config at `path` without credentials, to bind over it; None when the file
     needs no change (nothing git reads from it is dropped or rewritten). Cached by the file's identity
-    and modification time: one `git config` per file and run."""
+    and change time: one `git config` per file and run, and none while the file stays as it was (the
+    copy is kept for the next process; a kept copy is always bound, so it never uncovers the file)."""
     global _SANITIZED_DIR
     try:
         info = os.stat(path)
     except OSError:
         return None
-    identity = (path, info.st_ino, info.st_size, info.st_mtime_ns)
+    identity = (path, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
     with _LOCK:
         if identity in _CACHE:
             return _CACHE[identity]
+    kept = _kept_path(identity)
+    if kept is not None and os.path.isfile(kept):
+        with _LOCK:
+            _CACHE[identity] = kept
+        return kept
     entries = parse_entries(path)
     content = render(entries) if entries is not None else ""
     if entries is not None and content == render(entries, sanitize=False):
@@ -144,6 +167,40 @@ def sanitized_copy(path: str) -> str | None:
         with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
             handle.write(content)
         os.chmod(target, 0o644)
+    import time
+
+    if kept is not None and info.st_ctime_ns < time.time_ns() - int(RACY_SECONDS * 1e9):
+        _keep(kept, content)
     with _LOCK:
         _CACHE[identity] = target
     return target
+
+
+def _kept_path(identity: tuple) -> str | None:
+    import zlib
+
+    base = user_cache_dir()
+    if base is None:
+        return None
+    path, *stamp = identity
+    name = f"{zlib.crc32(os.fsencode(path)):08x}-" + "-".join(str(part) for part in stamp)
+    return os.path.join(base, KEPT_COPIES_DIR, name)
+
+
+def _keep(target: str, content: str) -> None:
+    directory = os.path.dirname(target)
+    temporary = f"{target}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        with open(temporary, "w", encoding="utf-8", errors="surrogateescape") as handle:
+            handle.write(content)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, target)
+        kept = sorted(os.scandir(directory), key=lambda entry: entry.stat().st_mtime_ns)
+        for entry in kept[:max(0, len(kept) - KEPT_COPIES_MAX)]:
+            os.unlink(entry.path)
+    except OSError:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass

@@ -1,6 +1,6 @@
 """The small program that starts a command with fewer privileges than gitbot has (see confine.py).
 
-It runs as `python -I -S -c <this source> MODE SPEC -- ARGV...` between gitbot and the command, so that
+It runs as `python -I -S -c <this source> MODE SPEC... -- ARGV...` between gitbot and the command, so that
 the restrictions are in place before the command's first instruction (a preexec_fn is unsafe in
 gitbot's threaded process). Standard library only, and passed as text, never read from disk at that
 moment: the repository could be gitbot's own source.
@@ -16,11 +16,16 @@ MODE "confine" (no sandbox): no new privileges, a Landlock domain (a process in 
 memory or /proc/<pid>/environ of processes outside it: gitbot and its parents), and as root, no
 capabilities and no way to get them back on exec.
 
-SPEC is JSON. Exit status 125 with a message on stderr when a step fails.
+SPEC is plain arguments (`confine.helper_command` writes them; json would double the helper's start-up
+time, paid by every command): first the command's limits, FILE_BYTES NPROC GO_FD ("-" for none), set
+before anything else (GO_FD: wait there for "ok" from gitbot, which puts this process into the
+command's pids cgroup meanwhile; see processes.py); then for "drop", UID STAGE, the number of
+id-mapped directories and a SOURCE NAME pair for each, the number of binds and a SOURCE NAME IS_DIR
+triple for each; for "confine", 1 or 0 (Landlock). Exit status 125 with a message on stderr when a
+step fails.
 """
 
 import ctypes
-import json
 import os
 import sys
 
@@ -184,11 +189,48 @@ def confine(spec, argv):
         sys.exit(126 if isinstance(exc, PermissionError) else 127)
 
 
+def parse_spec(mode, fields):
+    limits = {"file_bytes": fields[0], "nproc": fields[1], "go": fields[2]}
+    fields = fields[3:]
+    if mode == "drop":
+        uid, stage, count = int(fields[0]), fields[1], int(fields[2])
+        idmap = [fields[3 + 2 * n:5 + 2 * n] for n in range(count)]
+        rest = fields[3 + 2 * count:]
+        binds = [[rest[1 + 3 * n], rest[2 + 3 * n], rest[3 + 3 * n] == "1"] for n in range(int(rest[0]))]
+        if len(rest) != 1 + 3 * len(binds):
+            raise Failed("malformed drop spec")
+        return limits, {"uid": uid, "stage": stage, "idmap": idmap, "bind": binds}
+    if mode == "confine":
+        return limits, {"landlock": fields == ["1"]}
+    return limits, {}
+
+
+def apply_limits(limits):
+    """What the launcher shell does otherwise (`ulimit -f`, `ulimit -u`, joining the cgroup)."""
+    if limits["file_bytes"] != "-" or limits["nproc"] != "-":
+        import resource
+
+        if limits["file_bytes"] != "-":
+            size = int(limits["file_bytes"])
+            resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+        if limits["nproc"] != "-":
+            count = int(limits["nproc"])
+            resource.setrlimit(resource.RLIMIT_NPROC, (count, count))
+    if limits["go"] != "-":
+        fd = int(limits["go"])
+        answer = os.read(fd, 3)
+        os.close(fd)
+        if answer != b"ok\n":
+            raise Failed("the command could not be put into its process-limit cgroup")
+
+
 def main(args):
-    mode, spec_text = args[0], args[1]
-    argv = args[3:]  # args[2] is "--"
-    spec = json.loads(spec_text)
+    mode = args[0]
+    separator = args.index("--")
+    argv = args[separator + 1:]
     try:
+        limits, spec = parse_spec(mode, args[1:separator])
+        apply_limits(limits)
         if mode == "drop":
             drop(spec, argv)
         elif mode == "confine":
@@ -199,7 +241,7 @@ def main(args):
             print("landlock" if ruleset >= 0 else f"no-landlock {os.strerror(ctypes.get_errno())}")
         else:
             raise Failed(f"unknown mode {mode!r}")
-    except (Failed, OSError) as exc:
+    except (Failed, OSError, ValueError, IndexError) as exc:
         sys.stderr.write(f"gitbot-sandbox: {exc}\n")
         sys.exit(EXIT_FAILED)
 

@@ -80,6 +80,8 @@ class ProcessLimit:
         self.cgroup: str | None = None
         self.cgroup_kind = ""
         self.nproc: int | None = None
+        self._go: tuple[int, int] | None = None  # (read, write) ends: see helper_fields
+        self._through_helper = False
 
     def __enter__(self) -> Self:
         self.cgroup = self._make_cgroup()
@@ -123,7 +125,10 @@ class ProcessLimit:
 
     def launcher(self, argv: list[str]) -> list[str]:
         """argv prefixed by a tiny shell that joins the cgroup and sets the limits, then execs it
-        (a preexec_fn would be unsafe in a threaded process)."""
+        (a preexec_fn would be unsafe in a threaded process). A command started through the sandbox
+        helper (`helper_fields`) needs none: it is returned as it is."""
+        if self._through_helper:
+            return argv
         script = ('if [ -n "$1" ]; then echo $$ > "$1" || exit 126; fi; '
                   'if [ -n "$2" ]; then ulimit -u "$2" || exit 126; fi; '
                   'ulimit -f "$3" || exit 126; shift 3; exec "$@"')
@@ -131,6 +136,40 @@ class ProcessLimit:
         blocks = str(self.max_file_bytes // 1024)  # bash counts -f in 1024-byte blocks
         bash = next((path for path in ("/usr/bin/bash", "/bin/bash") if os.access(path, os.X_OK)), "/bin/bash")
         return [bash, "-c", script, "gitbot-launch", procs, str(self.nproc or ""), blocks, *argv]
+
+    def helper_fields(self) -> list[str]:
+        """The limits for the sandbox helper (helper.py) to set itself instead of the launcher, when
+        there is a cgroup to join: file size, processes (for a non-root user), and the fd on which it
+        waits until this process has put it into the cgroup (`started`). A process that moves itself
+        into a v1 pids cgroup waits for the kernel (10-20 ms); moved from here, that happens while the
+        helper's interpreter starts. Without a cgroup the launcher does it all, as for any command."""
+        if not self.cgroup:
+            return ["-", "-", "-"]
+        self._through_helper = True
+        if self._go is None:
+            self._go = os.pipe()
+        return [str(self.max_file_bytes), str(self.nproc) if self.nproc else "-", str(self._go[0])]
+
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        return (self._go[0],) if self._go is not None else ()
+
+    def started(self, pid: int) -> None:
+        """The command's first process is running: put it in the cgroup, then let it go on (a helper
+        told nothing, because joining failed, stops before running anything)."""
+        if self._go is None:
+            return
+        read_end, write_end = self._go
+        self._go = None
+        os.close(read_end)
+        try:
+            with open(os.path.join(self.cgroup, "cgroup.procs"), "w") as handle:
+                handle.write(str(pid))
+            os.write(write_end, b"ok\n")
+        except OSError:
+            pass
+        finally:
+            os.close(write_end)
 
     def pids(self) -> list[int]:
         """The command's processes that are still running."""
@@ -148,6 +187,10 @@ class ProcessLimit:
                 os.kill(pid, signum)
 
     def __exit__(self, *exc_info) -> None:
+        if self._go is not None:  # never started
+            for fd in self._go:
+                os.close(fd)
+            self._go = None
         if not self.cgroup:
             return
         deadline = time.monotonic() + 5

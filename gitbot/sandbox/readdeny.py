@@ -1,5 +1,21 @@
 """Files the policy does not let the agent read, found in the work tree so the sandbox can hide them.
 
+Every command needs the list, and walking a tree the size of Linux (78,000 files) costs more than a
+`git status`, so `DeniedFiles` keeps an index instead: per directory, its change stamp (device,
+inode, ctime, mtime), its subdirectories and its files read_deny matches. Creating, removing or
+renaming an entry changes its directory's ctime, and no process can set a ctime back (`touch -d`
+sets the mtime and moves the ctime forward), so each call lstat()s every directory and reads again
+only those whose stamp moved: a denied file created since the last call, by a command, a file tool
+or anyone else, is found, and one in a directory renamed into place too (its new parent changed,
+and a directory the index has not seen is read whole). A directory whose ctime lies within
+RACY_SECONDS before the walk began is read again on the next call as well: file system clocks tick
+coarsely, and a change in the same tick as the listing would leave the stamp as it was (git's
+"racy" entries). So the index is exactly as strict as listing the whole tree for every command.
+
+The index is kept in the git directory's gitbot store (which commands cannot see, and .git is
+read-only to them), so the next gitbot process (a hook, fix-check, a resumed run) starts from it;
+a store written for other rules or another work tree is not used.
+
 Not covered: content in git's object store (`git show HEAD:.env`, `git log -p`) cannot be masked
 this way; the command judge and output redaction have to cover that.
 """
@@ -8,100 +24,183 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
-import subprocess
-from pathlib import Path
-from typing import TYPE_CHECKING
+import stat
+import time
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gitbot.policy import Policy
 
 # More files the read_deny rules match than this: refuse the command instead of running it unmasked.
 MAX_MASKED_FILES = 2000
+# A directory changed less than this long before a walk began is read again on the next walk: the
+# coarsest timestamps in use (1 s on ext4 with small inodes, 2 s on FAT) and clock ticks fit in it.
+RACY_SECONDS = 2.5
+STORE_NAME = "read-deny-index.json"  # in <git dir>/gitbot/
+_STORE_VERSION = 1
 
 
 class SandboxRefusal(Exception):
     """The sandbox cannot be built safely for this command; the message says why."""
 
 
-def read_denied_files(repo: Path | str, policy: Policy) -> list[str]:
-    """Repository files (hidden and gitignored ones too, `.git` aside) that `policy.check_read`
-    denies: the sandbox replaces each with /dev/null, so `cat .env` or `grep -r SECRET .` cannot read
-    them. Raises SandboxRefusal when there are more than MAX_MASKED_FILES.
+class _Directory:
+    __slots__ = ("children", "denied", "stamp", "subdirs")
 
-    Not covered: content in git's object store (`git show HEAD:.env`, `git log -p`) cannot be masked
-    this way; the command judge and output redaction have to cover that."""
-    root = os.path.realpath(repo)
-    prefilter = _read_deny_prefilter(policy)
-    denied = []
-    for relpath in _repository_files(root):
-        if prefilter is not None and not prefilter.match(relpath):
-            continue
-        if not policy.check_read(relpath):
-            denied.append(relpath)
-            if len(denied) > MAX_MASKED_FILES:
-                raise SandboxRefusal(
-                    f"more than {MAX_MASKED_FILES} files in the repository match files.read_deny; the sandbox "
-                    f"hides each one and will not run a command with that many (narrow the read_deny rules or "
-                    f"remove the files)")
-    return denied
+    def __init__(self, stamp: tuple[int, int, int, int] | None, subdirs: list[str], denied: list[str]):
+        self.stamp = stamp  # None: read it again on the next walk
+        self.subdirs = subdirs
+        self.denied = denied
+        self.children: list[tuple[str, str]] | None = None  # (relative, absolute) of the subdirectories
 
 
-def _read_deny_prefilter(policy: Policy) -> re.Pattern[str] | None:
-    """The read_deny globs as one regex, when it decides exactly what the policy's own check_read
-    decides for a file reached without symlinks (then check_read runs only on the matches); None
-    when every file must go through check_read."""
-    from gitbot.policy import Policy as StandardPolicy
-    from gitbot.policy.files import GlobError, compile_glob
+class DeniedFiles:
+    """The regular files under `root` (hidden and gitignored ones too; no symlink followed, no entry
+    named `.git` entered) whose repository-relative path `policy` does not let the agent read.
 
-    if type(policy).check_read is not StandardPolicy.check_read:
-        return None
-    try:
-        compiled = [compile_glob(pattern, path_mode=True, ignore_case=True) for pattern in policy.read_deny]
-    except (GlobError, TypeError, AttributeError):
-        return None
-    if not compiled:
-        return re.compile(r"(?!)")
-    return re.compile("|".join(f"(?:{c.pattern})" for c in compiled), re.IGNORECASE | re.DOTALL)
+    `store`: keep the index in the repository's git directory between processes."""
 
+    def __init__(self, root: str | os.PathLike, policy: Policy, *, store: bool = True):
+        self.root = os.path.realpath(root)
+        self.rules, self._denied = _matcher(policy)
+        self._dirs: dict[str, _Directory] = {}
+        self._store_path = _store_path(self.root) if store and self.rules is not None else None
+        self._loaded = False
 
-def _repository_files(root: str) -> list[str]:
-    """Every regular file under `root` (relative paths), hidden and ignored ones included, without
-    following symlinks or entering `.git` directories. ripgrep lists them in parallel."""
-    from gitbot.ripgrep import RipgrepMissing, rg_binary
-
-    try:
-        rg = rg_binary()
-    except RipgrepMissing:
-        rg = None
-    if rg:
-        try:
-            completed = subprocess.run(
-                [rg, "--files", "--hidden", "--no-ignore", "--no-config", "--no-follow", "--no-messages",
-                 "--glob", "!.git", "--null", "."],
-                cwd=root, capture_output=True, timeout=60, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},
-                stdin=subprocess.DEVNULL, check=False)
-        except (OSError, subprocess.TimeoutExpired):
-            completed = None
-        # rg exits 1 when there are no files, 2 when some could not be read (still listing the rest).
-        if completed is not None and completed.returncode in (0, 1, 2):
-            names = completed.stdout.decode("utf-8", "surrogateescape").split("\0")
-            return [name.removeprefix("./") for name in names if name]
-    found = []
-    stack = [""]
-    while stack:
-        relative = stack.pop()
-        try:
-            entries = list(os.scandir(os.path.join(root, relative) if relative else root))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.name == ".git":
+    def current(self) -> list[str]:
+        """The denied files now (repository-relative paths). Raises SandboxRefusal when there are more
+        than MAX_MASKED_FILES."""
+        if not self._loaded:
+            self._loaded = True
+            self._dirs = self._load()
+        walk_began = time.time_ns()
+        racy_after = walk_began - int(RACY_SECONDS * 1e9)
+        old, new = self._dirs, {}
+        changed = len(old) == 0
+        root = self.root
+        stack = [("", root)]
+        lstat = os.lstat
+        while stack:
+            relative, absolute = stack.pop()
+            try:
+                st = lstat(absolute)
+            except OSError:
+                changed = True
                 continue
-            path = f"{relative}/{entry.name}" if relative else entry.name
+            if not stat.S_ISDIR(st.st_mode):
+                changed = True
+                continue
+            stamp = (st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns)
+            entry = old.get(relative)
+            if entry is None or entry.stamp != stamp:
+                was, entry = entry, self._read(relative, stamp if st.st_ctime_ns < racy_after else None)
+                # The stored copy is rewritten only when what a directory holds changed: a stamp alone
+                # (placeholders made and removed by bubblewrap) only costs the next process one listing.
+                changed = changed or was is None or was.subdirs != entry.subdirs or was.denied != entry.denied
+            new[relative] = entry
+            if entry.subdirs:
+                children = entry.children
+                if children is None:
+                    prefix = f"{relative}/" if relative else ""
+                    children = entry.children = [(prefix + name, f"{absolute}/{name}") for name in entry.subdirs]
+                stack.extend(children)
+        self._dirs = new
+        if changed or len(new) != len(old):
+            self._save()
+        found = [path for entry in new.values() if entry.denied for path in entry.denied]
+        if len(found) > MAX_MASKED_FILES:
+            raise SandboxRefusal(
+                f"more than {MAX_MASKED_FILES} files in the repository match files.read_deny; the sandbox "
+                f"hides each one and will not run a command with that many (narrow the read_deny rules or "
+                f"remove the files)")
+        return found
+
+    def _read(self, relative: str, stamp: tuple[int, int, int, int] | None) -> _Directory:
+        subdirs: list[str] = []
+        denied: list[str] = []
+        prefix = f"{relative}/" if relative else ""
+        try:
+            with os.scandir(f"{self.root}/{relative}" if relative else self.root) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name == ".git":
+                        continue  # git's own directory (or a submodule's gitfile), as ripgrep's `!.git`
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            subdirs.append(name)
+                        elif entry.is_file(follow_symlinks=False) and self._denied(prefix + name):
+                            denied.append(prefix + name)
+                    except OSError:
+                        stamp = None  # gone while listed, or unreadable: look again next time
+        except OSError:
+            stamp = None
+        return _Directory(stamp, subdirs, denied)
+
+    # -- the copy in the git directory -----------------------------------------------------------
+
+    def _load(self) -> dict[str, _Directory]:
+        if self._store_path is None:
+            return {}
+        import json
+
+        try:
+            with open(self._store_path, encoding="utf-8", errors="surrogateescape") as handle:
+                data = json.load(handle)
+            if data.get("version") != _STORE_VERSION or data.get("root") != self.root or \
+                    data.get("rules") != list(self.rules):
+                return {}
+            return {relative: _Directory(tuple(stamp) if stamp else None, list(subdirs), list(denied))
+                    for relative, (stamp, subdirs, denied) in data["dirs"].items()}
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            return {}  # none yet, or unreadable: walk the tree once
+
+    def _save(self) -> None:
+        if self._store_path is None:
+            return
+        import json
+
+        data = {"version": _STORE_VERSION, "root": self.root, "rules": list(self.rules),
+                "dirs": {relative: [entry.stamp, entry.subdirs, entry.denied] for relative, entry in self._dirs.items()}}
+        temporary = f"{self._store_path}.{os.getpid()}.tmp"
+        try:
+            os.makedirs(os.path.dirname(self._store_path), exist_ok=True)
+            with open(temporary, "w", encoding="utf-8", errors="surrogateescape") as handle:
+                json.dump(data, handle, separators=(",", ":"))
+            os.replace(temporary, self._store_path)
+        except OSError:
             with contextlib.suppress(OSError):
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(path)
-                elif entry.is_file(follow_symlinks=False):
-                    found.append(path)
-    return found
+                os.unlink(temporary)
+
+
+def _matcher(policy: Policy) -> tuple[tuple[str, ...] | None, Callable[[str], bool]]:
+    """(the read_deny rules the decisions depend on, or None when they are the policy's own code;
+    whether a file found in the walk is denied). A file reached without a symlink is decided by its
+    path alone, so for the standard policy the rules' matcher is exactly check_read."""
+    from gitbot.policy import Policy as StandardPolicy
+    from gitbot.policy.files import GlobError, path_matcher
+
+    if type(policy).check_read is StandardPolicy.check_read:
+        rules = tuple(policy.read_deny)
+        try:
+            matcher = path_matcher(rules)
+        except (GlobError, TypeError, AttributeError):
+            matcher = None
+        else:
+            return rules, matcher or (lambda relative: False)
+    return None, lambda relative: not policy.check_read(relative).allowed
+
+
+def _store_path(root: str) -> str | None:
+    from gitbot.sandbox.mounts import git_directories
+
+    git_dir, _common = git_directories(root)
+    return os.path.join(git_dir, "gitbot", STORE_NAME) if git_dir else None
+
+
+def read_denied_files(repo: str | os.PathLike, policy: Policy) -> list[str]:
+    """Repository files (hidden and gitignored ones too, `.git` aside) that `policy.check_read`
+    denies, found by walking the whole tree once. Raises SandboxRefusal when there are more than
+    MAX_MASKED_FILES."""
+    return DeniedFiles(repo, policy, store=False).current()

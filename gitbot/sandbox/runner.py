@@ -35,7 +35,7 @@ from gitbot.sandbox.command import (
     split_command,
 )
 from gitbot.sandbox.env import build_env, without_framework_venv
-from gitbot.sandbox.readdeny import SandboxRefusal, read_denied_files
+from gitbot.sandbox.readdeny import DeniedFiles, SandboxRefusal
 from gitbot.sandbox.toolchain import ToolchainView, build_view
 
 if TYPE_CHECKING:
@@ -67,6 +67,8 @@ class Runner:
         self.environ_protected = self.sandboxed or confine.environ_protection()
         if self.sandboxed:
             layout.remove_stale_placeholders(os.path.realpath(self.repo))
+        # Per directory commands run in: the read-denied files there, kept up to date between commands.
+        self._denied_files: dict[str, DeniedFiles] = {}
         self.refusal: str | None = None
         if self.mode == "required" and not self.sandboxed:
             self.refusal = (f"commands must run in the sandbox ([sandbox] mode = \"required\"), but "
@@ -159,7 +161,7 @@ class Runner:
                     raise CannotStart(problem)
             if self.sandboxed:
                 try:
-                    hidden = read_denied_files(where, self.policy)
+                    hidden = self.denied_files(where)
                 except SandboxRefusal as exc:
                     raise SandboxRefused(f"command refused: {exc}") from None
                 directories = self.policy.file_rules.protected_directories()
@@ -167,11 +169,12 @@ class Runner:
                                                    [*layout.ALWAYS_PROTECTED_DIRS, *directories],
                                                    layout.ALWAYS_PROTECTED_FILES)
                 note = layout.record_placeholders(os.path.realpath(where), placeholders)
-                argv = bwrap.wrap(argv, where, network=self.network, env=env, hidden_files=tuple(hidden),
-                                  read_only=tuple(directories), status=self.status, toolchain=view)
-            else:
-                argv = confine.unsandboxed(argv)
             with processes.ProcessLimit(max_processes or processes.MAX_PROCESSES) as limit:
+                if self.sandboxed:
+                    argv = bwrap.wrap(argv, where, network=self.network, env=env, hidden_files=tuple(hidden),
+                                      read_only=tuple(directories), status=self.status, toolchain=view, limit=limit)
+                else:
+                    argv = confine.unsandboxed(argv, limit)
                 run = run_command(argv, where, env=env, timeout=timeout, display=display, output=output,
                                   echo=echo, limit=limit, sandboxed=self.sandboxed)
         finally:
@@ -179,10 +182,29 @@ class Runner:
             layout.finished(note)
             if home is not None:
                 shutil.rmtree(home, ignore_errors=True)
+        if self.sandboxed and _setup_failed(run):
+            bwrap.forget_probe()  # what worked when the probe ran does not now: the next process probes again
         if run.exit_code == confine.EXIT_FAILED and run.output.startswith(confine.FAILURE_PREFIX):
             raise SandboxRefused(f"the sandbox could not be set up for this command: "
                                  f"{run.output.strip().removeprefix(confine.FAILURE_PREFIX).strip()}")
         return run
+
+
+    def denied_files(self, where: Path) -> list[str]:
+        """The files under `where` the policy hides from commands, as of now (readdeny.py)."""
+        real = os.path.realpath(where)
+        index = self._denied_files.get(real)
+        if index is None:
+            index = self._denied_files[real] = DeniedFiles(real, self.policy)
+        return index.current()
+
+
+def _setup_failed(run: CommandRun) -> bool:
+    """Whether bubblewrap (or the helper before it) could not set up the sandbox for this command."""
+    if run.exit_code == confine.EXIT_FAILED and run.output.startswith(confine.FAILURE_PREFIX):
+        return True
+    return run.exit_code == 1 and run.output.startswith("bwrap: ") and \
+        not run.output.startswith(diagnose.BWRAP_EXEC_FAILED)
 
 
 def protected_policy(policy: Policy, view: ToolchainView) -> Policy:

@@ -111,8 +111,11 @@ class ToolchainView:
             any(under(path, m.dest) for m in self.mounts if not m.link)
 
 
+_SYSTEM_PREFIXES = tuple(f"{directory}/" for directory in SYSTEM_DIRS)
+
+
 def system_visible(path: str) -> bool:
-    return any(under(path, directory) for directory in SYSTEM_DIRS)
+    return path in SYSTEM_DIRS or path.startswith(_SYSTEM_PREFIXES)
 
 
 def _real(path: str) -> str:
@@ -122,8 +125,12 @@ def _real(path: str) -> str:
 class _Builder:
     def __init__(self, environ: dict[str, str], repo: str, extra_read_only: tuple[str, ...]):
         self.environ = environ
-        self.repo = _real(repo)
-        self.home = _real(environ.get("HOME") or os.path.expanduser("~"))
+        # Real paths asked for again and again (every program of a PATH directory shares its parents):
+        # each directory is resolved once per build.
+        self._reals: dict[str, str] = {}
+        self._resolving: set[str] = set()
+        self.repo = self.real(repo)
+        self.home = self.real(environ.get("HOME") or os.path.expanduser("~"))
         self.view = ToolchainView(home=self.home)
         self.extra_read_only = extra_read_only
         self._followed: set[str] = set()
@@ -132,12 +139,41 @@ class _Builder:
         # directory with the step scripts and the files that set its environment).
         self.shared = {self.home, os.path.join(self.home, ".local"), "/tmp", "/var/tmp", "/dev/shm"}
         if environ.get("RUNNER_TEMP"):
-            self.shared.add(_real(environ["RUNNER_TEMP"]))
+            self.shared.add(self.real(environ["RUNNER_TEMP"]))
+
+    def real(self, path: str) -> str:
+        """os.path.realpath(path), with the parent directory's real path remembered for this build."""
+        found = self._reals.get(path)
+        if found is not None:
+            return found
+        parent, name = os.path.split(path)
+        if not os.path.isabs(path) or name in ("", ".", "..") or any(
+                part in ("", ".", "..") for part in parent.split("/")[1:]) and parent != "/":
+            found = os.path.realpath(path)  # not a plain absolute path: the real thing, uncached parts
+        else:
+            real_parent = self.real(parent) if parent != "/" else "/"
+            candidate = os.path.join(real_parent, name)
+            found = self._through_link(candidate, real_parent, path) if os.path.islink(candidate) else candidate
+        self._reals[path] = found
+        return found
+
+    def _through_link(self, link: str, real_parent: str, asked: str) -> str:
+        try:
+            target = os.readlink(link)
+        except OSError:
+            return os.path.realpath(link)
+        if asked in self._resolving or any(part in (".", "..") for part in target.split("/")):
+            return os.path.realpath(link)  # a loop, or `..` (which applies after the links): the real thing
+        self._resolving.add(asked)
+        try:
+            return self.real(target if os.path.isabs(target) else os.path.join(real_parent, target))
+        finally:
+            self._resolving.discard(asked)
 
     # ------------------------------------------------------------------ mounting
 
     def mount(self, source: str, why: str, dest: str | None = None) -> None:
-        real = _real(source)
+        real = self.real(source)
         dest = dest or real
         if dest == real and os.path.isdir(real) and real not in self.scan_roots:
             self.scan_roots.append(real)
@@ -157,7 +193,7 @@ class _Builder:
     def prefix_of(self, directory: str) -> str:
         """The install prefix a bin directory belongs to: its parent, unless that is $HOME, a shared
         user prefix (~/.local), a top-level directory or holds the repository."""
-        real = _real(directory)
+        real = self.real(directory)
         if os.path.basename(real) not in BIN_NAMES:
             return real
         parent = os.path.dirname(real)
@@ -167,7 +203,7 @@ class _Builder:
 
     def manager_root(self, directory: str) -> tuple[str, str] | None:
         """(root, what) when `directory` belongs to a toolchain manager whose root a program needs."""
-        real = _real(directory)
+        real = self.real(directory)
         candidate = real
         while candidate not in ("/", self.home, ""):
             if os.path.isfile(os.path.join(candidate, "libexec", "pyenv")):
@@ -214,7 +250,7 @@ class _Builder:
         if depth > FOLLOW_DEPTH or program in self._followed:
             return
         self._followed.add(program)
-        real = _real(program)
+        real = self.real(program)
         if not os.path.isfile(real):
             return
         if not self.view.visible(real, self.repo):
@@ -261,7 +297,7 @@ class _Builder:
         view.path = list(dict.fromkeys(view.path))
         for name in DIRECTORY_VARIABLES:
             value = self.environ.get(name)
-            if value and os.path.isabs(value) and os.path.isdir(value) and not under(_real(value), self.repo):
+            if value and os.path.isabs(value) and os.path.isdir(value) and not under(self.real(value), self.repo):
                 self.mount(value, f"${name}")
         self.follow_links_in_mounts()
         self.add_user_site()
@@ -293,7 +329,7 @@ class _Builder:
 
     def hidden_in_repo(self, path: str) -> bool:
         """A path inside the repository that is not a protected toolchain directory."""
-        real = _real(path)
+        real = self.real(path)
         if not under(real, self.repo):
             return False
         return not any(under(real, os.path.join(self.repo, relative)) for relative in self.view.protected)
@@ -303,7 +339,7 @@ class _Builder:
         if not entry.startswith("/"):
             view.dropped.append((entry or "(empty)", "a relative PATH entry means the repository"))
             return
-        real = _real(entry)
+        real = self.real(entry)
         in_repo = under(real, self.repo) or under(os.path.normpath(entry), self.repo)
         if in_repo:
             if not os.path.isdir(real) or not under(real, self.repo):
@@ -344,7 +380,7 @@ class _Builder:
             if os.path.islink(current):
                 if not self.view.visible(current, self.repo) and not any(m.dest == current for m in self.view.mounts):
                     self.view.mounts.append(Mount(os.readlink(current), current, f"{why} (a link)", link=True))
-                current = _real(current)
+                current = self.real(current)
 
     def add_user_site(self) -> None:
         base = self.environ.get("PYTHONUSERBASE") or os.path.join(self.home, ".local")

@@ -935,3 +935,55 @@ def test_size_cap_from_the_environment(repo: Path, monkeypatch: pytest.MonkeyPat
     (repo / "big.bin").write_bytes(b"x" * 3000)
     step1 = cp.take(1)
     assert "over the 2048-byte cap" in step1.not_captured_reasons["big.bin"]
+
+
+def test_a_step_that_changed_nothing_reuses_the_last_tree_without_writing_one(tmp_path: Path, monkeypatch):
+    repo = make_repo(tmp_path / "repo", {"a.txt": "one\n", "b/c.txt": "c\n"})
+    cp = Checkpointer(repo, "run-same")
+    first = cp.take(0)
+    (repo / "a.txt").write_text("two\n")
+    second = cp.take(1)
+    assert second.files_changed == ["a.txt"]
+    written = []
+    real_git = cp.shadow.git
+    monkeypatch.setattr(cp.shadow, "git", lambda *args, **kw: written.append(args[0]) or real_git(*args, **kw))
+    third = cp.take(2)  # a command that changed nothing
+    assert (third.commit, third.new_commit, third.files_changed) == (second.commit, False, [])
+    assert "write-tree" not in written
+    # Someone else puts the shadow's HEAD, the index and the work tree back at step 0 (not this
+    # checkpointer): status finds nothing, but the tree is step 0's, not this run's last one.
+    step0_tree = cp.shadow.out("rev-parse", f"{first.commit}^{{tree}}")
+    real_git("read-tree", step0_tree, index=cp.index)
+    (repo / "a.txt").write_text("one\n")
+    real_git("update-index", "--refresh", index=cp.index, ok=(0, 1))
+    cp.shadow.set_refs({"HEAD": first.commit})
+    fourth = cp.take(3)
+    assert cp.shadow.out("rev-parse", f"{fourth.commit}^{{tree}}") == step0_tree
+
+
+def test_the_first_scan_leaves_the_index_to_a_background_refresh_that_later_steps_wait_for(tmp_path: Path):
+    repo = make_repo(tmp_path / "repo", {"a.txt": "one\n", "src/b.py": "b\n"})
+    (repo / "new.txt").write_text("untracked\n")
+    cp = Checkpointer(repo, "run-refresh")
+    first = cp.take(0)
+    assert cp._refresher is not None  # writing the untracked cache, while the first request is out
+    cp.settle()
+    assert b"UNTR" in cp.index.read_bytes()  # the untracked cache the next scans use
+    (repo / "src" / "c.py").write_text("c\n")
+    second = cp.take(1)  # waits for the refresh, then scans
+    assert cp._refresher is None
+    assert sorted(second.files_changed) == ["src/c.py"]
+    assert "new.txt" in cp.shadow.out("ls-tree", "-r", "--name-only", first.commit).split()
+    assert not Path(f"{cp.index}.lock").exists()
+
+
+def test_a_process_that_ends_right_after_its_first_checkpoint_leaves_no_git_behind(tmp_path: Path):
+    repo = make_repo(tmp_path / "repo", {"a.txt": "one\n"})
+    script = ("import sys; from gitbot.checkpoints import Checkpointer; "
+              "cp = Checkpointer(sys.argv[1], 'run-exit'); cp.take(0); print(cp._refresher is not None)")
+    proc = subprocess.run([sys.executable, "-c", script, str(repo)], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[2], check=False)
+    assert proc.returncode == 0 and proc.stdout.strip() == "True", proc.stderr
+    index = repo / ".git" / "gitbot" / "shadow" / "indexes" / "run-exit"
+    assert index.is_file() and not Path(f"{index}.lock").exists()
+    assert Checkpointer(repo, "run-exit").take(1).new_commit is False

@@ -90,3 +90,40 @@ def test_a_config_without_credentials_is_shown_as_it_is(tmp_path):
     copy = gitconfig.sanitized_copy(str(plain))
     assert copy is not None and "PLANTED" not in Path(copy).read_text()
     assert "https://github.com/o/r.git" in Path(copy).read_text()
+
+
+def test_a_sanitized_copy_is_kept_for_the_next_process_until_the_file_changes(hostile, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(gitconfig, "RACY_SECONDS", 0)
+    first = gitconfig.sanitized_copy(str(hostile))
+    assert first is not None and "PLANTED" not in Path(first).read_text()
+    monkeypatch.setattr(gitconfig, "_CACHE", {})  # what the next gitbot process starts with
+    real_parse = gitconfig.parse_entries
+    monkeypatch.setattr(gitconfig, "parse_entries", lambda path: pytest.fail("git parsed an unchanged file again"))
+    kept = gitconfig.sanitized_copy(str(hostile))
+    assert kept != first and Path(kept).read_text() == Path(first).read_text()
+    # The file changes (a new token, the same size even): its stamp moves on, git reads it again.
+    hostile.write_text(HOSTILE_CONFIG.replace("PLANTED01", "PLANTED99"))
+    monkeypatch.setattr(gitconfig, "_CACHE", {})
+    parsed = []
+    monkeypatch.setattr(gitconfig, "parse_entries", lambda path: parsed.append(path) or real_parse(path))
+    again = gitconfig.sanitized_copy(str(hostile))
+    assert parsed == [str(hostile)] and "PLANTED" not in Path(again).read_text()
+
+
+def test_a_kept_copy_is_always_bound_and_a_file_changed_just_now_is_not_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    plain = tmp_path / "config"
+    plain.write_text('[core]\n\tbare = false\n')
+    assert gitconfig.sanitized_copy(str(plain)) is None
+    kept_dir = tmp_path / "cache" / "gitbot" / gitconfig.KEPT_COPIES_DIR
+    assert not kept_dir.exists()  # changed within RACY_SECONDS: the same tick could hide the next change
+    monkeypatch.setattr(gitconfig, "RACY_SECONDS", 0)
+    monkeypatch.setattr(gitconfig, "_CACHE", {})
+    assert gitconfig.sanitized_copy(str(plain)) is None
+    monkeypatch.setattr(gitconfig, "_CACHE", {})
+    # From the kept copy, the file is covered even though it needed no change: whatever the cache
+    # directory holds can never uncover the real file.
+    kept = gitconfig.sanitized_copy(str(plain))
+    assert kept is not None and Path(kept).parent == kept_dir
+    assert git_config(Path(kept), "--bool", "--get", "core.bare").stdout.strip() == "false"

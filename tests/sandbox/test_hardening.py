@@ -217,6 +217,7 @@ def test_where_id_mapping_fails_the_sandbox_is_unavailable_not_root(monkeypatch,
     assert completed.stderr.startswith(confine.FAILURE_PREFIX) and "id-mapping /proc" in completed.stderr
     # The probe turns that into "unavailable", with the reason: "auto" then runs unsandboxed, "required" refuses.
     real_unprivileged = confine.unprivileged
-    monkeypatch.setattr(confine, "unprivileged", lambda argv, idmapped: real_unprivileged(argv, idmapped=["/proc"]))
+    monkeypatch.setattr(confine, "unprivileged",
+                        lambda argv, idmapped, **more: real_unprivileged(argv, idmapped=["/proc"], **more))
     status = bwrap._probe()
     assert not status.available and "gitbot runs as root" in status.description

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from gitbot.policy import Policy
-from gitbot.ripgrep import RipgrepMissing
 from gitbot.sandbox import bwrap, processes, readdeny
 from gitbot.sandbox import env as sandbox_env
 from gitbot.sandbox.bwrap import SandboxStatus, wrap
@@ -213,7 +212,7 @@ class _DenyByName(Policy):
         return Decision("private" not in relpath, "test rule")
 
 
-def test_read_denied_files_finds_hidden_ignored_and_nested_matches(tmp_path: Path, monkeypatch):
+def test_read_denied_files_finds_hidden_ignored_and_nested_matches(tmp_path: Path):
     repo = tmp_path / "repo"
     for relpath in (".env", "app/.env.local", "deep/er/cert.PEM", "node_modules/pkg/id_rsa", "src/main.py",
                     "README.md", ".git/secret.key", "private-notes.txt"):
@@ -224,9 +223,6 @@ def test_read_denied_files_finds_hidden_ignored_and_nested_matches(tmp_path: Pat
     policy = Policy(repo=repo)
     found = sorted(readdeny.read_denied_files(repo, policy))
     assert found == [".env", "app/.env.local", "deep/er/cert.PEM", "node_modules/pkg/id_rsa"]
-    # The same without ripgrep (the os.walk fallback).
-    monkeypatch.setattr("gitbot.ripgrep.rg_binary", lambda: (_ for _ in ()).throw(RipgrepMissing("no rg")))
-    assert sorted(readdeny.read_denied_files(repo, policy)) == found
     assert readdeny.read_denied_files(repo, _DenyByName(repo=repo)) == ["private-notes.txt"]
 
 
@@ -249,3 +245,55 @@ def test_wrap_masks_hidden_files_after_every_directory_bind(tmp_path: Path):
     assert argv[argv.index(target) - 2:argv.index(target) + 1] == ["--ro-bind", "/dev/null", target]
     assert argv.index(target) > argv.index(f"{repo}/.github/workflows")
     assert not any("outside.env" in arg or "missing.env" in arg for arg in argv)
+
+
+def test_the_helpers_spec_arrives_as_written_and_a_malformed_one_runs_nothing(tmp_path: Path):
+    from gitbot.sandbox import confine, helper
+
+    spec = {"uid": confine.SANDBOX_HOST_UID, "stage": "/tmp/stage x", "idmap": [["/work/my repo", "id0"]],
+            "bind": [["/home/u/.pyenv", "b0", True], ["/home/u/.python-version", "b1", False]]}
+    command = confine.helper_command("drop", spec)
+    fields = command[command.index("drop") + 1:command.index("--")]
+    assert helper.parse_spec("drop", fields) == ({"file_bytes": "-", "nproc": "-", "go": "-"}, spec)
+    with processes.ProcessLimit(64) as limit:
+        confine_fields = confine.helper_command("confine", {"landlock": True}, limit)[6:-1]
+        assert helper.parse_spec("confine", confine_fields) == (
+            {"file_bytes": str(processes.MAX_FILE_BYTES), "nproc": str(limit.nproc) if limit.nproc else "-",
+             "go": str(limit.pass_fds[0]) if limit.cgroup else "-"}, {"landlock": True})
+    marker = tmp_path / "ran"
+    truncated = command[:command.index("--") - 1] + ["--", "/bin/sh", "-c", f"touch {marker}"]
+    completed = subprocess.run(truncated, capture_output=True, text=True, timeout=30, check=False)
+    assert completed.returncode == confine.EXIT_FAILED and completed.stderr.startswith(confine.FAILURE_PREFIX)
+    assert not marker.exists()
+
+
+def test_through_the_helper_a_command_is_in_its_cgroup_before_it_runs_and_keeps_its_limits(tmp_path: Path):
+    from gitbot.sandbox import command, confine
+
+    with processes.ProcessLimit(32, max_file_bytes=4096) as limit:
+        if not limit.cgroup:
+            pytest.skip(f"no pids cgroup here ({limit.description}): the launcher joins nothing")
+        line = "pids" if limit.cgroup_kind == "v1" else "^0::"
+        script = f"grep -E '{line}' /proc/self/cgroup; head -c 10000 /dev/zero > big; echo wrote=$?"
+        argv = confine.unsandboxed(["/bin/sh", "-c", script], limit)
+        assert limit.launcher(argv) == argv  # the helper sets the limits: no launcher shell in front
+        run = command.run_command(argv, tmp_path, env=build_env(), timeout=30, display="probe", limit=limit)
+    # The command's first look at its cgroup already finds it in the command's own.
+    assert f"/gitbot-{os.getpid()}-" in run.output.splitlines()[0], run.output
+    assert "wrote=0" not in run.output and (tmp_path / "big").stat().st_size == 4096, run.output
+
+
+def test_a_helper_that_is_not_put_into_its_cgroup_runs_nothing(tmp_path: Path, monkeypatch):
+    from gitbot.sandbox import command, confine
+
+    marker = tmp_path / "ran"
+    with processes.ProcessLimit(32) as limit:
+        if not limit.cgroup:
+            pytest.skip(f"no pids cgroup here ({limit.description})")
+        # Joining fails (the cgroup went away): the helper hears nothing and stops.
+        monkeypatch.setattr(limit, "cgroup", str(tmp_path / "no-such-cgroup"))
+        argv = confine.unsandboxed(["/bin/sh", "-c", f"touch {marker}"], limit)
+        run = command.run_command(argv, tmp_path, env=build_env(), timeout=30, display="probe", limit=limit)
+        monkeypatch.undo()
+    assert run.exit_code == confine.EXIT_FAILED and "process-limit cgroup" in run.output
+    assert not marker.exists()

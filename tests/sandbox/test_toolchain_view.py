@@ -97,3 +97,23 @@ def test_pyenv_chooses_the_version_as_pyenv_does(tmp_path):
     assert diagnose.pyenv_version(str(root), str(project / "src"), {})[0] == "3.12.4"
     assert diagnose.pyenv_version(str(root), str(project), {"PYENV_VERSION": "3.13.0:3.12.4"})[0] == "3.13.0"
     assert os.path.basename(diagnose.pyenv_version(str(root), str(project), {})[1]) == ".python-version"
+
+
+def test_the_views_remembered_real_paths_are_the_real_paths(tmp_path):
+    from gitbot.sandbox.toolchain import _Builder
+
+    (tmp_path / "opt" / "tool-1.2" / "bin").mkdir(parents=True)
+    make(tmp_path / "opt" / "tool-1.2" / "bin" / "tool")
+    (tmp_path / "opt" / "tool").symlink_to("tool-1.2")  # relative
+    (tmp_path / "current").symlink_to(tmp_path / "opt" / "tool")  # absolute, to a link
+    (tmp_path / "loop").symlink_to("loop")
+    (tmp_path / "dangling").symlink_to("nowhere/at/all")
+    (tmp_path / "up").symlink_to("opt/tool/bin/..")
+    builder = _Builder({"HOME": str(tmp_path / "home"), "PATH": "/usr/bin"}, str(tmp_path / "repo"), ())
+    for path in ("current/bin/tool", "current/bin", "opt/tool/bin/tool", "loop", "loop/x", "dangling", "dangling/x",
+                 "up/bin/tool", "current/bin/../bin/tool", "current//bin/./tool", "missing/bin/tool", "", "opt/"):
+        full = f"{tmp_path}/{path}"
+        assert builder.real(full) == os.path.realpath(full), path
+        assert builder.real(full) == os.path.realpath(full), path  # and again, from what it remembered
+    (tmp_path / "moved").symlink_to("opt")
+    assert builder.real(f"{tmp_path}/moved/tool/bin/tool") == f"{tmp_path}/opt/tool-1.2/bin/tool"

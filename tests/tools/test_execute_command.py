@@ -423,6 +423,23 @@ def test_read_denied_files_cannot_be_read_by_commands(sandboxed):
     # file by file; the command judge and redaction have to cover it.
 
 
+@pytest.mark.slow
+def test_a_denied_file_created_during_the_run_is_hidden_from_the_next_command(sandboxed):
+    from gitbot.tools.files import WRITE_TO_FILE
+
+    by_command, by_tool = ("created-by-a-command-" + uuid.uuid4().hex, "written-by-a-file-tool-" + uuid.uuid4().hex)
+    assert run(sandboxed, "mkdir -p deep/er && echo ok").endswith("ok")  # the run's first command: the index is built
+    # A command creates one, and sets its directory's mtime back as if nothing had changed there.
+    run(sandboxed, f"echo SECRET={by_command} > deep/er/.env && touch -m -d 2001-01-01 deep/er && echo made")
+    result = run(sandboxed, "cat deep/er/.env; grep -r SECRET . ; echo done")
+    assert by_command not in result and result.endswith("done"), result
+    # A file tool writes one (read_deny is about reading: writing a certificate is allowed).
+    WRITE_TO_FILE.function(sandboxed, {"path": "certs/new/server.pem", "content": f"KEY={by_tool}\n"})
+    result = run(sandboxed, "cat certs/new/server.pem; grep -r KEY . ; echo done")
+    assert by_tool not in result and result.endswith("done"), result
+    assert (sandboxed.repo / "certs/new/server.pem").read_text() == f"KEY={by_tool}\n"
+
+
 def test_too_many_read_denied_files_refuse_the_command(sandboxed, monkeypatch):
     monkeypatch.setattr(readdeny, "MAX_MASKED_FILES", 2)
     for n in range(3):

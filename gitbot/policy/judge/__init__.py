@@ -35,14 +35,18 @@ collect-only entry point), outcome (the refusal and the findings a judgement car
 
 from __future__ import annotations
 
-from gitbot.policy.judge.judge import (
-           Collected,
-           CommandJudge,
-           judge_command,
-           knows_program,
-           literal_prefix_rules,
-)
 from gitbot.policy.judge.rules import CommandRule, compile_rule, split_pattern
 
 __all__ = ["Collected", "CommandJudge", "CommandRule", "compile_rule", "judge_command", "knows_program",
            "literal_prefix_rules", "split_pattern"]
+# The judge itself (tree-sitter and every program's tables) loads on first use: loading a policy, or
+# running a check under it, needs only the rules' syntax.
+_FROM_JUDGE = frozenset({"Collected", "CommandJudge", "judge_command", "knows_program", "literal_prefix_rules"})
+
+
+def __getattr__(name: str):
+    if name in _FROM_JUDGE:
+        from gitbot.policy.judge import judge
+
+        return getattr(judge, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

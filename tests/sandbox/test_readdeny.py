@@ -1,0 +1,212 @@
+"""The read-deny index: the files the sandbox hides, kept up to date without walking the whole tree.
+
+It must say exactly what a full walk says after any change (the property test), find a denied file
+created an instant after it looked, and read again only directories that changed."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from pathlib import Path
+
+import pytest
+
+from gitbot.policy import Policy
+from gitbot.sandbox import readdeny
+from gitbot.sandbox.readdeny import DeniedFiles, read_denied_files
+
+
+def git_repo(path: Path) -> Path:
+    """A work tree as the index sees one: a `.git` directory is all it looks at (no git needed)."""
+    (path / ".git").mkdir(parents=True)
+    return path
+
+
+def write(repo: Path, relpath: str, text: str = "x\n") -> None:
+    (repo / relpath).parent.mkdir(parents=True, exist_ok=True)
+    (repo / relpath).write_text(text)
+
+
+def full_walk(repo: Path, policy: Policy) -> list[str]:
+    return sorted(read_denied_files(repo, policy))
+
+
+def test_a_denied_file_created_right_after_a_look_is_found_by_the_next(tmp_path: Path):
+    repo = git_repo(tmp_path / "repo")
+    write(repo, "src/app/main.py")
+    index = DeniedFiles(repo, Policy(repo=repo))
+    assert index.current() == []
+    # No pause: the file system's clock may not have ticked since the listing (a "racy" directory).
+    write(repo, "src/app/.env")
+    assert index.current() == ["src/app/.env"]
+    (repo / "src/app/.env").unlink()
+    assert index.current() == []
+
+
+def test_a_change_in_the_same_clock_tick_as_the_look_is_found(tmp_path: Path, monkeypatch):
+    # This machine's file system stamps in nanoseconds; many keep whole seconds (ext4 with small
+    # inodes, FAT: 2 s). Seen through such a clock, a file created in the same second as the listing
+    # leaves its directory's stamp exactly as it was.
+    real_lstat = os.lstat
+
+    def whole_seconds(path, *args, **kwargs):
+        st = real_lstat(path, *args, **kwargs)
+        fields = list(st)
+        coarse = os.stat_result(fields[:7] + [int(st.st_atime), int(st.st_mtime), int(st.st_ctime)])
+        return _Coarse(coarse, st.st_ctime_ns // 10**9 * 10**9, st.st_mtime_ns // 10**9 * 10**9)
+
+    repo = git_repo(tmp_path / "repo")
+    monkeypatch.setattr(os, "lstat", whole_seconds)
+    index = DeniedFiles(repo, Policy(repo=repo))
+    while time.time() % 1 > 0.9:  # room for all of it in the same second
+        time.sleep(0.05)
+    write(repo, "src/app/main.py")
+    assert index.current() == []
+    write(repo, "src/app/.env")
+    assert int(os.path.getctime(repo / "src/app")) == int(time.time())
+    assert index.current() == ["src/app/.env"]
+
+
+class _Coarse:
+    """An lstat result whose nanosecond stamps are whole seconds, as such a file system reports them."""
+
+    def __init__(self, st: os.stat_result, ctime_ns: int, mtime_ns: int):
+        self._st, self.st_ctime_ns, self.st_mtime_ns = st, ctime_ns, mtime_ns
+
+    def __getattr__(self, name):
+        return getattr(self._st, name)
+
+
+def test_setting_a_directorys_mtime_back_does_not_hide_a_new_file(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(readdeny, "RACY_SECONDS", 0)  # every directory trusted by its stamp
+    repo = git_repo(tmp_path / "repo")
+    write(repo, "config/settings.toml")
+    before = os.stat(repo / "config")
+    index = DeniedFiles(repo, Policy(repo=repo))
+    assert index.current() == []
+    write(repo, "config/.env.production")
+    os.utime(repo / "config", ns=(before.st_atime_ns, before.st_mtime_ns))  # what `touch -d` can do
+    assert os.stat(repo / "config").st_mtime_ns == before.st_mtime_ns
+    assert index.current() == ["config/.env.production"]
+
+
+def test_a_directory_moved_into_the_tree_is_read_whole(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(readdeny, "RACY_SECONDS", 0)
+    repo = git_repo(tmp_path / "repo")
+    write(repo, "a/b/notes.txt")
+    outside = tmp_path / "elsewhere"
+    write(outside, "deep/er/server.pem")
+    write(outside, "deep/id_rsa")
+    index = DeniedFiles(repo, Policy(repo=repo))
+    assert index.current() == []
+    os.rename(outside / "deep", repo / "a" / "b" / "deep")
+    assert sorted(index.current()) == ["a/b/deep/er/server.pem", "a/b/deep/id_rsa"]
+    os.rename(repo / "a" / "b" / "deep", repo / "moved")
+    assert sorted(index.current()) == ["moved/er/server.pem", "moved/id_rsa"]
+    # A directory replaced by a symlink to it: nothing is reached through a symlink (its target is
+    # listed where it is).
+    os.rename(repo / "moved", tmp_path / "gone")
+    (repo / "moved").symlink_to(tmp_path / "gone")
+    assert index.current() == []
+
+
+def test_only_directories_that_changed_are_read_again(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(readdeny, "RACY_SECONDS", 0)
+    repo = git_repo(tmp_path / "repo")
+    for n in range(20):
+        write(repo, f"pkg{n}/mod/file.py")
+    index = DeniedFiles(repo, Policy(repo=repo))
+    index.current()
+    read = []
+    real_scandir = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda path: read.append(path) or real_scandir(path))
+    assert index.current() == []
+    assert read == []
+    write(repo, "pkg7/mod/.netrc")
+    assert index.current() == ["pkg7/mod/.netrc"]
+    assert read == [f"{os.path.realpath(repo)}/pkg7/mod"]
+
+
+def test_the_index_is_kept_for_the_next_process_and_only_for_the_same_rules(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(readdeny, "RACY_SECONDS", 0)
+    repo = git_repo(tmp_path / "repo")
+    write(repo, "one/.env")
+    write(repo, "two/readme.md")
+    policy = Policy(repo=repo)
+    assert DeniedFiles(repo, policy).current() == ["one/.env"]
+    store = repo / ".git" / "gitbot" / readdeny.STORE_NAME
+    assert store.is_file()
+    # What happened while no gitbot ran is found by the next one.
+    write(repo, "two/deploy.key")
+    read = []
+    real_scandir = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda path: read.append(path) or real_scandir(path))
+    assert sorted(DeniedFiles(repo, policy).current()) == ["one/.env", "two/deploy.key"]
+    assert read == [f"{os.path.realpath(repo)}/two"]
+    # Other rules: the stored decisions do not apply.
+    other = Policy(repo=repo, read_deny=("**/*.md",))
+    assert DeniedFiles(repo, other).current() == ["two/readme.md"]
+    # A damaged store is no store.
+    store.write_text('{"version": 1, "root": 5')
+    assert sorted(DeniedFiles(repo, policy).current()) == ["one/.env", "two/deploy.key"]
+    stored = json.loads(store.read_text())
+    stored["dirs"]["one"][2] = []  # a store that lies about a directory whose stamp moved on is re-read
+    write(repo, "one/other.txt")
+    store.write_text(json.dumps(stored))
+    assert sorted(DeniedFiles(repo, policy).current()) == ["one/.env", "two/deploy.key"]
+
+
+def test_a_policy_with_its_own_read_rules_is_asked_about_every_file(tmp_path: Path):
+    class DenyByName(Policy):
+        def check_read(self, relpath):
+            from gitbot.policy.base import Decision
+
+            return Decision("private" not in relpath, "test rule")
+
+    repo = git_repo(tmp_path / "repo")
+    write(repo, "docs/private-notes.txt")
+    write(repo, ".env")
+    index = DeniedFiles(repo, DenyByName(repo=repo))
+    assert index.current() == ["docs/private-notes.txt"]
+    assert not (repo / ".git" / "gitbot" / readdeny.STORE_NAME).exists()  # its rules are code: nothing kept
+
+
+def test_the_index_says_what_a_full_walk_says_after_any_changes(tmp_path: Path):
+    repo = git_repo(tmp_path / "repo")
+    policy = Policy(repo=repo, read_deny=(*Policy().read_deny, "secrets/**", "**/build/*.log"))
+    rng = random.Random(15)
+    names = ["a", "b", "secrets", "build", ".hidden", "node_modules"]
+    files = ["main.py", ".env", "x.pem", "out.log", "README.md", ".env.local", "id_rsa.pub"]
+    index = DeniedFiles(repo, policy)
+    for _round in range(60):
+        for _change in range(rng.randint(1, 4)):
+            directory = "/".join(rng.choice(names) for _ in range(rng.randint(0, 3)))
+            path = repo / directory / rng.choice(files) if directory else repo / rng.choice(files)
+            action = rng.random()
+            if action < 0.5:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                if not path.parent.is_symlink() and not path.is_dir():
+                    path.write_text("x")
+            elif action < 0.7 and path.is_file():
+                path.unlink()
+            elif action < 0.85 and (repo / directory).is_dir() and directory:
+                target = repo / rng.choice(names)
+                if not target.exists():
+                    os.rename(repo / directory, target)
+            elif directory and not (repo / directory).exists() and (repo / directory).parent.is_dir():
+                (repo / directory).symlink_to(repo / rng.choice(names))
+        assert sorted(index.current()) == full_walk(repo, policy)
+
+
+def test_too_many_denied_files_fail_closed(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(readdeny, "MAX_MASKED_FILES", 3)
+    repo = git_repo(tmp_path / "repo")
+    index = DeniedFiles(repo, Policy(repo=repo))
+    for n in range(3):
+        write(repo, f"k{n}.pem")
+    assert len(index.current()) == 3
+    write(repo, "k3.pem")
+    with pytest.raises(readdeny.SandboxRefusal, match="more than 3 files .* read_deny"):
+        index.current()
