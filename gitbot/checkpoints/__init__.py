@@ -13,6 +13,7 @@ Everything lives in `<git-dir>/gitbot/shadow`; see shadow.py for the isolation r
 snapshot.py for what is captured, restore.py for what restore refuses to do.
 """
 
+from gitbot.checkpoints.capture import DEFAULT_SIZE_CAP
 from gitbot.checkpoints.errors import (
     CheckpointError,
     LockHeld,
@@ -26,7 +27,7 @@ from gitbot.checkpoints.history import diff, known_runs, list_checkpoints
 from gitbot.checkpoints.lock import RunLock
 from gitbot.checkpoints.prune import PruneReport, prune
 from gitbot.checkpoints.restore import RestoreReport, restore
-from gitbot.checkpoints.snapshot import DEFAULT_SIZE_CAP, Checkpoint, Checkpointer
+from gitbot.checkpoints.snapshot import Checkpoint, Checkpointer
 
 __all__ = [
     "DEFAULT_SIZE_CAP",

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Self
 
+from gitbot import pids
 from gitbot.checkpoints.errors import LockHeld
 from gitbot.checkpoints.shadow import discover
 
@@ -94,7 +95,7 @@ class RunLock:
         holder = _read_holder(fd)
         pid = holder.get("pid")
         return not (isinstance(pid, int) and pid != os.getpid() and holder.get("host") == socket.gethostname()
-                    and _pid_alive(pid))
+                    and pids.alive(pid))
 
     def release(self) -> None:
         if self._fd is None:
@@ -124,13 +125,3 @@ def _read_holder(fd: int) -> dict[str, Any]:
     except (OSError, ValueError):
         return {"pid": "unknown (unreadable lock file)"}
     return holder if isinstance(holder, dict) else {}
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -27,11 +27,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gitbot.checkpoints.capture import DEFAULT_SIZE_CAP, GITLINK_REASON
 from gitbot.checkpoints.errors import CheckpointError, OutsideChanges, display_path, json_safe_path
 from gitbot.checkpoints.history import checkpoint_steps, resolve_run, resolve_step
 from gitbot.checkpoints.lock import RunLock
 from gitbot.checkpoints.shadow import GITLINK_MODE, DiffEntry, RepoPaths, ShadowRepo, fs
-from gitbot.checkpoints.snapshot import DEFAULT_SIZE_CAP, GITLINK_REASON, Checkpoint, Checkpointer
+from gitbot.checkpoints.snapshot import Checkpoint, Checkpointer
 from gitbot.record import RunRecord
 
 

@@ -11,10 +11,12 @@ rename, which leaves the listing's file intact), and the fixes are applied after
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,8 +64,27 @@ class Background:
         self._close()
 
     def _close(self) -> None:
+        _UNFINISHED.discard(self)
         self._stdout.close()
         self._stderr.close()
+
+
+# Background commands that write an index: waited for when the process exits, so no git is left writing
+# an index after gitbot is gone.
+_UNFINISHED: set[Background] = set()
+
+
+def wait_at_exit(background: Background) -> None:
+    _UNFINISHED.add(background)
+
+
+@atexit.register
+def _finish_writers() -> None:
+    for background in list(_UNFINISHED):
+        try:
+            background.output()
+        except (GitCommandError, OSError):
+            pass
 
 
 @dataclass
@@ -116,3 +137,16 @@ def filtered_index_info(repo: Path, fixes: SeedFixes) -> tuple[bytes, list[bytes
         if path in filtered and meta[2:8] != GITLINK_MODE.encode():
             entries[path] = (meta[2:8], meta[9:].split(b" ")[0])
     return b"".join(b"%s %s\t%s\0" % (mode, sha, path) for path, (mode, sha) in entries.items()), list(entries)
+
+
+def prune_old_indexes(directory: Path, keep: str, max_age_seconds: float = 24 * 3600) -> None:
+    """Drop other runs' private indexes unused for a day: they only speed up a run in progress
+    (restoring an old run re-seeds one), and on a big repository each is several MB."""
+    cutoff = time.time() - max_age_seconds
+    for path in directory.iterdir():
+        if path.name != keep and not path.name.startswith(keep + "."):
+            try:
+                if path.stat().st_mtime < cutoff:
+                    path.unlink()
+            except OSError:
+                pass

@@ -34,17 +34,14 @@ What the seeded index must not be trusted for (fixed up at seeding):
   shadow runs no filters, so a restore writes the real file and not its pointer;
 - blobs only the user's index holds (staged, never committed): copied into the shadow's own
   store, as the user's `git gc` may prune them.
-Paths are never followed through symbolic links: a file under a directory that became a symlink
-is gone.
+Which paths are captured, and how status output is read: capture.py.
 """
 
 from __future__ import annotations
 
-import atexit
 import json
 import logging
 import os
-import re
 import shutil
 import stat
 import statistics
@@ -54,14 +51,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitbot import git
+from gitbot.checkpoints.capture import (
+    GITLINK_REASON,
+    STATUS_ARGS,
+    CaptureRules,
+    gitlink_reason,
+    is_nested_repo,
+    relative_path,
+    size_cap_from_env,
+    status_paths,
+)
 from gitbot.checkpoints.errors import json_safe_path
 from gitbot.checkpoints.seeding import (
     LISTING_ARGS,
     Background,
     SeedFixes,
     filtered_index_info,
+    prune_old_indexes,
     read_seed_listing,
+    wait_at_exit,
 )
 from gitbot.checkpoints.shadow import (
     GITLINK_MODE,
@@ -81,30 +89,10 @@ from gitbot.policy.files import path_matcher
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SIZE_CAP = 10 * 1024 * 1024
-SIZE_CAP_ENV = "GITBOT_CHECKPOINT_SIZE_CAP"
 SLOW_MEDIAN_SECONDS = 2.0
 # How many recent per-step timings the slow-checkpoint decision looks at, and how many it needs.
 _TIMING_WINDOW = 10
 _TIMING_MIN_SAMPLES = 3
-
-_STATUS_ARGS = ("status", "--porcelain=v2", "-z", "--untracked-files=all", "--no-renames",
-                # A submodule counts as changed when its HEAD moves, not when its files do:
-                # it is recorded by reference, and looking inside would cost a status per submodule.
-                "--ignore-submodules=dirty")
-
-
-def size_cap_from_env() -> int:
-    """GITBOT_CHECKPOINT_SIZE_CAP in bytes (a number, optionally with a K, M or G suffix, powers of 1024)."""
-    raw = os.environ.get(SIZE_CAP_ENV, "").strip()
-    if not raw:
-        return DEFAULT_SIZE_CAP
-    match = re.fullmatch(r"(\d+)\s*([kmg]?)(?:i?b)?", raw, re.IGNORECASE)
-    if not match:
-        raise ValueError(f"{SIZE_CAP_ENV}={raw!r} is not a size: use a number of bytes, optionally with a K, M "
-                         "or G suffix (e.g. 10M)")
-    return int(match.group(1)) * 1024 ** " kmg".index(match.group(2).lower() or " ")
-
 
 @dataclass
 class Checkpoint:
@@ -160,6 +148,7 @@ class Checkpointer:
             read_deny = (*manifest.get("read_deny", ()), *read_deny)
         self.read_deny: tuple[str, ...] = tuple(dict.fromkeys(read_deny))
         self._denied = path_matcher(self.read_deny)
+        self.rules = CaptureRules(self.repo, size_cap_bytes, self._denied, self.shadow.dir)
         # Paths whose index entries changed since the last recorded tree, so a checkpoint's
         # files_changed needs no tree diff; None when unknown (then diff the trees).
         self._changed: set[str] | None = set()
@@ -215,7 +204,7 @@ class Checkpointer:
             raise ValueError(f"step must be a non-negative integer, not {step!r}")
         if self._last_step is not None and step < self._last_step:
             raise ValueError(f"step {step} comes before this run's last checkpoint (step {self._last_step})")
-        relative = None if touched is None else [self._relative(p) for p in touched]
+        relative = None if touched is None else [relative_path(self.repo, p) for p in touched]
         began = time.perf_counter()
         first = self._last_commit is None
         tree = self.build_tree(relative)
@@ -229,7 +218,6 @@ class Checkpointer:
         """Wait for the private index's background refresh, if one runs (every use of the index does)."""
         refresher, self._refresher = self._refresher, None
         if refresher is not None:
-            _PENDING.discard(refresher)
             try:
                 refresher.output()
             except GitCommandError as exc:  # e.g. the lock taken: the next status writes it instead
@@ -243,10 +231,10 @@ class Checkpointer:
             return
         self._refresh_pending = False
         try:
-            self._refresher = Background(self.shadow, self.index, _STATUS_ARGS)
+            self._refresher = Background(self.shadow, self.index, STATUS_ARGS)
         except OSError:
             return
-        _PENDING.add(self._refresher)
+        wait_at_exit(self._refresher)
 
     def should_checkpoint_step(self) -> bool:
         """False once checkpoints got slow and the run switched to one checkpoint per model response."""
@@ -335,7 +323,7 @@ class Checkpointer:
     def _seed_index(self) -> None:
         """Start the private index as a copy of the user's (stat data + blob ids they already have)."""
         self.index.parent.mkdir(parents=True, exist_ok=True)
-        _prune_old_indexes(self.index.parent, keep=self.index.name)
+        prune_old_indexes(self.index.parent, keep=self.index.name)
         for stale in (self.index, self.index.with_name(self.index.name + ".lock")):
             stale.unlink(missing_ok=True)
         self._changed = None
@@ -376,7 +364,7 @@ class Checkpointer:
             return None
         fixes = read_seed_listing(listing.output(), self._denied)
         for path, sha in fixes.gitlinks:  # recorded by reference from now on
-            self._not_captured[os.fsdecode(path)] = _gitlink_reason(sha)
+            self._not_captured[os.fsdecode(path)] = gitlink_reason(sha)
         return fixes
 
     def _fix_seeded(self, fixes: SeedFixes) -> list[str]:
@@ -393,7 +381,7 @@ class Checkpointer:
         # A skip-worktree entry whose file is absent (sparse checkout) keeps its bit and its content.
         dirs: dict[str, bool] = {}
         present = [p for p in fixes.skip_worktree
-                   if p not in fixes.denied and self._lstat(os.fsdecode(p), dirs) is not None]
+                   if p not in fixes.denied and self.rules.lstat(os.fsdecode(p), dirs) is not None]
         if present:
             self.shadow.git("update-index", "--no-skip-worktree", "-z", "--stdin", index=self.index,
                             input=b"\0".join(present) + b"\0")
@@ -425,7 +413,7 @@ class Checkpointer:
                 return False
             if rel.split("/")[0] == ".git":
                 continue  # a tool writing inside .git changed nothing we capture
-            if not self._real_parents(rel, dirs):
+            if not self.rules.real_parents(rel, dirs):
                 return False  # under a symlink or a file: the scan removes what lay there
             try:
                 st = os.lstat(self.repo / rel)
@@ -434,7 +422,7 @@ class Checkpointer:
                 continue
             if stat.S_ISDIR(st.st_mode) or not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
                 return False  # a directory, nested repository or special file: let the scan classify it
-            why = self._why_not_capturable(rel, st)
+            why = self.rules.why_not_capturable(rel, st)
             if why:
                 to_drop.append(rel)
                 self._not_captured[rel] = why
@@ -468,7 +456,7 @@ class Checkpointer:
         # writing the split index costs a third of that status. `take` has a second status write
         # them in the background, while the run's first model request is out (see _refresh_later).
         first = self._keep_staged
-        status = Background(self.shadow, self.index, _STATUS_ARGS, write_index=not first)
+        status = Background(self.shadow, self.index, STATUS_ARGS, write_index=not first)
         self._refresh_pending = self._refresh_pending or first
         try:
             fixes = self._read_seed_listing()
@@ -477,7 +465,7 @@ class Checkpointer:
             raise
         out = status.output()
         unjudged = self._fix_seeded(fixes) if fixes is not None else []
-        candidates, tracked, staged = _status_paths(out)
+        candidates, tracked, staged = status_paths(out)
         if unjudged:
             known = set(candidates)
             candidates += [p for p in unjudged if p not in known]
@@ -498,23 +486,23 @@ class Checkpointer:
         changed: list[str] = []  # status reported them, so their entries differ (or they are new)
         dirs: dict[str, bool] = {}
         for rel in candidates:
-            st = self._lstat(rel, dirs)  # never through a symlink: a file under one is gone
+            st = self.rules.lstat(rel, dirs)  # never through a symlink: a file under one is gone
             if st is None:
                 # gone: --force-remove drops its entry (plain --remove refuses a path beyond a symlink)
                 drop.append(rel)
                 self._not_captured.pop(rel, None)
-            elif stat.S_ISDIR(st.st_mode) and _is_nested_repo(self.repo / rel):
-                head = self._nested_head(self.repo / rel)
+            elif stat.S_ISDIR(st.st_mode) and is_nested_repo(self.repo / rel):
+                head = self.rules.nested_head(self.repo / rel)
                 if head:
                     gitlinks.append((rel, head))
-                    self._not_captured[rel] = _gitlink_reason(head)
+                    self._not_captured[rel] = gitlink_reason(head)
                 else:
                     drop.append(rel)
                     self._not_captured[rel] = "nested git repository without commits; not captured"
             elif stat.S_ISDIR(st.st_mode):
                 drop.append(rel)  # an entry that is a plain directory now; its files are candidates of their own
                 self._not_captured.pop(rel, None)
-            elif why := self._why_not_capturable(rel, st):
+            elif why := self.rules.why_not_capturable(rel, st):
                 drop.append(rel)
                 self._not_captured[rel] = why
             else:
@@ -536,55 +524,9 @@ class Checkpointer:
             self._changed.update(changed)
         return bool(candidates)
 
-    def _real_parents(self, rel: str, dirs: dict[str, bool]) -> bool:
-        """Whether every parent directory of `rel` is a real directory (not a symlink, not a file)."""
-        prefix = ""
-        for part in rel.split("/")[:-1]:
-            prefix = f"{prefix}/{part}" if prefix else part
-            known = dirs.get(prefix)
-            if known is None:
-                try:
-                    known = stat.S_ISDIR(os.lstat(self.repo / prefix).st_mode)
-                except OSError:
-                    known = False
-                dirs[prefix] = known
-            if not known:
-                return False
-        return True
-
-    def _lstat(self, rel: str, dirs: dict[str, bool]) -> os.stat_result | None:
-        """lstat() of a path in the work tree, None if it is gone or lies beyond a symlink or a file."""
-        if not self._real_parents(rel, dirs):
-            return None
-        try:
-            return os.lstat(self.repo / rel)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-
-    def _why_not_capturable(self, rel: str, st: os.stat_result) -> str | None:
-        if self._denied is not None and self._denied(rel):
-            return READ_DENY_REASON
-        if stat.S_ISLNK(st.st_mode):
-            return None
-        if not stat.S_ISREG(st.st_mode):
-            return "not a regular file or symlink; not captured"
-        if st.st_size > self.size_cap_bytes:
-            return f"{st.st_size} bytes, over the {self.size_cap_bytes}-byte cap; not captured"
-        if not os.access(self.repo / rel, os.R_OK):
-            return "not readable; not captured"
-        return None
-
     def _drop_from_index(self, paths: list[str]) -> None:
         self.shadow.git("update-index", "--force-remove", "-z", "--stdin", index=self.index,
                         input=b"\0".join(fs(p) for p in paths) + b"\0")
-
-    def _nested_head(self, directory: Path) -> str | None:
-        """HEAD of a nested repository or submodule, read without entering or changing it."""
-        env = git.isolated_env(self.shadow.dir, {"GIT_DIR": str(directory / ".git")})
-        proc = git.run(["rev-parse", "-q", "--verify", "HEAD^{commit}"], env=env, cwd=directory, ok=(0, 1, 128))
-        if proc.returncode != 0:
-            return None  # no commits yet, or not a repository git can read
-        return proc.stdout.decode().strip() or None
 
     # -- recording ---------------------------------------------------------------------------
 
@@ -643,92 +585,3 @@ class Checkpointer:
                 f"median checkpoint time {median:.2f} s over the last {len(recent)} checkpoints is above "
                 f"{self.slow_median_seconds:g} s; checkpointing once per model response from step {step} on")
             log.warning("gitbot checkpoints: %s", self._degraded_reason)
-
-    def _relative(self, path: str | os.PathLike[str]) -> str:
-        raw = os.fsdecode(path)
-        if not raw:
-            raise ValueError("an empty path cannot be a touched file")
-        if os.path.isabs(raw):
-            normal = os.path.normpath(raw)
-            for root in (str(self.repo), os.path.realpath(self.repo)):
-                if normal == root or normal.startswith(root.rstrip("/") + "/"):
-                    raw = os.path.relpath(normal, root)
-                    break
-            else:
-                # The caller may have a different spelling of the repo's path (a symlink).
-                parent = os.path.realpath(os.path.dirname(normal))
-                real_root = os.path.realpath(self.repo)
-                if parent != real_root and not parent.startswith(real_root + "/"):
-                    raise ValueError(f"{raw} is outside the repository {self.repo}")
-                raw = os.path.relpath(os.path.join(parent, os.path.basename(normal)), real_root)
-        rel = os.path.normpath(raw).replace(os.sep, "/")
-        if rel == ".." or rel.startswith("../"):
-            raise ValueError(f"{raw} is outside the repository {self.repo}")
-        return rel
-
-
-# Background refreshes still running: waited for when the process exits, so no git is left writing
-# an index after gitbot is gone.
-_PENDING: set[Background] = set()
-
-
-@atexit.register
-def _wait_for_refreshes() -> None:
-    for refresher in list(_PENDING):
-        try:
-            refresher.output()
-        except (GitCommandError, OSError):
-            pass
-
-
-def _status_paths(out: bytes) -> tuple[list[str], set[str], list[tuple[str, str]]]:
-    """Paths in `git status --porcelain=v2 -z` output, which of them are in the index, and the blob
-    ids (with their paths) of index entries that differ from HEAD (staged content)."""
-    records = out.split(b"\0")
-    paths: list[str] = []
-    tracked: set[str] = set()
-    staged: list[tuple[str, str]] = []
-    i = 0
-    while i < len(records):
-        record = records[i]
-        i += 1
-        kind = record[:1]
-        if kind in (b"1", b"2"):
-            # "1 XY sub mH mI mW hH hI path"; "2 XY sub mH mI mW hH hI Xscore path\0origPath"
-            fields = record.split(b" ", 9 if kind == b"2" else 8)
-            if fields[1][:1] != b"." and fields[4] not in (b"000000", GITLINK_MODE.encode()):
-                staged.append((fields[7].decode(), os.fsdecode(fields[-1])))
-            tracked.add(os.fsdecode(fields[-1]))
-            if kind == b"2":  # renames are off, but be safe: the next record is the original path
-                tracked.add(os.fsdecode(records[i]))
-                i += 1
-        elif kind == b"u":
-            tracked.add(os.fsdecode(record.split(b" ", 10)[10]))
-        elif kind == b"?":
-            paths.append(os.fsdecode(record[2:]).rstrip("/"))
-    return sorted(tracked) + paths, tracked, staged
-
-
-def _prune_old_indexes(directory: Path, keep: str, max_age_seconds: float = 24 * 3600) -> None:
-    """Drop other runs' private indexes unused for a day: they only speed up a run in progress
-    (restoring an old run re-seeds one), and on a big repository each is several MB."""
-    cutoff = time.time() - max_age_seconds
-    for path in directory.iterdir():
-        if path.name != keep and not path.name.startswith(keep + "."):
-            try:
-                if path.stat().st_mtime < cutoff:
-                    path.unlink()
-            except OSError:
-                pass
-
-
-def _is_nested_repo(directory: Path) -> bool:
-    return os.path.lexists(directory / ".git")
-
-
-GITLINK_REASON = "git repository (nested repository or submodule) recorded by reference at "
-READ_DENY_REASON = "matches the policy's files.read_deny; never stored in a checkpoint"
-
-
-def _gitlink_reason(sha: str) -> str:
-    return GITLINK_REASON + sha

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 
+from gitbot import pids
 from gitbot.sandbox.env import under
 from gitbot.sandbox.toolchain import SYSTEM_DIRS, ToolchainView
 
@@ -204,7 +205,7 @@ def remove_stale_placeholders(repo: str) -> None:
         return
     for name in notes:
         pid = name.removesuffix(".json")
-        if not pid.isdigit() or (int(pid) != os.getpid() and _alive(int(pid))):
+        if not pid.isdigit() or (int(pid) != os.getpid() and pids.alive(int(pid))):
             continue
         note = os.path.join(directory, name)
         try:
@@ -214,16 +215,6 @@ def remove_stale_placeholders(repo: str) -> None:
             paths = []
         remove_placeholders(paths)
         finished(note)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def finished(note: str | None) -> None:

@@ -30,6 +30,7 @@ The policy's `[sandbox] read_only` adds directories. `gitbot sandbox explain -- 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from gitbot.sandbox.env import under
@@ -475,35 +476,10 @@ def read_pyvenv_cfg(path: str) -> dict[str, str]:
     return values
 
 
-def programs_under(root: str) -> list[str]:
-    """Symlinks and `pyvenv.cfg`-carrying interpreters in the `bin/` directories of a toolchain root,
-    up to FOLLOW_SCAN_DEPTH below it (root/versions/X/bin), within a budget."""
-    found: list[str] = []
-    budget = CREDENTIAL_SCAN_BUDGET
-    stack = [(root, 0)]
-    while stack and budget > 0:
-        directory, depth = stack.pop()
-        try:
-            entries = list(os.scandir(directory))
-        except OSError:
-            continue
-        budget -= len(entries)
-        in_bin = os.path.basename(directory) in BIN_NAMES
-        for entry in entries:
-            try:
-                if in_bin and (entry.is_symlink() or entry.name.startswith("python")):
-                    found.append(entry.path)
-                elif entry.is_dir(follow_symlinks=False) and depth < FOLLOW_SCAN_DEPTH and \
-                        entry.name not in CREDENTIAL_SCAN_SKIP:
-                    stack.append((entry.path, depth + 1))
-            except OSError:
-                continue
-    return found
-
-
-def credential_files(roots: list[str]) -> list[str]:
-    """Files (and directories) named like credentials inside the mounted toolchain directories."""
-    found: list[str] = []
+def _bounded_walk(roots: list[str], max_depth: int) -> Iterator[tuple[str, list[os.DirEntry[str]]]]:
+    """(directory, its entries) for the roots and the directories below them, at most `max_depth` levels
+    deep, never through symlinks or into CREDENTIAL_SCAN_SKIP, and within CREDENTIAL_SCAN_BUDGET entries
+    in all: a toolchain root can be a whole home directory's worth of files."""
     budget = CREDENTIAL_SCAN_BUDGET
     stack = [(root, 0) for root in roots]
     while stack and budget > 0:
@@ -513,14 +489,32 @@ def credential_files(roots: list[str]) -> list[str]:
         except OSError:
             continue
         budget -= len(entries)
+        yield directory, entries
         for entry in entries:
-            if entry.name in CREDENTIAL_FILES:
-                found.append(entry.path)
-                continue
             try:
-                is_dir = entry.is_dir(follow_symlinks=False)
+                if depth + 1 < max_depth and entry.is_dir(follow_symlinks=False) and \
+                        entry.name not in CREDENTIAL_SCAN_SKIP:
+                    stack.append((entry.path, depth + 1))
             except OSError:
                 continue
-            if is_dir and depth + 1 < CREDENTIAL_SCAN_DEPTH and entry.name not in CREDENTIAL_SCAN_SKIP:
-                stack.append((entry.path, depth + 1))
-    return sorted(found)
+
+
+def programs_under(root: str) -> list[str]:
+    """Symlinks and `pyvenv.cfg`-carrying interpreters in the `bin/` directories of a toolchain root,
+    up to FOLLOW_SCAN_DEPTH below it (root/versions/X/bin), within a budget."""
+    found: list[str] = []
+    for directory, entries in _bounded_walk([root], FOLLOW_SCAN_DEPTH + 1):
+        if os.path.basename(directory) in BIN_NAMES:
+            for entry in entries:
+                try:
+                    if entry.is_symlink() or entry.name.startswith("python"):
+                        found.append(entry.path)
+                except OSError:
+                    continue
+    return found
+
+
+def credential_files(roots: list[str]) -> list[str]:
+    """Files (and directories) named like credentials inside the mounted toolchain directories."""
+    return sorted(entry.path for _, entries in _bounded_walk(roots, CREDENTIAL_SCAN_DEPTH)
+                  for entry in entries if entry.name in CREDENTIAL_FILES)
