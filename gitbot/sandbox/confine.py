@@ -3,9 +3,9 @@ environment.
 
 - Sandboxed, as root (a root self-hosted runner, a container, a VM): bubblewrap in a user namespace
   would map host root to the sandbox's uid, so root's files (/etc/shadow, /proc/sys/kernel/core_pattern)
-  would be the sandbox user's. Instead `unprivileged` starts bubblewrap as a uid of the command's own
-  that no account uses (`own_host_uid`), with the repository id-mapped so that uid can write it and
-  what it writes is stored as root's (helper.py, mode "drop"). Where id-mapped mounts do not work (an old kernel, a file system
+  would be the sandbox user's. Instead `unprivileged` starts bubblewrap as SANDBOX_HOST_UID, a uid no
+  account uses, with the repository id-mapped so that uid can write it and what it writes is stored
+  as root's (helper.py, mode "drop"). Where id-mapped mounts do not work (an old kernel, a file system
   without support), the probe fails and the sandbox counts as unavailable.
 - Not sandboxed (mode "off", or "auto" without bubblewrap): `unsandboxed` puts the command in a
   Landlock domain, so it cannot read /proc/<pid>/environ of gitbot or the shell that started it (a CI
@@ -16,7 +16,6 @@ environment.
 from __future__ import annotations
 
 import atexit
-import itertools
 import os
 import stat
 import sys
@@ -30,15 +29,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gitbot.sandbox.processes import ProcessLimit
 
-SANDBOX_HOST_UID = 2_000_000_000  # the first of the host uids commands run as; no account uses this range
-_commands = itertools.count()
-
-
-def own_host_uid() -> int:
-    """A host uid for one command alone (SANDBOX_HOST_UID + this process's pid and a counter): its process
-    budget (RLIMIT_NPROC, see processes.py) then counts exactly its processes, and no other command's
-    processes are its to signal. At most SANDBOX_HOST_UID + 2**30, far below the invalid uid 2**32 - 1."""
-    return SANDBOX_HOST_UID + ((os.getpid() & 0x3FFFFF) << 8 | next(_commands) & 0xFF)
+SANDBOX_HOST_UID = 2_000_000_000
 # How the helper says it could not set something up (then the command did not start).
 EXIT_FAILED = 125
 FAILURE_PREFIX = "gitbot-sandbox:"
@@ -135,7 +126,7 @@ def unprivileged(bwrap_argv: list[str], *, idmapped: list[str], limit: ProcessLi
             values = [_staged(values[0], roots, binds, stage), values[1]]
         rewritten += [option, *values]
         index += 1 + arity
-    spec = {"uid": own_host_uid(), "stage": stage, "idmap": [[path, name] for path, name in roots.items()],
+    spec = {"uid": SANDBOX_HOST_UID, "stage": stage, "idmap": [[path, name] for path, name in roots.items()],
             "bind": [[path, name, is_dir] for path, (name, is_dir) in binds.items()]}
     return helper_command("drop", spec, limit) + rewritten
 

@@ -69,16 +69,13 @@ def _own_cgroup_dirs() -> list[tuple[str, str]]:
 
 class ProcessLimit:
     """At most `max_processes` processes for one command, by the strongest means available here:
-    a uid of the command's own with RLIMIT_NPROC (sandboxed as root: exact, and cheaper than a cgroup), a
-    pids cgroup (exact, also for root), and RLIMIT_NPROC (works for non-root users; root ignores it).
+    a pids cgroup (exact, also for root), and RLIMIT_NPROC (works for non-root users; root ignores it).
     Also caps file size. Use as a context manager; `launcher(argv)` prefixes the command."""
 
     _numbers = itertools.count(1)  # next() on a count is atomic in CPython: no lock needed
 
-    def __init__(self, max_processes: int = MAX_PROCESSES, max_file_bytes: int = MAX_FILE_BYTES, *,
-                 own_uid: bool = False):
+    def __init__(self, max_processes: int = MAX_PROCESSES, max_file_bytes: int = MAX_FILE_BYTES):
         self.max_processes = max_processes
-        self.own_uid = own_uid
         self.max_file_bytes = max_file_bytes
         self.cgroup: str | None = None
         self.cgroup_kind = ""
@@ -87,13 +84,6 @@ class ProcessLimit:
         self._through_helper = False
 
     def __enter__(self) -> Self:
-        if self.own_uid:
-            # The command runs as a host uid no other process has (confine.own_host_uid), inside its own PID
-            # namespace: RLIMIT_NPROC counts exactly its processes, and the namespace ends them all when it
-            # exits. A cgroup would add nothing but its cost: moving a process into one waits for an RCU
-            # grace period, 5-15 ms on every command.
-            self.nproc = self.max_processes
-            return self
         self.cgroup = self._make_cgroup()
         if os.geteuid() != 0:
             _soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
@@ -129,8 +119,6 @@ class ProcessLimit:
     def description(self) -> str:
         if self.cgroup:
             return f"at most {self.max_processes} processes (pids cgroup)"
-        if self.own_uid:
-            return f"at most {self.max_processes} processes (RLIMIT_NPROC of the command's own uid)"
         if self.nproc:
             return f"at most {self.nproc} processes for the user (RLIMIT_NPROC)"
         return "no process limit available (running as root without a writable pids cgroup)"
@@ -150,18 +138,17 @@ class ProcessLimit:
         return [bash, "-c", script, "gitbot-launch", procs, str(self.nproc or ""), blocks, *argv]
 
     def helper_fields(self) -> list[str]:
-        """The limits for the sandbox helper (helper.py) to set itself, so no launcher shell runs in front:
-        file size, processes, and, when there is a cgroup to join, the fd on which it waits until this
-        process has put it into the cgroup (`started`). A process that moves itself into a v1 pids cgroup
-        waits for the kernel (10-20 ms); moved from here, that happens while the helper's interpreter
-        starts."""
+        """The limits for the sandbox helper (helper.py) to set itself instead of the launcher, when
+        there is a cgroup to join: file size, processes (for a non-root user), and the fd on which it
+        waits until this process has put it into the cgroup (`started`). A process that moves itself
+        into a v1 pids cgroup waits for the kernel (10-20 ms); moved from here, that happens while the
+        helper's interpreter starts. Without a cgroup the launcher does it all, as for any command."""
+        if not self.cgroup:
+            return ["-", "-", "-"]
         self._through_helper = True
-        go = "-"
-        if self.cgroup:
-            if self._go is None:
-                self._go = os.pipe()
-            go = str(self._go[0])
-        return [str(self.max_file_bytes), str(self.nproc) if self.nproc else "-", go]
+        if self._go is None:
+            self._go = os.pipe()
+        return [str(self.max_file_bytes), str(self.nproc) if self.nproc else "-", str(self._go[0])]
 
     @property
     def pass_fds(self) -> tuple[int, ...]:

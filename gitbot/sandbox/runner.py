@@ -169,9 +169,7 @@ class Runner:
                                                    [*layout.ALWAYS_PROTECTED_DIRS, *directories],
                                                    layout.ALWAYS_PROTECTED_FILES)
                 note = layout.record_placeholders(os.path.realpath(where), placeholders)
-            # Sandboxed as root, each command gets a host uid of its own (confine.unprivileged).
-            own_uid = self.sandboxed and os.geteuid() == 0
-            with processes.ProcessLimit(max_processes or processes.MAX_PROCESSES, own_uid=own_uid) as limit:
+            with processes.ProcessLimit(max_processes or processes.MAX_PROCESSES) as limit:
                 if self.sandboxed:
                     argv = bwrap.wrap(argv, where, network=self.network, env=env, hidden_files=tuple(hidden),
                                       read_only=tuple(directories), status=self.status, toolchain=view, limit=limit)

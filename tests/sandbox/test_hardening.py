@@ -54,40 +54,6 @@ def test_host_roots_files_are_not_the_sandbox_users(repo):
     assert (repo / "new.txt").stat().st_uid == os.geteuid()  # and what it writes is the real user's
 
 
-def _host_uid_of(runner: Runner, marker: str) -> int:
-    """The host uid of the sandboxed `sleep MARKER`, looked up from outside while it runs."""
-    import threading
-    import time
-
-    thread = threading.Thread(target=shell, args=(runner, f"sleep {marker}"))
-    thread.start()
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            for entry in filter(str.isdigit, os.listdir("/proc")):
-                try:
-                    with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                        if handle.read() == f"sleep\0{marker}\0".encode():
-                            return os.stat(f"/proc/{entry}").st_uid
-                except OSError:
-                    continue
-            time.sleep(0.02)
-        raise AssertionError(f"sleep {marker} never showed up")
-    finally:
-        thread.join()
-
-
-@pytest.mark.skipif(not ROOT, reason="only root hands each command a host uid of its own")
-def test_each_command_is_a_host_uid_of_its_own_with_its_own_process_budget(repo):
-    from gitbot.sandbox import confine, processes
-
-    runner = sandboxed(repo)
-    uids = [_host_uid_of(runner, f"1.{uuid.uuid4().int % 1000:03d}7") for _ in range(2)]
-    assert uids[0] != uids[1] and all(uid >= confine.SANDBOX_HOST_UID for uid in uids), uids
-    # Its budget is RLIMIT_NPROC, which counts only that uid's processes (fork bombs: test_execute_command).
-    assert shell(runner, "ulimit -u").strip() == str(processes.MAX_PROCESSES)
-
-
 def test_proc_sys_is_read_only_inside(repo):
     # Writing back the value that is there: harmless even when the write goes through.
     out = shell(sandboxed(repo), "test -w /proc/sys/kernel/core_pattern && echo core-writable; "
