@@ -39,7 +39,7 @@ MAX_MASKED_FILES = 2000
 # coarsest timestamps in use (1 s on ext4 with small inodes, 2 s on FAT) and clock ticks fit in it.
 RACY_SECONDS = 2.5
 STORE_NAME = "read-deny-index.json"  # in <git dir>/gitbot/
-_STORE_VERSION = 1
+_STORE_VERSION = 2  # 2: a `.git` below the root is walked (a version-1 store left those out)
 
 
 class SandboxRefusal(Exception):
@@ -57,8 +57,8 @@ class _Directory:
 
 
 class DeniedFiles:
-    """The regular files under `root` (hidden and gitignored ones too; no symlink followed, no entry
-    named `.git` entered) whose repository-relative path `policy` does not let the agent read.
+    """The regular files under `root` (hidden and gitignored ones too; no symlink followed, the root's
+    `.git` not entered) whose repository-relative path `policy` does not let the agent read.
 
     `store`: keep the index in the repository's git directory between processes."""
 
@@ -125,8 +125,10 @@ class DeniedFiles:
             with os.scandir(f"{self.root}/{relative}" if relative else self.root) as entries:
                 for entry in entries:
                     name = entry.name
-                    if name == ".git":
-                        continue  # git's own directory (or a submodule's gitfile), as ripgrep's `!.git`
+                    if name == ".git" and not relative:
+                        # The repository's own: read-only to commands. A `.git` further down (a nested
+                        # repository's, or one a command made) is writable, so it is walked like the rest.
+                        continue
                     try:
                         if entry.is_dir(follow_symlinks=False):
                             subdirs.append(name)
@@ -200,7 +202,7 @@ def _store_path(root: str) -> str | None:
 
 
 def read_denied_files(repo: str | os.PathLike, policy: Policy) -> list[str]:
-    """Repository files (hidden and gitignored ones too, `.git` aside) that `policy.check_read`
+    """Repository files (hidden and gitignored ones too, the root's `.git` aside) that `policy.check_read`
     denies, found by walking the whole tree once. Raises SandboxRefusal when there are more than
     MAX_MASKED_FILES."""
     return DeniedFiles(repo, policy, store=False).current()

@@ -210,3 +210,21 @@ def test_too_many_denied_files_fail_closed(tmp_path: Path, monkeypatch):
     write(repo, "k3.pem")
     with pytest.raises(readdeny.SandboxRefusal, match="more than 3 files .* read_deny"):
         index.current()
+
+
+def test_a_git_directory_below_the_root_is_no_hiding_place(tmp_path: Path):
+    # Only the repository's own .git is read-only to commands; a nested repository's, or any directory
+    # a command names `.git`, is writable: a directory holding a denied file moved into one stays denied.
+    repo = git_repo(tmp_path / "repo")
+    write(repo, "config/.env")
+    write(repo, "vendor/lib/.git/objects/info/packs")
+    index = DeniedFiles(repo, Policy(repo=repo))
+    assert index.current() == ["config/.env"]
+    (repo / "stash" / ".git").mkdir(parents=True)
+    os.rename(repo / "config", repo / "stash" / ".git" / "config")
+    os.rename(repo / "vendor/lib/.git/objects", repo / "vendor/lib/.git/objects.old")
+    write(repo, "vendor/lib/.git/deploy.pem")
+    assert sorted(index.current()) == ["stash/.git/config/.env", "vendor/lib/.git/deploy.pem"]
+    assert sorted(read_denied_files(repo, Policy(repo=repo))) == ["stash/.git/config/.env", "vendor/lib/.git/deploy.pem"]
+    write(repo, ".git/gitbot/x.pem")  # the repository's own: read-only to commands, and not walked
+    assert ".git/gitbot/x.pem" not in index.current()

@@ -441,6 +441,20 @@ def test_a_denied_file_created_during_the_run_is_hidden_from_the_next_command(sa
     assert (sandboxed.repo / "certs/new/server.pem").read_text() == f"KEY={by_tool}\n"
 
 
+@pytest.mark.slow
+def test_a_denied_file_moved_into_a_nested_git_directory_stays_hidden(sandboxed):
+    # The user's secret arrives mid-run; a command moves its directory into a `.git` of its own making
+    # (the mask moves with it for that command), and the next command reads it there.
+    value = "moved-into-dot-git-" + uuid.uuid4().hex
+    run(sandboxed, "mkdir -p config && echo ok")
+    (sandboxed.repo / "config" / ".env").write_text(f"SECRET={value}\n")
+    result = run(sandboxed, "mkdir -p stash/.git && mv config stash/.git/ && echo moved")
+    assert result.endswith("moved"), result
+    result = run(sandboxed, "cat stash/.git/config/.env; echo done")
+    assert value not in result and result.endswith("done"), result
+    assert (sandboxed.repo / "stash/.git/config/.env").read_text() == f"SECRET={value}\n"
+
+
 def test_too_many_read_denied_files_refuse_the_command(sandboxed, monkeypatch):
     monkeypatch.setattr(readdeny, "MAX_MASKED_FILES", 2)
     for n in range(3):
