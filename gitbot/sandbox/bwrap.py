@@ -86,13 +86,16 @@ def sandbox_home(view: ToolchainView, repo: str) -> str:
 def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[Path | str, ...] | list = (),
          protected_files: tuple[str, ...] | list[str] = (), env: dict[str, str] | None = None,
          status: SandboxStatus | None = None, hidden_files: tuple[str, ...] | list[str] = (),
-         toolchain: ToolchainView | None = None, limit: ProcessLimit | None = None) -> list[str]:
+         hidden_directories: tuple[str, ...] | list[str] = (), toolchain: ToolchainView | None = None,
+         limit: ProcessLimit | None = None) -> list[str]:
     """The command line that runs `argv` in the sandbox, with the repository as the working directory.
 
     `read_only` and `protected_files`: directories and files inside the repository that are protected
     (the policy's edit_deny directories, in-repository toolchain directories; `.gitbot/` and AGENTS.md
     always): read-only and pinned, or an empty placeholder when missing (layout.py). `hidden_files`:
     files inside the repository replaced by /dev/null (read_deny matches, see `read_denied_files`).
+    `hidden_directories`: directories inside the repository shown empty and read-only (those gitbot
+    cannot look into, so cannot tell what they hold).
     `toolchain`: what of the host the commands need (default: computed from gitbot's environment).
     `env`: the sandbox's whole environment (default: build_env() for that toolchain). `limit`: the
     command's process limit, when it is to be run with one (the helper may apply it, see confine.py)."""
@@ -126,6 +129,12 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     masked.update(host_sockets(visible))
     for path in sorted(masked):
         args += ["--ro-bind", "/dev/null", path]
+    # After the files: an empty tmpfs covers whatever is below it. The topmost only (below one, nothing is left).
+    emptied: list[str] = []
+    for path in sorted(os.path.realpath(os.path.join(repo, d)) for d in hidden_directories):
+        if under(path, repo) and os.path.isdir(path) and not any(under(path, done) for done in emptied):
+            emptied.append(path)
+            args += ["--tmpfs", path, "--remount-ro", path]
     args += layout.credential_masks(view, features)
     args += ["--remount-ro", "/"]
     uid = str(SANDBOX_UID)

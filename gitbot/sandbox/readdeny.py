@@ -11,6 +11,9 @@ and a directory the index has not seen is read whole). A directory whose ctime l
 RACY_SECONDS before the walk began is read again on the next call as well: file system clocks tick
 coarsely, and a change in the same tick as the listing would leave the stamp as it was (git's
 "racy" entries). So the index is exactly as strict as listing the whole tree for every command.
+A directory the walk cannot look into (a command running as gitbot's user can take away the permission
+to list or enter one and give it back in the next command; a path can be deeper than the system can
+name) is reported in `unreadable`, and the sandbox shows it empty and read-only.
 
 The index is kept in the git directory's gitbot store (which commands cannot see, and .git is
 read-only to them), so the next gitbot process (a hook, fix-check, a resumed run) starts from it;
@@ -47,12 +50,14 @@ class SandboxRefusal(Exception):
 
 
 class _Directory:
-    __slots__ = ("children", "denied", "stamp", "subdirs")
+    __slots__ = ("children", "denied", "stamp", "subdirs", "unreadable")
 
-    def __init__(self, stamp: tuple[int, int, int, int] | None, subdirs: list[str], denied: list[str]):
+    def __init__(self, stamp: tuple[int, int, int, int] | None, subdirs: list[str], denied: list[str],
+                 unreadable: bool = False):
         self.stamp = stamp  # None: read it again on the next walk
         self.subdirs = subdirs
         self.denied = denied
+        self.unreadable = unreadable  # not wholly listed (then stamp is None: looked at again each walk)
         self.children: list[tuple[str, str]] | None = None  # (relative, absolute) of the subdirectories
 
 
@@ -68,10 +73,13 @@ class DeniedFiles:
         self._dirs: dict[str, _Directory] = {}
         self._store_path = _store_path(self.root) if store and self.rules is not None else None
         self._loaded = False
+        # Directories the last walk could not look into (no permission, a path too long to name):
+        # what they hold is unknown, so the sandbox hides each whole (repository-relative, "" the root).
+        self.unreadable: list[str] = []
 
     def current(self) -> list[str]:
-        """The denied files now (repository-relative paths). Raises SandboxRefusal when there are more
-        than MAX_MASKED_FILES."""
+        """The denied files now (repository-relative paths); `unreadable` says what else to hide.
+        Raises SandboxRefusal when there are more than MAX_MASKED_FILES."""
         if not self._loaded:
             self._loaded = True
             self._dirs = self._load()
@@ -82,12 +90,19 @@ class DeniedFiles:
         root = self.root
         stack = [("", root)]
         lstat = os.lstat
+        unreadable = set()
         while stack:
             relative, absolute = stack.pop()
             try:
                 st = lstat(absolute)
-            except OSError:
+            except (FileNotFoundError, NotADirectoryError):
                 changed = True
+                continue  # gone since its parent was listed
+            except OSError:
+                # Listed in its parent, yet not reachable (a path longer than the system can name, a
+                # parent that can be listed but not entered): a command could still reach it, relatively.
+                changed = True
+                unreadable.add(relative.rpartition("/")[0])
                 continue
             if not stat.S_ISDIR(st.st_mode):
                 changed = True
@@ -100,6 +115,8 @@ class DeniedFiles:
                 # (placeholders made and removed by bubblewrap) only costs the next process one listing.
                 changed = changed or was is None or was.subdirs != entry.subdirs or was.denied != entry.denied
             new[relative] = entry
+            if entry.unreadable:
+                unreadable.add(relative)
             if entry.subdirs:
                 children = entry.children
                 if children is None:
@@ -110,7 +127,8 @@ class DeniedFiles:
         if changed or len(new) != len(old):
             self._save()
         found = [path for entry in new.values() if entry.denied for path in entry.denied]
-        if len(found) > MAX_MASKED_FILES:
+        self.unreadable = sorted(unreadable)
+        if len(found) + len(unreadable) > MAX_MASKED_FILES:
             raise SandboxRefusal(
                 f"more than {MAX_MASKED_FILES} files in the repository match files.read_deny; the sandbox "
                 f"hides each one and will not run a command with that many (narrow the read_deny rules or "
@@ -121,8 +139,12 @@ class DeniedFiles:
         subdirs: list[str] = []
         denied: list[str] = []
         prefix = f"{relative}/" if relative else ""
+        path = f"{self.root}/{relative}" if relative else self.root
+        # Listing needs read permission and deciding what an entry is may need search permission; gitbot
+        # as root has both everywhere, otherwise a command (running as the same user) can chmod either back.
+        unreadable = not os.access(path, os.R_OK | os.X_OK)
         try:
-            with os.scandir(f"{self.root}/{relative}" if relative else self.root) as entries:
+            with os.scandir(path) as entries:
                 for entry in entries:
                     name = entry.name
                     if name == ".git" and not relative:
@@ -135,10 +157,12 @@ class DeniedFiles:
                         elif entry.is_file(follow_symlinks=False) and self._denied(prefix + name):
                             denied.append(prefix + name)
                     except OSError:
-                        stamp = None  # gone while listed, or unreadable: look again next time
+                        unreadable = True  # (an entry gone while listed is neither, without an error)
+        except (FileNotFoundError, NotADirectoryError):
+            stamp = None  # gone since its stamp was taken: its parent has changed too
         except OSError:
-            stamp = None
-        return _Directory(stamp, subdirs, denied)
+            unreadable = True
+        return _Directory(None if unreadable else stamp, subdirs, denied, unreadable)
 
     # -- the copy in the git directory -----------------------------------------------------------
 

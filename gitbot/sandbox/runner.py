@@ -161,7 +161,7 @@ class Runner:
                     raise CannotStart(problem)
             if self.sandboxed:
                 try:
-                    hidden = self.denied_files(where)
+                    hidden, unreadable = self.denied_files(where)
                 except SandboxRefusal as exc:
                     raise SandboxRefused(f"command refused: {exc}") from None
                 directories = self.policy.file_rules.protected_directories()
@@ -172,7 +172,8 @@ class Runner:
             with processes.ProcessLimit(max_processes or processes.MAX_PROCESSES) as limit:
                 if self.sandboxed:
                     argv = bwrap.wrap(argv, where, network=self.network, env=env, hidden_files=tuple(hidden),
-                                      read_only=tuple(directories), status=self.status, toolchain=view, limit=limit)
+                                      hidden_directories=tuple(unreadable), read_only=tuple(directories),
+                                      status=self.status, toolchain=view, limit=limit)
                 else:
                     argv = confine.unsandboxed(argv, limit)
                 run = run_command(argv, where, env=env, timeout=timeout, display=display, output=output,
@@ -190,13 +191,14 @@ class Runner:
         return run
 
 
-    def denied_files(self, where: Path) -> list[str]:
-        """The files under `where` the policy hides from commands, as of now (readdeny.py)."""
+    def denied_files(self, where: Path) -> tuple[list[str], list[str]]:
+        """(the files under `where` the policy hides from commands, the directories there hidden whole
+        because gitbot cannot look into them), as of now (readdeny.py)."""
         real = os.path.realpath(where)
         index = self._denied_files.get(real)
         if index is None:
             index = self._denied_files[real] = DeniedFiles(real, self.policy)
-        return index.current()
+        return index.current(), index.unreadable
 
 
 def _setup_failed(run: CommandRun) -> bool:

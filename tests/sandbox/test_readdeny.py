@@ -228,3 +228,33 @@ def test_a_git_directory_below_the_root_is_no_hiding_place(tmp_path: Path):
     assert sorted(read_denied_files(repo, Policy(repo=repo))) == ["stash/.git/config/.env", "vendor/lib/.git/deploy.pem"]
     write(repo, ".git/gitbot/x.pem")  # the repository's own: read-only to commands, and not walked
     assert ".git/gitbot/x.pem" not in index.current()
+
+
+def _deeper_than_a_path_can_name(top: Path) -> tuple[int, str]:
+    """A chain of directories under `top` whose full path is longer than PATH_MAX (made step by step,
+    as `cd` lets a command do); (an open descriptor of the deepest, its path relative to `top`)."""
+    name, parts = "d" * 200, []
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    while len(str(top)) + len(parts) * (len(name) + 1) < 4200:
+        os.mkdir(name, dir_fd=fd)
+        deeper = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd, parts = deeper, [*parts, name]
+    return fd, "/".join(parts)
+
+
+def test_a_directory_too_deep_to_name_is_reported_unreadable_by_its_parent(tmp_path: Path):
+    repo = git_repo(tmp_path / "repo")
+    write(repo, "config/.env")
+    index = DeniedFiles(repo, Policy(repo=repo))
+    assert index.current() == ["config/.env"] and index.unreadable == []
+    fd, deep = _deeper_than_a_path_can_name(repo)
+    try:
+        os.rename(repo / "config", "config", dst_dir_fd=fd)  # what `cd deep/...; mv $top/config .` does
+    finally:
+        os.close(fd)
+    assert index.current() == []
+    # The deepest directory that still has a name, which holds the one that has none.
+    [unreadable] = index.unreadable
+    assert f"{deep}/config/.env".startswith(unreadable + "/") and len(str(repo / unreadable)) < 4096
+    assert len(str(repo / deep)) > 4096

@@ -455,6 +455,70 @@ def test_a_denied_file_moved_into_a_nested_git_directory_stays_hidden(sandboxed)
     assert (sandboxed.repo / "stash/.git/config/.env").read_text() == f"SECRET={value}\n"
 
 
+@pytest.mark.slow
+def test_a_denied_file_moved_deeper_than_a_path_can_name_stays_hidden(sandboxed):
+    # Step by step with `cd`, a command builds a tree deeper than PATH_MAX and moves the directory
+    # holding the user's secret to its bottom; the next command reaches it there relatively.
+    value = "moved-too-deep-" + uuid.uuid4().hex
+    run(sandboxed, "mkdir -p config && echo ok")
+    (sandboxed.repo / "config" / ".env").write_text(f"SECRET={value}\n")
+    name = "d" * 200
+    descend = " && ".join([f"mkdir {name} && cd {name}"] * 22)
+    result = run(sandboxed, f"top=$PWD && {descend} && mv $top/config . && pwd | wc -c")
+    assert int(result.split()[-1]) > 4096, result
+    climb = " && ".join([f"cd {'/'.join([name] * 11)}"] * 2)
+    result = run(sandboxed, f"{climb} && ls config; cat config/.env; echo done")
+    assert value not in result and result.endswith("done"), result
+
+
+_UNREADABLE_PROBE = """
+import os, sys
+from gitbot.policy import Policy
+from gitbot.sandbox.runner import Runner
+repo, mode = sys.argv[1], sys.argv[2]
+if os.geteuid() == 0:  # as root gitbot lists every directory whatever its mode: be the user it is not
+    os.setgroups([])
+    os.setresgid(65534, 65534, 65534)
+    os.setresuid(65534, 65534, 65534)
+runner = Runner(Policy(repo=repo, sandbox_mode="required"), repo)
+print(runner.run_shell("mkdir -p config && echo ok", timeout=20).output)
+with open(os.path.join(repo, "config", ".env"), "w") as handle:  # the user's secret arrives mid-run
+    handle.write(f"SECRET={sys.argv[3]}\\n")
+print(runner.run_shell(f"mkdir box && mv config box/ && chmod {mode} box && echo moved", timeout=20).output)
+print(runner.run_shell("cat box/config/.env; chmod 700 box; cat box/config/.env; echo done", timeout=20).output)
+print(runner.run_shell("chmod 700 box; echo done", timeout=20).output)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["000", "300", "400"])
+def test_a_directory_gitbot_cannot_look_into_is_hidden_whole(secrets, mode):
+    # gitbot runs as the user the commands run as: a command can take away gitbot's permission to list
+    # (or enter) a directory it owns, and give it back in the next command.
+    require_bwrap()
+    planted = "unlisted-secret-" + uuid.uuid4().hex
+    interpreter = sys.executable if os.geteuid() != 0 else _interpreter_anyone_can_run()
+    if interpreter is None:
+        pytest.skip("running as root, and no Python of this version that uid 65534 may execute")
+    repo = tempfile.mkdtemp(prefix="gitbot-unreadable-test-")
+    try:
+        if os.geteuid() == 0:
+            os.chown(repo, 65534, 65534)
+        path = [str(Path(__file__).resolve().parents[2]), sysconfig.get_paths()["purelib"]]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": os.pathsep.join(path),
+               "HOME": "/nonexistent"}
+        completed = subprocess.run([interpreter, "-c", _UNREADABLE_PROBE, repo, mode, planted], capture_output=True,
+                                   text=True, env=env, cwd="/", timeout=120, check=False)
+        assert completed.returncode == 0, completed.stderr
+        assert "moved" in completed.stdout and completed.stdout.count("done") == 2, completed.stdout
+        assert planted not in completed.stdout, completed.stdout
+        with open(os.path.join(repo, "box", "config", ".env")) as handle:
+            assert planted in handle.read()  # hidden, not lost
+    finally:
+        subprocess.run(["chmod", "-R", "u+rwx", repo], check=False)
+        shutil.rmtree(repo, ignore_errors=True)
+
+
 def test_too_many_read_denied_files_refuse_the_command(sandboxed, monkeypatch):
     monkeypatch.setattr(readdeny, "MAX_MASKED_FILES", 2)
     for n in range(3):
