@@ -184,7 +184,26 @@ def _kept_path(identity: tuple) -> str | None:
         return None
     path, *stamp = identity
     name = f"{zlib.crc32(os.fsencode(path)):08x}-" + "-".join(str(part) for part in stamp)
-    return os.path.join(base, KEPT_COPIES_DIR, name)
+    return os.path.join(base, KEPT_COPIES_DIR, f"{name}-{_sanitizer_fingerprint()}")
+
+
+def _sanitizer_fingerprint() -> str:
+    """What made a kept copy, besides the file: this module and its rules. A copy kept by another gitbot
+    (one that dropped less, before an upgrade) is another file's copy, never this one's."""
+    import zlib
+
+    global _SOURCE_CRC
+    if _SOURCE_CRC is None:
+        try:
+            with open(__file__, "rb") as handle:
+                _SOURCE_CRC = zlib.crc32(handle.read())
+        except OSError:
+            _SOURCE_CRC = 0
+    rules = repr((sorted(DROPPED_SECTIONS), sorted(DROPPED_KEYS), DROPPED_KEY_HINTS, _URL_USERINFO.pattern))
+    return f"{zlib.crc32(rules.encode(), _SOURCE_CRC):08x}"
+
+
+_SOURCE_CRC: int | None = None
 
 
 def _keep(target: str, content: str) -> None:

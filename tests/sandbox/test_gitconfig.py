@@ -127,3 +127,18 @@ def test_a_kept_copy_is_always_bound_and_a_file_changed_just_now_is_not_kept(tmp
     kept = gitconfig.sanitized_copy(str(plain))
     assert kept is not None and Path(kept).parent == kept_dir
     assert git_config(Path(kept), "--bool", "--get", "core.bare").stdout.strip() == "false"
+
+
+def test_a_copy_kept_by_a_gitbot_that_dropped_less_is_not_used(hostile, tmp_path, monkeypatch):
+    # Upgraded, gitbot drops a key it used to keep: the copy the old one kept for this very file (same
+    # stamp) still holds it, and must not be bound in place of what the new one would write.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(gitconfig, "RACY_SECONDS", 0)
+    before = gitconfig.sanitized_copy(str(hostile))
+    assert "signingkey" in Path(before).read_text()
+    assert any((tmp_path / "cache" / "gitbot" / gitconfig.KEPT_COPIES_DIR).iterdir())
+    monkeypatch.setattr(gitconfig, "_CACHE", {})
+    monkeypatch.setattr(gitconfig, "DROPPED_KEYS", gitconfig.DROPPED_KEYS | {"signingkey"})
+    after = gitconfig.sanitized_copy(str(hostile))
+    assert "signingkey" not in Path(after).read_text()
+    assert git_config(Path(after), "--get", "user.email").stdout.strip() == "a@example.com"
