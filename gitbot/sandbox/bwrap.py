@@ -205,7 +205,19 @@ def _machine_key(bwrap: str) -> str | None:
             parts.append("-")
     # The helper runs as part of every sandboxed command as root: a different helper is a different probe.
     parts.append(f"{len(confine.HELPER_SOURCE)}:{zlib.crc32(confine.HELPER_SOURCE.encode()):08x}")
+    # And another gitbot probed with other code (it may not have looked for a feature this one uses).
+    global _CODE_CRC
+    if _CODE_CRC is None:
+        try:
+            with open(__file__, "rb") as handle:
+                _CODE_CRC = zlib.crc32(handle.read())
+        except OSError:
+            return None
+    parts.append(f"{_CODE_CRC:08x}")
     return "\0".join(parts)
+
+
+_CODE_CRC: int | None = None  # this module's source, read once
 
 
 def _remembered(bwrap: str, key: str) -> SandboxStatus | None:

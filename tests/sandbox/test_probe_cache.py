@@ -109,3 +109,21 @@ def test_a_command_bubblewrap_could_not_set_up_makes_the_next_process_probe_agai
     run = Runner(Policy(repo=repo), repo).run_check(["true"], 30)
     assert run.exit_code == 1 and "setting up uid map" in run.output
     assert not cache_home.exists()
+
+
+@pytest.mark.slow
+def test_a_probe_remembered_by_another_gitbot_is_not_trusted(cache_home: Path, monkeypatch):
+    # Another gitbot (before an upgrade that looks for a new bubblewrap feature) remembered what it knew
+    # to look for on this very machine: its features are not this one's, so the sandbox would lose a flag.
+    status = require_bwrap()
+    if "disable-userns" not in status.features:
+        pytest.skip("this bubblewrap has no --disable-userns")
+    with monkeypatch.context() as other:
+        other.setattr(bwrap, "_CODE_CRC", 12345, raising=False)  # its probe was other code
+        key = bwrap._machine_key(status.bwrap)
+    cache_home.parent.mkdir(parents=True, exist_ok=True)
+    cache_home.write_text(json.dumps({"key": key, "bwrap": status.bwrap, "features": ["size"]}))
+    forget_the_process_copy(monkeypatch)
+    assert "disable-userns" in bwrap.probe().features
+    argv = bwrap.wrap(["true"], cache_home.parent, network=False)
+    assert "--disable-userns" in argv
