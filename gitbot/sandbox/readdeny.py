@@ -175,7 +175,8 @@ class DeniedFiles:
             with open(self._store_path, encoding="utf-8", errors="surrogateescape") as handle:
                 data = json.load(handle)
             if data.get("version") != _STORE_VERSION or data.get("root") != self.root or \
-                    data.get("rules") != list(self.rules):
+                    data.get("rules") != list(self.rules) or \
+                    _code_fingerprint() is None or data.get("code") != _code_fingerprint():
                 return {}
             return {relative: _Directory(tuple(stamp) if stamp else None, list(subdirs), list(denied))
                     for relative, (stamp, subdirs, denied) in data["dirs"].items()}
@@ -187,7 +188,7 @@ class DeniedFiles:
             return
         import json
 
-        data = {"version": _STORE_VERSION, "root": self.root, "rules": list(self.rules),
+        data = {"version": _STORE_VERSION, "root": self.root, "rules": list(self.rules), "code": _code_fingerprint(),
                 "dirs": {relative: [entry.stamp, entry.subdirs, entry.denied] for relative, entry in self._dirs.items()}}
         temporary = f"{self._store_path}.{os.getpid()}.tmp"
         try:
@@ -216,6 +217,29 @@ def _matcher(policy: Policy) -> tuple[tuple[str, ...] | None, Callable[[str], bo
         else:
             return rules, matcher or (lambda relative: False)
     return None, lambda relative: not policy.check_read(relative).allowed
+
+
+_CODE_CRC: int | None = None
+
+
+def _code_fingerprint() -> int | None:
+    """The code that decided what a stored index says (this module and the policy's glob matching): an
+    index kept by another gitbot (before an upgrade that matches differently) is not used."""
+    global _CODE_CRC
+    if _CODE_CRC is None:
+        import zlib
+
+        from gitbot.policy import files
+
+        crc = 0
+        try:
+            for module in (__file__, files.__file__):
+                with open(module, "rb") as handle:
+                    crc = zlib.crc32(handle.read(), crc)
+        except (OSError, TypeError):
+            return None  # no stored index is used
+        _CODE_CRC = crc
+    return _CODE_CRC
 
 
 def _store_path(root: str) -> str | None:

@@ -258,3 +258,18 @@ def test_a_directory_too_deep_to_name_is_reported_unreadable_by_its_parent(tmp_p
     [unreadable] = index.unreadable
     assert f"{deep}/config/.env".startswith(unreadable + "/") and len(str(repo / unreadable)) < 4096
     assert len(str(repo / deep)) > 4096
+
+
+def test_an_index_kept_by_another_gitbot_is_not_used(tmp_path: Path, monkeypatch):
+    # The same rules, read by other code (before an upgrade that matches letter case as the policy
+    # does): its decisions about directories that have not changed since are not this gitbot's.
+    monkeypatch.setattr(readdeny, "RACY_SECONDS", 0)
+    repo = git_repo(tmp_path / "repo")
+    write(repo, "conf/.ENV")
+    policy = Policy(repo=repo)
+    with monkeypatch.context() as other:
+        other.setattr(readdeny, "_CODE_CRC", 12345, raising=False)
+        other.setattr(readdeny, "_matcher", lambda policy: (tuple(policy.read_deny), lambda rel: rel.endswith(".env")))
+        assert DeniedFiles(repo, policy).current() == []
+    assert (repo / ".git" / "gitbot" / readdeny.STORE_NAME).is_file()
+    assert DeniedFiles(repo, policy).current() == ["conf/.ENV"]
