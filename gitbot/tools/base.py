@@ -62,15 +62,17 @@ class ToolContext:
     def runner(self) -> Runner:
         """How this run's commands run: decided once per run from the policy (gitbot/sandbox/runner.py),
         the same way the check that verifies the run is run."""
-        runner = self.state.get("runner")
-        if runner is None:
+        built_for, runner = self.state.get("runner", (None, None))
+        # Another policy (not the one it was built for, nor the one it enforces): its rules, from the next command.
+        if runner is None or (self.policy is not built_for and self.policy is not runner.policy):
             from dataclasses import replace
 
             from gitbot.sandbox.runner import Runner
 
             # A policy built without a repository (Policy()) gets this one, so absolute paths resolve.
             policy = self.policy if self.policy.repo is not None else replace(self.policy, repo=self.repo)
-            runner = self.state["runner"] = Runner(policy, self.repo)
+            runner = Runner(policy, self.repo)
+            self.state["runner"] = (self.policy, runner)
         return runner
 
 

@@ -519,6 +519,17 @@ def test_a_directory_gitbot_cannot_look_into_is_hidden_whole(secrets, mode):
         shutil.rmtree(repo, ignore_errors=True)
 
 
+@pytest.mark.slow
+def test_a_read_deny_rule_added_between_commands_holds_for_the_next(sandboxed):
+    value = "newly-denied-" + uuid.uuid4().hex
+    (sandboxed.repo / "data").mkdir()
+    (sandboxed.repo / "data" / "customers.csv").write_text(f"{value}\n")
+    assert value in run(sandboxed, "cat data/customers.csv")
+    sandboxed.policy = replace(sandboxed.policy, read_deny=(*sandboxed.policy.read_deny, "data/**"))
+    result = run(sandboxed, "cat data/customers.csv; echo done")
+    assert value not in result and result.endswith("done"), result
+
+
 def test_too_many_read_denied_files_refuse_the_command(sandboxed, monkeypatch):
     monkeypatch.setattr(readdeny, "MAX_MASKED_FILES", 2)
     for n in range(3):
