@@ -273,3 +273,19 @@ def test_an_index_kept_by_another_gitbot_is_not_used(tmp_path: Path, monkeypatch
         assert DeniedFiles(repo, policy).current() == []
     assert (repo / ".git" / "gitbot" / readdeny.STORE_NAME).is_file()
     assert DeniedFiles(repo, policy).current() == ["conf/.ENV"]
+
+
+def test_names_no_encoding_can_spell_are_found_again_from_the_stored_index(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(readdeny, "RACY_SECONDS", 0)
+    repo = git_repo(tmp_path / "repo")
+    odd = [os.fsdecode(b"caf\xe9\xff.pem"), "two\nlines/.env", os.fsdecode(b"d\x80ir/id_rsa")]
+    for relpath in odd:
+        write(repo, relpath)
+    write(repo, "plain.txt")
+    assert sorted(DeniedFiles(repo, Policy(repo=repo)).current()) == sorted(odd)
+    read = []
+    real_scandir = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda path: read.append(path) or real_scandir(path))
+    found = DeniedFiles(repo, Policy(repo=repo)).current()  # the next process, from the store alone
+    assert read == [] and sorted(found) == sorted(odd)
+    assert all(os.path.isfile(os.path.join(repo, path)) for path in found)

@@ -530,6 +530,36 @@ def test_a_read_deny_rule_added_between_commands_holds_for_the_next(sandboxed):
     assert value not in result and result.endswith("done"), result
 
 
+@pytest.mark.slow
+def test_a_command_cannot_rewrite_the_read_deny_index(sandboxed, monkeypatch):
+    # The index trusts what it stored for a directory whose stamp has not moved: a forged copy that
+    # says `config` holds nothing denied would un-hide config/.env for every later command.
+    import base64
+    import json
+
+    from gitbot.sandbox.readdeny import STORE_NAME, DeniedFiles
+
+    value = "index-forgery-" + uuid.uuid4().hex
+    (sandboxed.repo / "config").mkdir()
+    (sandboxed.repo / "config" / ".env").write_text(f"SECRET={value}\n")
+    monkeypatch.setattr(readdeny, "RACY_SECONDS", 0)  # no directory racy: each trusted by its stamp
+    run(sandboxed, "echo built")
+    store = sandboxed.repo / ".git" / "gitbot" / STORE_NAME
+    honest = store.read_text()
+    forged = json.loads(honest)
+    forged["dirs"]["config"][2] = []
+    forged = json.dumps(forged)
+    store.write_text(forged)  # potent: written from outside, the next walk believes it
+    assert DeniedFiles(sandboxed.repo, sandboxed.runner.policy).current() == []
+    store.write_text(honest)
+    encoded = base64.b64encode(forged.encode()).decode()
+    result = run(sandboxed, f"echo {encoded} | base64 -d > .git/gitbot/{STORE_NAME}; ls -A .git/gitbot; echo tried")
+    assert result.endswith("tried") and store.read_text() == honest, result
+    # The next gitbot process starts from the store.
+    result = run(make_ctx(sandboxed.repo, sandboxed.secrets), "cat config/.env; echo done")
+    assert value not in result and result.endswith("done"), result
+
+
 def test_too_many_read_denied_files_refuse_the_command(sandboxed, monkeypatch):
     monkeypatch.setattr(readdeny, "MAX_MASKED_FILES", 2)
     for n in range(3):
