@@ -20,6 +20,7 @@ from typing import Any, Self
 
 from gitbot import pids
 from gitbot.checkpoints.errors import LockHeld
+from gitbot.checkpoints.seeding import finish_writers
 from gitbot.checkpoints.shadow import discover
 
 LOCK_NAME = "run.lock"
@@ -100,6 +101,7 @@ class RunLock:
     def release(self) -> None:
         if self._fd is None:
             return
+        finish_writers()  # a checkpoint's background refresh must not outlive the lock (see seeding.py)
         try:
             if os.path.samestat(os.fstat(self._fd), os.stat(self.path)):
                 os.unlink(self.path)

@@ -69,8 +69,8 @@ class Background:
         self._stderr.close()
 
 
-# Background commands that write an index: waited for when the process exits, so no git is left writing
-# an index after gitbot is gone.
+# Background commands that write an index: waited for when the run lock is released and when the process
+# exits, so no git is left writing an index after the run (another gitbot may re-seed it then).
 _UNFINISHED: set[Background] = set()
 
 
@@ -79,7 +79,7 @@ def wait_at_exit(background: Background) -> None:
 
 
 @atexit.register
-def _finish_writers() -> None:
+def finish_writers() -> None:
     for background in list(_UNFINISHED):
         try:
             background.output()

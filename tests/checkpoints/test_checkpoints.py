@@ -987,3 +987,35 @@ def test_a_process_that_ends_right_after_its_first_checkpoint_leaves_no_git_behi
     index = repo / ".git" / "gitbot" / "shadow" / "indexes" / "run-exit"
     assert index.is_file() and not Path(f"{index}.lock").exists()
     assert Checkpointer(repo, "run-exit").take(1).new_commit is False
+
+
+def own_children() -> set[int]:
+    # Running or exited-but-unreaped children of this process (other tests may leave their own).
+    me = os.getpid()
+    with open(f"/proc/{me}/task/{me}/children") as listing:
+        return {int(pid) for pid in listing.read().split()}
+
+
+def test_no_git_writes_the_index_once_the_run_lock_is_released(tmp_path: Path):
+    repo = make_repo(tmp_path / "repo", {"a.txt": "one\n"})
+    before = own_children()
+    with RunLock(repo):
+        cp = Checkpointer(repo, "run-locked")
+        cp.take(0)  # starts the background refresh of a freshly seeded index
+    # Another gitbot may take the lock now and re-seed this index (removing a .lock it finds).
+    assert own_children() <= before
+    assert not Path(f"{cp.index}.lock").exists()
+
+
+def test_a_restore_that_reseeded_the_index_leaves_no_git_running_after_it_returns(tmp_path: Path):
+    repo = make_repo(tmp_path / "repo", {"a.txt": "one\n"})
+    cp = Checkpointer(repo, "run-r")
+    cp.take(0)
+    (repo / "a.txt").write_text("two\n")
+    cp.take(1)
+    cp.settle()
+    cp.index.unlink()  # pruned as a day old, say: restore re-seeds it
+    before = own_children()
+    restore(repo, "run-r", 0)
+    assert (repo / "a.txt").read_text() == "one\n"
+    assert own_children() <= before  # resume builds its next Checkpointer on this index at once
