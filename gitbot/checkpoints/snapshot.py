@@ -164,9 +164,6 @@ class Checkpointer:
         self._seed_listing: Background | None = None
         self._seed_tree: str | None = None  # HEAD's tree when the index was seeded
         self._head_tree: str | None = None  # the tree of the shadow's HEAD, when this checkpointer set it
-        # (the index file's stamp, the tree write-tree made from it): a scan that finds nothing to update
-        # in an index no one has written since needs no write-tree.
-        self._written: tuple[tuple[int, int, int, int] | None, str] | None = None
         since = per_response_from(self.paths, run_id) if steps else None
         if since is not None:  # a resumed run stays in the mode it had degraded to
             self._mode = "per_response"
