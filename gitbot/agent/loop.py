@@ -250,6 +250,10 @@ class Agent:
             problem = validate_input(tool, args)
             if problem:
                 raise ToolError(f"invalid input for {name}: {problem}")
+            if tool.changes_files and self.checkpointer is not None:
+                # The index refresh started by the first checkpoint runs while the first request is out; a
+                # tool must not change files while git is still reading them into the index.
+                self.checkpointer.settle()
             output = tool.function(self.ctx, args)
             if isinstance(output, ToolResult):
                 text, completed, touched = output.text, output.completed, output.touched

@@ -39,6 +39,7 @@ class Background:
     def __init__(self, shadow: ShadowRepo, index: Path, args: tuple[str, ...], *,
                  write_index: bool = True) -> None:
         self._args = list(args)
+        self._outcome: bytes | GitCommandError | None = None
         self._stdout, self._stderr = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115 - closed in output() or discard()
         env = shadow.env(index)
         if not write_index:
@@ -47,16 +48,20 @@ class Background:
                                          stdin=subprocess.DEVNULL, stdout=self._stdout, stderr=self._stderr)
 
     def output(self) -> bytes:
-        """Its stdout once it ends; GitCommandError when it failed."""
-        try:
-            returncode = self._process.wait()
-            self._stdout.seek(0)
-            self._stderr.seek(0)
-            if returncode != 0:
-                raise GitCommandError(self._args, returncode, self._stderr.read())
-            return self._stdout.read()
-        finally:
-            self._close()
+        """Its stdout once it ends; GitCommandError when it failed. The same again on a later call: a
+        refresh may have been waited for already (by `finish_writers`, when the run lock went)."""
+        if self._outcome is None:
+            try:
+                returncode = self._process.wait()
+                self._stdout.seek(0)
+                self._stderr.seek(0)
+                self._outcome = (GitCommandError(self._args, returncode, self._stderr.read()) if returncode
+                                 else self._stdout.read())
+            finally:
+                self._close()
+        if isinstance(self._outcome, GitCommandError):
+            raise self._outcome
+        return self._outcome
 
     def discard(self) -> None:
         self._process.kill()

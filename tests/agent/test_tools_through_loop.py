@@ -64,3 +64,30 @@ def test_each_tool_answers_through_the_loop(buggy_repo: Path):
     assert (buggy_repo / "pkg" / "greet.py").read_text() == NEW_MODULE.replace("hello {name}", "hello, {name}!")
     # Files created before the run are part of step 0; the run changed only what it wrote.
     assert result.files_changed == ["pkg/greet.py"]
+
+
+@pytest.mark.slow
+def test_no_tool_changes_files_while_the_first_checkpoints_index_refresh_runs(buggy_repo: Path, monkeypatch):
+    # The first checkpoint leaves a git status writing the private index in the background; a file tool
+    # writing while git still reads the tree could leave the index with stat data of content it never hashed.
+    from dataclasses import replace
+
+    from gitbot.agent import run as agent_run
+    from gitbot.checkpoints import seeding
+    from gitbot.tools import files, registry
+
+    unfinished_at_write = []
+
+    def write_and_note(ctx, args):
+        unfinished_at_write.append(len(seeding._UNFINISHED))
+        return files.WRITE_TO_FILE.function(ctx, args)
+
+    noting = replace(files.WRITE_TO_FILE, function=write_and_note)
+    tools = [noting if tool.name == "write_to_file" else tool for tool in registry.all_tools()]
+    monkeypatch.setattr(agent_run, "all_tools", lambda: tools)
+    script = [tool_turn(("write_to_file", {"path": "notes.txt", "content": "x\n"})),
+              tool_turn(("attempt_completion", {"result": "done"}))]
+    with FakeMessagesAPI(script) as api:
+        result = run(buggy_repo, api, review=False)
+    assert result.status is Status.COMPLETED, result.summary
+    assert unfinished_at_write == [0]

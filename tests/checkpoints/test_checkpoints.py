@@ -1007,6 +1007,16 @@ def test_no_git_writes_the_index_once_the_run_lock_is_released(tmp_path: Path):
     assert not Path(f"{cp.index}.lock").exists()
 
 
+def test_a_checkpointer_whose_refresh_was_finished_by_the_lock_can_still_be_used(tmp_path: Path):
+    repo = make_repo(tmp_path / "repo", {"a.txt": "one\n"})
+    with RunLock(repo):
+        cp = Checkpointer(repo, "run-after")
+        cp.take(0)
+    # The lock's release waited for the refresh; this checkpointer still holds it, already finished.
+    (repo / "a.txt").write_text("two\n")
+    assert cp.take(1).files_changed == ["a.txt"]
+
+
 def test_a_restore_that_reseeded_the_index_leaves_no_git_running_after_it_returns(tmp_path: Path):
     repo = make_repo(tmp_path / "repo", {"a.txt": "one\n"})
     cp = Checkpointer(repo, "run-r")
