@@ -18,8 +18,9 @@ Sections (each figure is the median of --runs interleaved runs, printed as `tool
                --definition-tree, one call per directory of a whole tree against one ctags run
   fixcheck     `gitbot fix-check -- true` against `git status` and against `python -c pass`
   harness      harness overhead per step of an agent run on the loopback Messages API (wall time
-               minus server time, minus the command's own run time), for execute_command steps and
-               for list_files steps, against `git status`
+               minus server time, minus the command's own run time), for execute_command steps (with a
+               model that answers at once, and with one that takes --model-seconds, behind which a
+               command's checkpoint is taken) and for list_files steps, against `git status`
 
 The repository is left as it was: per-step checkpoints write one scratch file (removed after),
 gitbot's state under .git/gitbot is removed when this bench created it, otherwise its bench-* runs
@@ -356,7 +357,7 @@ def bench_fixcheck(repo: Path, runs: int, gitbot: str) -> None:
 
 # ---------------------------------------------------------------- harness overhead
 
-def run_overhead(repo: Path, calls: list[tuple[str, dict]]) -> float:
+def run_overhead(repo: Path, calls: list[tuple[str, dict]], think: float = 0.0) -> float:
     """Seconds of one scripted run not spent waiting on the model server."""
     import anthropic
 
@@ -367,7 +368,7 @@ def run_overhead(repo: Path, calls: list[tuple[str, dict]]) -> float:
     from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
 
     script = [tool_turn(call) for call in calls] + [tool_turn(("attempt_completion", {"result": "done"}))]
-    with FakeMessagesAPI(script) as api:
+    with FakeMessagesAPI(script, think_seconds=think) as api:
         client = anthropic.Anthropic(base_url=api.url, api_key=api.api_key, max_retries=0)
         provider = AnthropicProvider("claude-sonnet-5-5", client=client)
         began = time.perf_counter()
@@ -382,18 +383,22 @@ def run_overhead(repo: Path, calls: list[tuple[str, dict]]) -> float:
     return wall - sum(e["wait_seconds"] for e in events if e["event"] == "reply")
 
 
-def bench_harness(repo: Path, runs: int, status: float, steps: int) -> None:
+def bench_harness(repo: Path, runs: int, status: float, steps: int, think: float) -> None:
     command = ("execute_command", {"command": "true"})
     listing = ("list_files", {"path": ".", "recursive": True})
     own = interleaved({"true": lambda: subprocess.run(["true"], check=False)}, runs)["true"]
     print(f"\nharness overhead per step ({steps} extra steps; difference of two runs, fixed costs cancel)")
     print(line("floor: git status", status, {}))
-    for label, call, subtract in (("execute_command `true` step", command, own), ("list_files recursive step",
-                                                                                 listing, 0.0)):
+    # A command's checkpoint is taken while the next request is out: with a model that answers at once it
+    # is all overhead, with one that takes as long as a real one it is hidden behind the wait.
+    cases = [("execute_command `true`, model at once", command, own, 0.0),
+             (f"execute_command `true`, model {think:g} s", command, own, think),
+             ("list_files recursive step", listing, 0.0, 0.0)]
+    for label, call, subtract, seconds in cases:
         short, long = [], []
         for _ in range(max(1, runs // 2)):
-            short.append(run_overhead(repo, [call]))
-            long.append(run_overhead(repo, [call] * (steps + 1)))
+            short.append(run_overhead(repo, [call], seconds))
+            long.append(run_overhead(repo, [call] * (steps + 1), seconds))
         per_step = (statistics.median(long) - statistics.median(short)) / steps - subtract
         print(line(label, per_step, {"git status": status}))
 
@@ -413,6 +418,8 @@ def main() -> None:
     parser.add_argument("--definition-tree", action="append", default=[],
                         help="a directory whose every subdirectory gets a call, cold and warm (repeatable)")
     parser.add_argument("--steps", type=int, default=4, help="extra steps for the harness figure")
+    parser.add_argument("--model-seconds", type=float, default=1.0,
+                        help="how long the loopback model takes per reply in the harness figure's second case")
     parser.add_argument("--gitbot", default=str(Path(sys.executable).with_name("gitbot")),
                         help="the gitbot executable for fix-check (measure a `pip install .`, not editable)")
     options = parser.parse_args()
@@ -454,7 +461,7 @@ def run(repo: Path, chosen: list[str], options: argparse.Namespace) -> None:
         if "fixcheck" in chosen:
             bench_fixcheck(repo, options.runs, options.gitbot)
         if "harness" in chosen:
-            bench_harness(repo, options.runs, status, options.steps)
+            bench_harness(repo, options.runs, status, options.steps, options.model_seconds)
     finally:
         if ours and (git_dir / "gitbot").is_dir():
             shutil.rmtree(git_dir / "gitbot")  # only gitbot's own state, and only when this bench created it

@@ -4,6 +4,7 @@ or a limit. Headless: it never waits for a human, never loops forever, never spe
 
 from __future__ import annotations
 
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -33,6 +34,42 @@ TARGET_ARGS = ("path", "command", "regex", "question")
 class Stop:
     status: Status
     summary: str
+
+
+class PendingCheckpoint:
+    """The checkpoint after a command, taken while the next model request is out: on a large tree it is
+    most of a command step's own cost, and nothing changes files while the model thinks. It is finished
+    before anything else touches the work tree or the checkpoints: the next tool call, a checkpoint at
+    the end of a response, the end of the run."""
+
+    def __init__(self, step: int, entry: StepRecord, take):
+        self.step, self.entry = step, entry
+        self._taken = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(take,), name=f"gitbot-checkpoint-{step}",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self, take) -> None:
+        try:
+            self._taken = take()
+        except BaseException as exc:  # noqa: BLE001 - raised in the loop's thread by result()
+            self._error = exc
+
+    def result(self):
+        """The Checkpoint, once taken. A Ctrl-C meanwhile is held back until it is: a run must not end (and
+        release its lock) while git still writes its checkpoint."""
+        interrupted = False
+        while self._thread.is_alive():
+            try:
+                self._thread.join()
+            except KeyboardInterrupt:
+                interrupted = True
+        if self._error is not None:
+            raise self._error
+        if interrupted:
+            raise KeyboardInterrupt
+        return self._taken
 
 
 @dataclass
@@ -70,6 +107,7 @@ class Agent:
         self.checkpointer = checkpointer
         self.state = state or LoopState()
         self.last_checkpoint: str | None = None
+        self.pending_checkpoint: PendingCheckpoint | None = None
         self.warnings: list[str] = []
         if prices.price(provider.model, provider.endpoint) is None:
             self.state.cost = None
@@ -90,6 +128,8 @@ class Agent:
             self.state.interrupted = True
             self.record.event("error", message="interrupted")
             return Stop(Status.ERROR, "interrupted (Ctrl-C or SIGTERM); the record is complete up to here")
+        finally:
+            self._finish_pending_checkpoint()
 
     def _limit_reached(self) -> Stop | None:
         s, limits = self.state, self.limits
@@ -218,7 +258,9 @@ class Agent:
                 s.mistakes = 0
         if failed:
             s.mistakes += 1
-        if self.checkpointer is not None and not self.checkpointer.should_checkpoint_step():
+        # A checkpoint still being taken is this response's last step's (only a command's is put off).
+        if self.pending_checkpoint is None and self.checkpointer is not None \
+                and not self.checkpointer.should_checkpoint_step():
             self._checkpoint_after_response()
         self._add_user(results)
         if completed is not None:
@@ -234,6 +276,7 @@ class Agent:
         return {"type": "tool_result", "tool_use_id": tool_use["id"], "content": why, "is_error": True}
 
     def _execute(self, tool_use: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+        self._finish_pending_checkpoint()
         s = self.state
         s.tool_calls += 1
         step = s.tool_calls + s.step_offset
@@ -275,13 +318,16 @@ class Agent:
         text, stopped = self.ctx.secrets.scrub(encodable(text) if text.strip() else "(no output)")
         self.record.secrets_stopped(f"step {step} ({name} output)", stopped)
         is_error = outcome != "ok"
-        checkpoint = self._checkpoint_after_tool(step, tool, touched)
+        checkpoint, take_later = self._checkpoint_after_tool(step, tool, touched)
         duration = time.monotonic() - started
         self.record.event("tool_end", step=step, request=s.steps, tool=name, target=target,
                           tool_use_id=tool_use["id"], result=text, is_error=is_error, outcome=outcome,
                           duration_seconds=round(duration, 4), **checkpoint)
-        s.step_log.append(StepRecord(step=step, tool=name, target=target, outcome=outcome,
-                                     checkpoint=checkpoint.get("checkpoint"), request=s.steps))
+        entry = StepRecord(step=step, tool=name, target=target, outcome=outcome,
+                           checkpoint=checkpoint.get("checkpoint"), request=s.steps)
+        s.step_log.append(entry)
+        if take_later is not None:
+            self.pending_checkpoint = PendingCheckpoint(step, entry, take_later)
         self.reporter.tool(step, name, target, outcome, s.cost)
         block = {"type": "tool_result", "tool_use_id": tool_use["id"], "content": text}
         if is_error:
@@ -289,21 +335,37 @@ class Agent:
         return block, completed
 
     # -- checkpoints ----------------------------------------------------------------------------
-    def _checkpoint_after_tool(self, step: int, tool: Tool | None, touched) -> dict[str, Any]:
+    def _checkpoint_after_tool(self, step: int, tool: Tool | None, touched) -> tuple[dict[str, Any], Any]:
+        """The checkpoint fields of the step's tool_end, and a take() to run in the background (a command's
+        full scan, see PendingCheckpoint) or None."""
         cp = self.checkpointer
         if cp is None:
-            return {}
+            return {}, None
         if tool is not None and tool.changes_files and cp.should_checkpoint_step():
             # A file tool names what it wrote (the fast path); after a command anything may have changed.
             paths = list(touched) if touched and tool.name != "execute_command" else None
+            if paths is None:
+                # Until the checkpoint event comes, the record says this step has none of its own: a run
+                # killed meanwhile refuses to restore to it rather than stand the previous one in.
+                return {"checkpoint": None}, lambda: cp.take(step, touched=None)
             taken = cp.take(step, touched=paths)
             self.last_checkpoint = taken.commit
-            return taken.to_event()
+            return taken.to_event(), None
         if cp.should_checkpoint_step():  # a read-only step: its ref points at the last checkpoint
-            return {"checkpoint": cp.mark(step).commit, "files_changed": []}
+            return {"checkpoint": cp.mark(step).commit, "files_changed": []}, None
         # Per-response mode: only the response's last step gets a checkpoint (marking this one with the
         # last checkpoint would point it at a tree from before earlier writes in the same response).
-        return {"checkpoint": None, "files_changed": []}
+        return {"checkpoint": None, "files_changed": []}, None
+
+    def _finish_pending_checkpoint(self) -> None:
+        pending, self.pending_checkpoint = self.pending_checkpoint, None
+        if pending is None:
+            return
+        taken = pending.result()
+        self.last_checkpoint = pending.entry.checkpoint = taken.commit
+        event = taken.to_event()
+        self.record.event("checkpoint", step=pending.step, commit=taken.commit, seconds=event["checkpoint_seconds"],
+                          files_changed=event["files_changed"], not_captured=event["not_captured"])
 
     def _checkpoint_after_response(self) -> None:
         step = self.state.tool_calls + self.state.step_offset

@@ -138,6 +138,10 @@ def _rebuild(events: list[dict[str, Any]], conversation: Conversation, tool_stat
                                              checkpoint=event.get("checkpoint"), request=event.get("request", 0)))
             if event["tool"] == "attempt_completion" and not event.get("is_error"):
                 tool_state["review_shown"] = True
+        elif kind == "checkpoint" and event.get("commit"):  # a command's, taken while the next request was out
+            for entry in state.step_log:
+                if entry.step == event.get("step") and entry.checkpoint is None:
+                    entry.checkpoint = event["commit"]
     # Time already spent counts against max_wall_seconds.
     state.started = time.monotonic() - max(0.0, events[-1]["t"] - start_time)
     return state

@@ -70,6 +70,7 @@ import socket
 import string
 import struct
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 from urllib.parse import urlsplit
@@ -551,12 +552,13 @@ class FakeMessagesAPI:
     """A scripted Messages API on 127.0.0.1:<free port>; a context manager (or .start() / .stop())."""
 
     def __init__(self, script: list[dict], *, api_key: str = "test-key", min_cacheable_tokens: int = 1024,
-                 cache_lookback_blocks: int = 20):
+                 cache_lookback_blocks: int = 20, think_seconds: float = 0.0):
         for n, turn in enumerate(script):
             if not isinstance(turn, dict) or turn.get("kind") not in ("reply", "fault"):
                 raise ValueError(f"script[{n}] is not a turn (use tool_turn, text_turn, message_turn or fault)")
         self._script = list(script)
         self._next = 0
+        self.think_seconds = think_seconds  # how long each reply takes, as a model's would
         self.api_key = api_key
         self.cache = PromptCache(min_cacheable_tokens, cache_lookback_blocks)
         self.requests: list[dict] = []
@@ -633,6 +635,8 @@ class FakeMessagesAPI:
                 self.errors.append(f"{path}: {refusal.status} {refusal.error_type}: {refusal.message}")
                 action = self._error(refusal.status, refusal.error_type, refusal.message)
             record["status"] = action[1] if action[0] != "reset" else None
+        if self.think_seconds and record["usage"]:
+            time.sleep(self.think_seconds)
         self._respond(handler, action)
 
     def _decide(self, method: str, path: str, headers: dict, raw: bytes, body: Any, record: dict) -> tuple:

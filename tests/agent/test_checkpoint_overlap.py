@@ -1,0 +1,64 @@
+"""A command's checkpoint is taken while the next model request is out, and is in the record before the run
+ends, whatever ends it."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from gitbot.agent.result import Status
+from gitbot.checkpoints import list_checkpoints
+from gitbot.policy import Policy
+from gitbot.record import load_events, runs_dir
+from tests.agent.test_loop import run
+from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
+
+pytestmark = pytest.mark.slow
+WRITE = "echo made > made.txt"
+
+
+def events_of(repo: Path, run_id: str) -> list[dict]:
+    return list(load_events(runs_dir(repo) / run_id))
+
+
+def test_a_commands_checkpoint_is_recorded_after_the_next_reply_with_what_it_changed(buggy_repo: Path):
+    script = [tool_turn(("execute_command", {"command": WRITE})), tool_turn(("attempt_completion", {"result": "ok"}))]
+    with FakeMessagesAPI(script, think_seconds=0.3) as api:
+        result = run(buggy_repo, api, policy=Policy(command_allow=("echo *",)), review=False)
+    assert result.status is Status.COMPLETED, result.summary
+    events = events_of(buggy_repo, result.run_id)
+    kinds = [(e["event"], e.get("step", e.get("n"))) for e in events]
+    # Taken while request 2 was out: it is recorded once the reply came, before the next tool starts.
+    order = [kinds.index(("tool_end", 1)), kinds.index(("request", 2)), kinds.index(("reply", 2)),
+             kinds.index(("checkpoint", 1)), kinds.index(("tool_start", 2))]
+    assert order == sorted(order), kinds
+    taken = next(e for e in events if e["event"] == "checkpoint" and e["step"] == 1)
+    assert taken["files_changed"] == ["made.txt"]
+    row = next(r for r in list_checkpoints(buggy_repo, result.run_id) if r["step"] == 1)
+    assert row["checkpoint"] == taken["commit"] and row["files_changed"] == ["made.txt"]
+    assert next(s for s in result.step_log if s.step == 1).checkpoint == taken["commit"]
+    assert result.files_changed == ["made.txt"]
+
+
+class InterruptedDuringRequest(FakeMessagesAPI):
+    """Ctrl-C while the second request is out (the process signals itself, as a terminal would)."""
+
+    def _decide(self, *args, **kwargs):
+        action = super()._decide(*args, **kwargs)
+        if self._next == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+        return action
+
+
+def test_a_ctrl_c_during_the_next_request_still_leaves_the_commands_checkpoint(buggy_repo: Path):
+    script = [tool_turn(("execute_command", {"command": WRITE})), tool_turn(("attempt_completion", {"result": "ok"}))]
+    with InterruptedDuringRequest(script, think_seconds=2) as api:
+        result = run(buggy_repo, api, policy=Policy(command_allow=("echo *",)), review=False)
+    assert result.status is Status.ERROR and "interrupted" in result.summary
+    taken = [e for e in events_of(buggy_repo, result.run_id) if e["event"] == "checkpoint" and e["step"] == 1]
+    assert len(taken) == 1 and taken[0]["files_changed"] == ["made.txt"]
+    row = next(r for r in list_checkpoints(buggy_repo, result.run_id) if r["step"] == 1)
+    assert row["checkpoint"] == taken[0]["commit"]
