@@ -21,6 +21,7 @@ from pathlib import Path
 from gitbot.sandbox import confine, layout
 from gitbot.sandbox.env import SANDBOX_HOME, build_env, clean_path, protect_process_environ, under
 from gitbot.sandbox.mounts import git_arguments, git_directories, host_sockets, system_git_config
+from gitbot.sandbox.remembered import code_fingerprint, user_cache_dir
 from gitbot.sandbox.toolchain import SYSTEM_DIRS, ToolchainView, build_view
 
 TYPE_CHECKING = False
@@ -180,7 +181,6 @@ def probe(*, refresh: bool = False) -> SandboxStatus:
 
 
 def _probe_cache_path() -> str | None:
-    from gitbot.sandbox.gitconfig import user_cache_dir
 
     base = user_cache_dir()
     return os.path.join(base, PROBE_CACHE_NAME) if base else None
@@ -206,18 +206,11 @@ def _machine_key(bwrap: str) -> str | None:
     # The helper runs as part of every sandboxed command as root: a different helper is a different probe.
     parts.append(f"{len(confine.HELPER_SOURCE)}:{zlib.crc32(confine.HELPER_SOURCE.encode()):08x}")
     # And another gitbot probed with other code (it may not have looked for a feature this one uses).
-    global _CODE_CRC
-    if _CODE_CRC is None:
-        try:
-            with open(__file__, "rb") as handle:
-                _CODE_CRC = zlib.crc32(handle.read())
-        except OSError:
-            return None
-    parts.append(f"{_CODE_CRC:08x}")
+    code = code_fingerprint(__file__)
+    if code is None:
+        return None
+    parts.append(f"{code:08x}")
     return "\0".join(parts)
-
-
-_CODE_CRC: int | None = None  # this module's source, read once
 
 
 def _remembered(bwrap: str, key: str) -> SandboxStatus | None:

@@ -17,6 +17,8 @@ import subprocess
 import tempfile
 import threading
 
+from gitbot.sandbox.remembered import code_fingerprint, user_cache_dir
+
 # Entries dropped whole: sections that hold or pull in credentials, and keys whose name says it.
 DROPPED_SECTIONS = frozenset({"credential", "include", "includeif"})
 DROPPED_KEYS = frozenset({"extraheader", "cookiefile", "askpass", "helper", "password", "token",
@@ -121,18 +123,6 @@ KEPT_COPIES_MAX = 32
 RACY_SECONDS = 2.5
 
 
-def user_cache_dir() -> str | None:
-    """$XDG_CACHE_HOME/gitbot (default ~/.cache/gitbot): what gitbot remembers per machine and user.
-    Commands never see it (the sandbox's home is empty)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):
-        home = os.environ.get("HOME", "")
-        if not os.path.isabs(home) or home == "/":
-            return None
-        base = os.path.join(home, ".cache")
-    return os.path.join(base, "gitbot")
-
-
 def sanitized_copy(path: str) -> str | None:
     """A file holding the config at `path` without credentials, to bind over it; None when the file
     needs no change (nothing git reads from it is dropped or rewritten). Cached by the file's identity
@@ -184,26 +174,12 @@ def _kept_path(identity: tuple) -> str | None:
         return None
     path, *stamp = identity
     name = f"{zlib.crc32(os.fsencode(path)):08x}-" + "-".join(str(part) for part in stamp)
-    return os.path.join(base, KEPT_COPIES_DIR, f"{name}-{_sanitizer_fingerprint()}")
-
-
-def _sanitizer_fingerprint() -> str:
-    """What made a kept copy, besides the file: this module and its rules. A copy kept by another gitbot
-    (one that dropped less, before an upgrade) is another file's copy, never this one's."""
-    import zlib
-
-    global _SOURCE_CRC
-    if _SOURCE_CRC is None:
-        try:
-            with open(__file__, "rb") as handle:
-                _SOURCE_CRC = zlib.crc32(handle.read())
-        except OSError:
-            _SOURCE_CRC = 0
-    rules = repr((sorted(DROPPED_SECTIONS), sorted(DROPPED_KEYS), DROPPED_KEY_HINTS, _URL_USERINFO.pattern))
-    return f"{zlib.crc32(rules.encode(), _SOURCE_CRC):08x}"
-
-
-_SOURCE_CRC: int | None = None
+    # Named by the code that made it too: a copy kept by another gitbot (one that dropped less, before an
+    # upgrade) is never this one's.
+    code = code_fingerprint(__file__)
+    if code is None:
+        return None
+    return os.path.join(base, KEPT_COPIES_DIR, f"{name}-{code:08x}")
 
 
 def _keep(target: str, content: str) -> None:

@@ -219,27 +219,13 @@ def _matcher(policy: Policy) -> tuple[tuple[str, ...] | None, Callable[[str], bo
     return None, lambda relative: not policy.check_read(relative).allowed
 
 
-_CODE_CRC: int | None = None
-
-
 def _code_fingerprint() -> int | None:
     """The code that decided what a stored index says (this module and the policy's glob matching): an
     index kept by another gitbot (before an upgrade that matches differently) is not used."""
-    global _CODE_CRC
-    if _CODE_CRC is None:
-        import zlib
+    from gitbot.policy import files
+    from gitbot.sandbox.remembered import code_fingerprint
 
-        from gitbot.policy import files
-
-        crc = 0
-        try:
-            for module in (__file__, files.__file__):
-                with open(module, "rb") as handle:
-                    crc = zlib.crc32(handle.read(), crc)
-        except (OSError, TypeError):
-            return None  # no stored index is used
-        _CODE_CRC = crc
-    return _CODE_CRC
+    return code_fingerprint(__file__, files.__file__)
 
 
 def _store_path(root: str) -> str | None:

@@ -134,7 +134,9 @@ def test_a_copy_kept_by_a_gitbot_that_dropped_less_is_not_used(hostile, tmp_path
     # stamp) still holds it, and must not be bound in place of what the new one would write.
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setattr(gitconfig, "RACY_SECONDS", 0)
-    before = gitconfig.sanitized_copy(str(hostile))
+    with monkeypatch.context() as old:
+        old.setattr(gitconfig, "code_fingerprint", lambda *sources: 12345)  # the old gitbot's source
+        before = gitconfig.sanitized_copy(str(hostile))
     assert "signingkey" in Path(before).read_text()
     assert any((tmp_path / "cache" / "gitbot" / gitconfig.KEPT_COPIES_DIR).iterdir())
     monkeypatch.setattr(gitconfig, "_CACHE", {})

@@ -268,7 +268,7 @@ def test_an_index_kept_by_another_gitbot_is_not_used(tmp_path: Path, monkeypatch
     write(repo, "conf/.ENV")
     policy = Policy(repo=repo)
     with monkeypatch.context() as other:
-        other.setattr(readdeny, "_CODE_CRC", 12345, raising=False)
+        other.setattr(readdeny, "_code_fingerprint", lambda: 12345)
         other.setattr(readdeny, "_matcher", lambda policy: (tuple(policy.read_deny), lambda rel: rel.endswith(".env")))
         assert DeniedFiles(repo, policy).current() == []
     assert (repo / ".git" / "gitbot" / readdeny.STORE_NAME).is_file()
