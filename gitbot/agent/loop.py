@@ -43,7 +43,7 @@ class PendingCheckpoint:
     the end of a response, the end of the run."""
 
     def __init__(self, step: int, entry: StepRecord, take):
-        self.step, self.entry = step, entry
+        self.entry = entry  # the step's StepRecord, given its commit once taken
         self._taken = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(take,), name=f"gitbot-checkpoint-{step}",
@@ -363,17 +363,13 @@ class Agent:
             return
         taken = pending.result()
         self.last_checkpoint = pending.entry.checkpoint = taken.commit
-        event = taken.to_event()
-        self.record.event("checkpoint", step=pending.step, commit=taken.commit, seconds=event["checkpoint_seconds"],
-                          files_changed=event["files_changed"], not_captured=event["not_captured"])
+        self.record.event("checkpoint", **taken.record_fields())
 
     def _checkpoint_after_response(self) -> None:
         step = self.state.tool_calls + self.state.step_offset
         taken = self.checkpointer.take(step, touched=None)
         self.last_checkpoint = taken.commit
-        self.record.event("checkpoint", step=step, commit=taken.commit,
-                          seconds=round(taken.seconds, 4), files_changed=taken.to_event()["files_changed"],
-                          reason="per-response mode")
+        self.record.event("checkpoint", **taken.record_fields(), reason="per-response mode")
 
 
 def _scrubbed_content(content: list[dict[str, Any]], secrets) -> list[dict[str, Any]]:

@@ -351,9 +351,6 @@ def _log_checkpoint(paths: RepoPaths, run_id: str, checkpoint: Checkpoint, **ext
         return
     record = RunRecord(paths.work_tree, run_id)
     try:
-        event = checkpoint.to_event()
-        record.event("checkpoint", step=checkpoint.step, commit=checkpoint.commit, seconds=round(checkpoint.seconds, 4),
-                     files_changed=event["files_changed"], not_captured=event["not_captured"],
-                     reason=checkpoint.reason, **extra)
+        record.event("checkpoint", **checkpoint.record_fields(), reason=checkpoint.reason, **extra)
     finally:
         record.close()

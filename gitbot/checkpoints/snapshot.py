@@ -114,6 +114,13 @@ class Checkpoint:
             data["reason"] = self.reason
         return data
 
+    def record_fields(self) -> dict[str, Any]:
+        """Fields of a `checkpoint` event in the run record (one taken apart from its tool call's tool_end:
+        after a command while the next request was out, at the end of a response, around a restore)."""
+        data = self.to_event()
+        return {"step": self.step, "commit": self.commit, "seconds": data["checkpoint_seconds"],
+                "files_changed": data["files_changed"], "not_captured": data["not_captured"]}
+
 
 class Checkpointer:
     """Takes a run's checkpoints. One instance per run; the caller holds the RunLock meanwhile."""
