@@ -181,7 +181,6 @@ def probe(*, refresh: bool = False) -> SandboxStatus:
 
 
 def _probe_cache_path() -> str | None:
-
     base = user_cache_dir()
     return os.path.join(base, PROBE_CACHE_NAME) if base else None
 
