@@ -86,7 +86,9 @@ def _secrets(path: Path) -> dict[str, str]:
     (path / "src" / "app.py").write_text("print('app, changed')\n")
     git(path, "commit", "-q", "-am", "change the app")
     (path / "notes").mkdir()
-    (path / "notes" / ".env.stash").write_text(SECRET + "\n")
+    # Content of its own: git lists a blob under the first path it meets it at, so a stashed copy of
+    # deploy/.env.production would be listed under either name, by the order of the walk.
+    (path / "notes" / ".env.stash").write_text(SECRET + " (stashed)\n")
     git(path, "stash", "push", "-q", "-u", "--", "notes/.env.stash")
     (path / ".env").write_text(SECRET + "\n")
     return {"BLOB": blob}

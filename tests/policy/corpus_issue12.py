@@ -366,7 +366,9 @@ ISSUE_12.update({
     "hist-log-patch-glob": Case("git log -p -- '*.production'", D, ".env.production", policy="defaults",
                                 repo="secrets"),
     "hist-log-patch-src": Case("git log -p -- src", A, policy="defaults", repo="secrets"),
-    "hist-log-patch-excluded": Case("git log -p -- . ':!deploy'", A, policy="defaults", repo="secrets"),
+    # `git log` without --all is judged against every ref: the stash's secret counts too.
+    "hist-log-patch-excluded": Case("git log -p -- . ':!deploy'", D, "notes/.env.stash", policy="defaults",
+                                    repo="secrets"),
     "hist-log-patch-excluded-long": Case("git log -p -- . ':(exclude)deploy/.env.production' ':^notes'", A,
                                          policy="defaults", repo="secrets"),
     "hist-log-patch-top": Case("cd src && git log -p -- ':/src'", A, policy="defaults", repo="secrets"),
