@@ -63,3 +63,24 @@ def test_what_git_lists_is_cached_but_each_policy_applies_its_own_rules(tmp_path
     git(repo, "commit", "-q", "-m", "late")
     decision = strict.check_command("git log -p -- notes/late.txt")
     assert not decision.allowed and "notes/late.txt" in decision.reason
+
+
+def test_a_secret_git_keeps_under_two_names_is_seen_under_both(tmp_path):
+    # git lists a blob (or tree) it meets again under another path only once: a stashed copy of a
+    # deleted secret, or the same directory kept twice, was missing from the judge's list of history
+    # paths, and `git log -p --all -- <that other name>` printed the secret.
+    from tests.conftest import git, make_repo
+
+    secret = "TOKEN=kept-twice\n"
+    repo = make_repo(tmp_path / "repo", {"README.md": "# r\n", "deploy/.env.production": secret,
+                                         "backup/deploy/.env.production": secret})
+    git(repo, "rm", "-q", "-r", "deploy", "backup")
+    git(repo, "commit", "-q", "-m", "remove the secrets")
+    (repo / "notes").mkdir()
+    (repo / "notes" / ".env.stash").write_text(secret)
+    git(repo, "stash", "push", "-q", "-u", "--", "notes/.env.stash")
+    policy = Policy(repo=repo)
+    for command in ("git log -p --all -- notes", "git log -p --all -- backup", "git log -p --all -- deploy"):
+        decision = policy.check_command(command)
+        assert not decision.allowed and "read_deny" in decision.reason, (command, decision.reason)
+    assert policy.check_command("git log -p --all -- README.md").allowed

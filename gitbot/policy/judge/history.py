@@ -4,13 +4,14 @@ its history (every commit reachable from a ref, a reflog entry or a stash), aske
 The sandbox can hide a file in the work tree, not its earlier versions in the object store, so a git
 command that prints contents (`git show`, `log -p`, `diff REV`, `cat-file -p`, `archive`, `grep`,
 `stash show -p`) is allowed only when no read-denied path is among what it could print. The paths
-come from `git rev-list --objects --all --reflog --indexed-objects` (each blob and tree once, under a
-path it has somewhere) and `git ls-files`, and are cached until a ref or the index changes.
+come from every commit's changes against each of its parents (`git log --all --reflog -m --root
+--name-only`: every path any reachable commit has, under every name, where `rev-list --objects` names a
+blob or tree shared by several paths only once) and `git ls-files`, and are cached until a ref or the
+index changes.
 
 Not covered: objects no ref, reflog or index reaches (left behind by `git rm --cached`, a dropped
-stash after expiry), and a read-denied file whose content is the same blob as a file under another,
-readable path (its content is readable there anyway). Objects named by id are resolved instead: a
-blob named by id is refused whatever its path, so unreachable blobs stay out of reach.
+stash after expiry). Objects named by id are resolved instead: a blob named by id is refused whatever
+its path, so unreachable blobs stay out of reach.
 """
 
 from __future__ import annotations
@@ -95,19 +96,16 @@ def denied_git_paths(repo: str, denied: Callable[[str], bool]) -> GitPaths:
 def _ask(repo: str) -> GitPaths:
     """Every path in the index (`tracked`) and in the history, the index included (`history`)."""
     try:
-        objects = _git(repo, "rev-list", "--objects", "--all", "--reflog", "--indexed-objects")
+        changed = _git(repo, "log", "--all", "--reflog", "--format=", "--name-only", "--no-renames", "-m", "--root",
+                       "-z")
         index = _git(repo, "ls-files", "-z", "--cached")
     except (OSError, GitError) as exc:
         return GitPaths(unknown=f"git could not list the repository's history ({exc})")
-    if objects.returncode != 0 or index.returncode != 0:
+    if changed.returncode != 0 or index.returncode != 0:
         return GitPaths(unknown="git could not list the repository's history")
     tracked = {name for name in index.stdout.decode("utf-8", "surrogateescape").split("\0") if name}
-    paths = set(tracked)
-    for line in objects.stdout.decode("utf-8", "surrogateescape").splitlines():
-        _, space, path = line.partition(" ")
-        if space and path:
-            paths.add(path)
-    return GitPaths(tracked=tuple(sorted(tracked)), history=tuple(sorted(paths)))
+    history = {name for name in changed.stdout.decode("utf-8", "surrogateescape").split("\0") if name}
+    return GitPaths(tracked=tuple(sorted(tracked)), history=tuple(sorted(tracked | history)))
 
 
 def object_types(repo: str, names: list[str]) -> dict[str, str]:
