@@ -101,6 +101,10 @@ def drive(agent: Agent, record: RunRecord, checkpointer, *, policy: Policy, run_
     for warning in agent.warnings:
         agent.reporter.note(f"warning: {warning}")
     provider = agent.provider
+    if agent.ctx.runner.sandboxed:
+        # A sandboxed command writes the repository only through its paths and leaves no process behind:
+        # what it changed can be told from inotify (checkpoints/watch.py).
+        checkpointer.watch()
     try:
         stop = agent.run()
         result = finish(agent, stop, run_id=run_id, model=provider.model, replay=provider.is_replay,
@@ -113,6 +117,8 @@ def drive(agent: Agent, record: RunRecord, checkpointer, *, policy: Policy, run_
                      traceback=agent.ctx.secrets.redact(traceback.format_exc()))
         result = build_result(Stop(Status.ERROR, f"internal error: {type(exc).__name__}: {exc}"), agent,
                               run_id=run_id, model=provider.model, files_changed=[], replay=provider.is_replay)
+    finally:
+        checkpointer.stop_watching()
     return close_record(record, result)
 
 

@@ -5,11 +5,13 @@ A run's checkpoints are commits under refs/gitbot/<run-id>/<step>, built from a 
 stat data is valid from the first checkpoint on: the first `status` lstat()s files instead of
 hashing all of them, and blobs the user already has are found through the alternates.
 
-Per step, the index is brought up to date in one of two ways:
+Per step, the index is brought up to date in one of three ways:
 - the caller names the paths a file tool wrote (`touched`): `git add -A -- <those paths>`,
   which neither walks the tree nor lstat()s every file;
-- otherwise (a command ran, anything may have changed): one `git status` (stat data in the
-  index, untracked cache) says what differs, and only those paths are updated.
+- a command ran, and inotify says which paths it changed (`watch()`, watch.py): one `git status`
+  limited to those paths, or none at all when it changed nothing;
+- otherwise (anything may have changed): one `git status` (stat data in the index, untracked
+  cache) says what differs, and only those paths are updated.
 Then write-tree; if the tree equals the previous checkpoint's, no commit is made and the step's
 ref points at the previous commit.
 
@@ -44,7 +46,6 @@ import logging
 import os
 import shutil
 import stat
-import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -62,6 +63,7 @@ from gitbot.checkpoints.capture import (
     status_paths,
 )
 from gitbot.checkpoints.errors import json_safe_path
+from gitbot.checkpoints.pace import SLOW_MEDIAN_SECONDS, Pace
 from gitbot.checkpoints.seeding import (
     LISTING_ARGS,
     Background,
@@ -79,20 +81,15 @@ from gitbot.checkpoints.shadow import (
     ShadowRepo,
     discover,
     fs,
-    modes_file,
-    per_response_from,
     user_head,
     validate_run_id,
 )
+from gitbot.checkpoints.watch import TreeWatcher
 from gitbot.git import GitCommandError
 from gitbot.policy.files import path_matcher
 
 log = logging.getLogger(__name__)
 
-SLOW_MEDIAN_SECONDS = 2.0
-# How many recent per-step timings the slow-checkpoint decision looks at, and how many it needs.
-_TIMING_WINDOW = 10
-_TIMING_MIN_SAMPLES = 3
 
 @dataclass
 class Checkpoint:
@@ -136,7 +133,6 @@ class Checkpointer:
         self.repo = self.paths.work_tree
         self.run_id = run_id
         self.size_cap_bytes = size_cap_bytes
-        self.slow_median_seconds = slow_median_seconds
         self.shadow = ShadowRepo(self.paths)
         self.index = self.shadow.dir / "indexes" / run_id
         self._ref_prefix = f"{REF_ROOT}/{run_id}/"
@@ -159,11 +155,7 @@ class Checkpointer:
         # Paths whose index entries changed since the last recorded tree, so a checkpoint's
         # files_changed needs no tree diff; None when unknown (then diff the trees).
         self._changed: set[str] | None = set()
-        self._timings: list[float] = []
-        self._first_seconds: float | None = None
-        self._mode = "per_step"
-        self._degraded_reason: str | None = None
-        self._degraded_at_step: int | None = None
+        self.pace = Pace(self.paths, run_id, slow_median_seconds=slow_median_seconds, resumed=bool(steps))
         # Set when the index was (re-)seeded: the next scan copies blobs only the user's index holds.
         self._keep_staged = False
         self._refresh_pending = False  # the first scan did not write the index (see _scan_all)
@@ -171,12 +163,8 @@ class Checkpointer:
         self._seed_listing: Background | None = None
         self._seed_tree: str | None = None  # HEAD's tree when the index was seeded
         self._head_tree: str | None = None  # the tree of the shadow's HEAD, when this checkpointer set it
-        since = per_response_from(self.paths, run_id) if steps else None
-        if since is not None:  # a resumed run stays in the mode it had degraded to
-            self._mode = "per_response"
-            self._degraded_at_step = since - 1
-            self._degraded_reason = (f"checkpoints were slow before the run was resumed; checkpointing once per "
-                                     f"model response since step {since - 1}")
+        self._watcher: TreeWatcher | None = None  # see watch()
+        self._from_changes = 0  # checkpoints that looked only at what the watcher said changed
 
     # -- public ------------------------------------------------------------------------------
 
@@ -214,9 +202,20 @@ class Checkpointer:
         tree = self.build_tree(relative)
         checkpoint = self.record(step, tree, reason=reason)
         checkpoint.seconds = time.perf_counter() - began
-        self._note_timing(step, checkpoint.seconds, first)
+        self.pace.note(step, checkpoint.seconds, first)
         self._refresh_later()
         return checkpoint
+
+    def watch(self) -> None:
+        """From now on, learn what commands change from inotify (watch.py), so that a checkpoint after one
+        asks git about those paths only. For sandboxed commands (see watch.py); `stop_watching()` at the end."""
+        if self._watcher is None:
+            self._watcher = TreeWatcher.start(self.repo)
+
+    def stop_watching(self) -> None:
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.close()
 
     def settle(self) -> None:
         """Wait for the private index's background refresh, if one runs (every use of the index does)."""
@@ -242,19 +241,10 @@ class Checkpointer:
 
     def should_checkpoint_step(self) -> bool:
         """False once checkpoints got slow and the run switched to one checkpoint per model response."""
-        return self._mode == "per_step"
+        return self.pace.per_step
 
     def stats(self) -> dict[str, Any]:
-        timings = self._timings
-        return {
-            "mode": self._mode,
-            "count": len(timings),
-            "median_seconds": round(statistics.median(timings), 4) if timings else None,
-            "max_seconds": round(max(timings), 4) if timings else None,
-            "first_seconds": None if self._first_seconds is None else round(self._first_seconds, 4),
-            "degraded_reason": self._degraded_reason,
-            "degraded_at_step": self._degraded_at_step,
-        }
+        return {**self.pace.stats(), "from_changes": self._from_changes}
 
     def mark(self, step: int) -> Checkpoint:
         """A step that cannot change files (a read-only tool): its ref points at the last checkpoint,
@@ -265,7 +255,7 @@ class Checkpointer:
         takes a real checkpoint instead (the loop does not mark steps in that mode at all)."""
         if self._last_tree is None:
             raise ValueError("mark() needs a first checkpoint: call take(0) before")
-        if self._mode != "per_step":
+        if not self.pace.per_step:
             return self.take(step)
         return self.record(step, self._last_tree)
 
@@ -288,10 +278,13 @@ class Checkpointer:
     def build_tree(self, touched: list[str] | None = None) -> str:
         """Bring the private index up to date with the work tree and return its tree id."""
         self.settle()
+        # Read before anything else: what changes from here on is the next checkpoint's to look at.
+        scope = self._watcher.changes() if touched is None and self._watcher is not None else None
         if self._last_commit is None or not self.index.exists():
             self._seed_index()
+            scope = None
         try:
-            return self._update_and_write_tree(touched)
+            return self._update_and_write_tree(touched, scope)
         except GitCommandError as exc:
             # "invalid object": an entry's blob is gone (written by a run killed before its checkpoint,
             # then pruned): the index is no better than unreadable.
@@ -304,10 +297,11 @@ class Checkpointer:
             self._seed_index()
             return self._update_and_write_tree(None)
 
-    def _update_and_write_tree(self, touched: list[str] | None) -> str:
+    def _update_and_write_tree(self, touched: list[str] | None, scope: list[str] | None = None) -> str:
+        """`scope`: the paths changed since the last scan, when they are known (TreeWatcher)."""
         if touched is None or self._keep_staged or not self._add_touched(touched):
             seed_tree = self._seed_tree if self._keep_staged else None
-            if not self._scan_all():
+            if not self._scan_all(None if self._keep_staged else scope):
                 if seed_tree:
                     # Nothing differs from the freshly seeded index, and status compared it with HEAD:
                     # the tree is HEAD's (a clean checkout, as in CI), and write-tree need not read the index.
@@ -452,15 +446,21 @@ class Checkpointer:
                                      if b"add '%s'\n" % fs(p) in out or b"remove '%s'\n" % fs(p) in out)
         return True
 
-    def _scan_all(self) -> bool:
-        """The general path: ask git what differs from the index, and update just those paths.
+    def _scan_all(self, scope: list[str] | None = None) -> bool:
+        """The general path: ask git what differs from the index, and update just those paths; with
+        `scope`, only under those paths (nothing else changed since the last scan).
         False when status found nothing at all to look at."""
+        if scope is not None:
+            self._from_changes += 1
+            if not scope:
+                return False
         # Right after seeding, the seeded index's listing is read and matched here while status runs.
         # The first scan of a seeded index does not write it back: building its untracked cache and
         # writing the split index costs a third of that status. `take` has a second status write
         # them in the background, while the run's first model request is out (see _refresh_later).
         first = self._keep_staged
-        status = Background(self.shadow, self.index, STATUS_ARGS, write_index=not first)
+        args = STATUS_ARGS if scope is None else ("--literal-pathspecs", *STATUS_ARGS, "--", *scope)
+        status = Background(self.shadow, self.index, args, write_index=not first)
         self._refresh_pending = self._refresh_pending or first
         try:
             fixes = self._read_seed_listing()
@@ -468,6 +468,8 @@ class Checkpointer:
             status.discard()
             raise
         out = status.output()
+        if self._watcher is not None:
+            self._watcher.after_scan()
         unjudged = self._fix_seeded(fixes) if fixes is not None else []
         candidates, tracked, staged = status_paths(out)
         if unjudged:
@@ -481,9 +483,11 @@ class Checkpointer:
             denied = self._denied
             self.shadow.keep_objects(sha for sha, path in staged if denied is None or not denied(path))
             self._keep_staged = False
-        # Anything untracked is reported again by every scan, so these are re-derived here;
-        # gitlinks stay known through the index.
-        self._not_captured = {p: why for p, why in self._not_captured.items() if why.startswith(GITLINK_REASON)}
+        # Anything untracked is reported again by every scan, so these are re-derived here; gitlinks stay
+        # known through the index, and outside a scope nothing changed.
+        scoped = frozenset(scope) if scope is not None else None
+        self._not_captured = {p: why for p, why in self._not_captured.items()
+                              if why.startswith(GITLINK_REASON) or (scoped is not None and not _within(p, scoped))}
         update: list[bytes] = []  # add if present, remove if gone
         drop: list[str] = []  # in the index but must not be captured
         gitlinks: list[tuple[str, str]] = []
@@ -563,29 +567,11 @@ class Checkpointer:
                           not_captured=sorted(self._not_captured), new_commit=new, reason=reason,
                           not_captured_reasons=dict(self._not_captured))
 
-    def _note_timing(self, step: int, seconds: float, first: bool) -> None:
-        self._timings.append(seconds)
-        if first:
-            # The first checkpoint of a run pays for seeding and is not a per-step cost.
-            self._first_seconds = seconds
-            return
-        if self._mode != "per_step":
-            return
-        recent = self._timings[1 if self._first_seconds is not None else 0:][-_TIMING_WINDOW:]
-        if len(recent) < _TIMING_MIN_SAMPLES:
-            return
-        median = statistics.median(recent)
-        if median > self.slow_median_seconds:
-            self._mode = "per_response"
-            self._degraded_at_step = step
-            # Steps after this one may have no checkpoint of their own; list/diff/restore must know
-            # not to stand in the last checkpoint for them. (A resumed run stays in this mode.)
-            modes = modes_file(self.shadow.dir, self.run_id)
-            modes.parent.mkdir(exist_ok=True)
-            tmp = modes.with_name(f".{modes.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"per_response_from": step + 1}) + "\n")
-            os.replace(tmp, modes)
-            self._degraded_reason = (
-                f"median checkpoint time {median:.2f} s over the last {len(recent)} checkpoints is above "
-                f"{self.slow_median_seconds:g} s; checkpointing once per model response from step {step} on")
-            log.warning("gitbot checkpoints: %s", self._degraded_reason)
+
+def _within(path: str, roots: frozenset[str]) -> bool:
+    """Whether `path` is one of `roots` or lies below one."""
+    while path:
+        if path in roots:
+            return True
+        path = path.rpartition("/")[0]
+    return False

@@ -62,3 +62,25 @@ def test_a_ctrl_c_during_the_next_request_still_leaves_the_commands_checkpoint(b
     assert len(taken) == 1 and taken[0]["files_changed"] == ["made.txt"]
     row = next(r for r in list_checkpoints(buggy_repo, result.run_id) if r["step"] == 1)
     assert row["checkpoint"] == taken[0]["commit"]
+
+
+def test_after_the_first_commands_a_checkpoint_looks_only_at_what_the_command_changed(buggy_repo: Path):
+    # Sandboxed commands (bubblewrap works here): after the baseline scan, each command's checkpoint comes
+    # from inotify's account of what it changed, and holds exactly that.
+    commands = ["echo one > one.txt", "true", "mkdir -p made/deeper && echo two > made/deeper/two.txt",
+                "rm one.txt", "mv made renamed", "echo three >> stats.py"]
+    script = [tool_turn(("execute_command", {"command": command})) for command in commands]
+    script.append(tool_turn(("attempt_completion", {"result": "ok"})))
+    with FakeMessagesAPI(script, think_seconds=0.2) as api:
+        result = run(buggy_repo, api, policy=Policy(command_allow=("echo *", "true", "mkdir *", "rm *", "mv *")),
+                     review=False)
+    assert result.status is Status.COMPLETED, result.summary
+    assert result.checkpoints["from_changes"] >= 3, result.checkpoints
+    changed = {e["step"]: e["files_changed"] for e in events_of(buggy_repo, result.run_id) if e["event"] == "checkpoint"}
+    assert changed[1] == ["one.txt"]
+    assert changed[2] == []
+    assert changed[3] == ["made/deeper/two.txt"]
+    assert changed[4] == ["one.txt"]
+    assert changed[5] == ["made/deeper/two.txt", "renamed/deeper/two.txt"]
+    assert changed[6] == ["stats.py"]
+    assert sorted(result.files_changed) == ["renamed/deeper/two.txt", "stats.py"]

@@ -1,0 +1,284 @@
+"""What changed in the work tree since the last look, from inotify, so that the checkpoint after a
+command asks git about those paths only instead of comparing every file (on Linux-sized trees that
+comparison, an lstat of every tracked file, is most of a command step's cost).
+
+The watcher is trusted only where inotify sees every change, and says "unknown" (None) otherwise, when
+the caller scans the whole tree as before:
+- every directory of the work tree is watched (added before it is listed, so nothing created in between
+  is missed); a directory created or moved in later is watched and listed when its event is read, and
+  named as changed whole, so git looks at everything under it;
+- a file changed through another hard link raises no event for this name: a changed file with more than
+  one link makes the answer unknown (and stops the watcher, as below);
+- nested repositories and submodules (their HEAD lives in a git directory nobody watches), a full event
+  queue, a directory that cannot be read or watched, the root itself changing: unknown, and the watcher
+  stops (every later checkpoint scans in full);
+- the first answer after the watcher is ready is unknown too: the scan that follows is the baseline its
+  events are relative to; so is one after a .gitignore or .gitattributes changed (what git makes of
+  files that did not change may have).
+Events are read only when a checkpoint starts; a change after that is read by the next one, and a path
+named twice is only looked at again. It is meant for sandboxed commands: their processes are gone
+when the checkpoint starts, and they can write the repository only through its own paths.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import struct
+import threading
+
+IN_MODIFY = 0x2
+IN_ATTRIB = 0x4
+IN_CLOSE_WRITE = 0x8
+IN_MOVED_FROM = 0x40
+IN_MOVED_TO = 0x80
+IN_CREATE = 0x100
+IN_DELETE = 0x200
+IN_DELETE_SELF = 0x400
+IN_MOVE_SELF = 0x800
+IN_UNMOUNT = 0x2000
+IN_Q_OVERFLOW = 0x4000
+IN_IGNORED = 0x8000
+IN_ONLYDIR = 0x1000000
+IN_DONT_FOLLOW = 0x2000000
+IN_ISDIR = 0x40000000
+IN_NONBLOCK = os.O_NONBLOCK
+IN_CLOEXEC = os.O_CLOEXEC
+WATCHED = (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
+           | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW)
+_EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len; then len bytes of name
+_READ_BYTES = 256 * 1024
+# Past this many changed paths a scoped look costs what the whole scan does.
+MAX_PATHS = 2000
+# inotify watches are the user's, shared with their editor's: a tree with more directories (a vendored
+# node_modules) is scanned in full rather than take them all.
+MAX_DIRECTORIES = 50_000
+
+# Files that change what git makes of paths that did not change: an edited .gitignore can make an old
+# file untracked-and-visible. After a change to one, the whole tree is looked at.
+RULES_FILES = (".gitignore", ".gitattributes")
+
+_libc: ctypes.CDLL | None = None
+
+
+def _inotify() -> ctypes.CDLL:
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    return _libc
+
+
+class Unknown(Exception):
+    """What changed cannot be told from the events (see the module docstring)."""
+
+
+class TreeWatcher:
+    """Changes under `repo` (its top-level `.git` aside), as repository-relative paths."""
+
+    def __init__(self, repo: str, fd: int):
+        self.repo = repo
+        self._fd = fd
+        self._lock = threading.Lock()
+        self._paths: dict[int, str] = {}  # watch descriptor -> directory, relative ("" = the root)
+        self._gone: set[int] = set()  # watches removed on purpose: their last events mean nothing
+        self._ready = False  # every directory is watched
+        self._baseline = False  # a scan followed the first answer after that
+        self._during_scan: set[str] = set()  # changed while the last scan ran (see after_scan)
+        self._closing = False
+        self.stopped: str | None = None  # why the watcher gave up, once it has
+        self._walker = threading.Thread(target=self._watch_tree, name="gitbot-watch", daemon=True)
+        self._walker.start()
+
+    @classmethod
+    def start(cls, repo: str | os.PathLike[str]) -> TreeWatcher | None:
+        """A watcher for `repo`, which watches the tree's directories in the background (a walk of them);
+        None where inotify is unavailable."""
+        try:
+            fd = _inotify().inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+        except (OSError, AttributeError):
+            return None
+        if fd < 0:
+            return None
+        return cls(os.path.realpath(repo), fd)
+
+    def _watch_tree(self) -> None:
+        # Only this thread touches the watches until it sets _ready, under the lock.
+        try:
+            self._watch_below("")
+        except Unknown as exc:
+            with self._lock:
+                self._stop(str(exc))
+            return
+        with self._lock:
+            self._ready = True
+
+    def wait_ready(self) -> bool:
+        """Wait for the walk; whether the watcher works."""
+        self._walker.join()
+        return self._fd >= 0
+
+    def changes(self) -> list[str] | None:
+        """The paths changed since the last call (sorted), or None when that is unknown: then the caller
+        must look at the whole tree, starting after this call."""
+        with self._lock:
+            if self._fd < 0 or not self._ready:
+                return None
+            try:
+                created: set[str] = set()
+                changed = self._read_events(created)
+                during_scan, self._during_scan = self._during_scan, set()
+                changed |= during_scan
+                if not self._baseline:
+                    self._baseline = True
+                    return None
+                # Made and removed since the last scan (a sandbox's mount point, a temporary file): absent
+                # then and now. Not if it changed while that scan ran: the scan may have seen it.
+                changed -= {path for path in created - during_scan if not self._exists(path)}
+                if "" in changed or len(changed) > MAX_PATHS or any(_rules_file(path) for path in changed):
+                    return None
+                self._check_links(changed)
+            except Unknown as exc:
+                self._stop(str(exc))
+                return None
+            return sorted(changed)
+
+    def after_scan(self) -> None:
+        """Call when the scan that followed `changes()` has read the tree: what changed meanwhile is
+        looked at again next time, as a path that may have been seen either way."""
+        with self._lock:
+            if self._fd < 0 or not self._ready:
+                return
+            try:
+                self._during_scan |= self._read_events(set())
+            except Unknown as exc:
+                self._stop(str(exc))
+
+    def close(self) -> None:
+        self._closing = True
+        self._walker.join()
+        with self._lock:
+            self._stop("closed")
+
+    # -- inside the lock ------------------------------------------------------------------------
+
+    def _stop(self, why: str) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        self.stopped = self.stopped or why
+        self._paths.clear()
+
+    def _watch(self, relative: str) -> None:
+        path = os.path.join(self.repo, relative) if relative else self.repo
+        wd = _inotify().inotify_add_watch(self._fd, os.fsencode(path), WATCHED)
+        if wd < 0:
+            code = ctypes.get_errno()
+            if code in (errno.ENOENT, errno.ENOTDIR):
+                return  # gone again, or replaced by a file: its parent's event names it
+            raise Unknown(f"cannot watch {relative or '.'}: {os.strerror(code)}")
+        self._gone.discard(wd)
+        self._paths[wd] = relative
+        if len(self._paths) > MAX_DIRECTORIES:
+            raise Unknown(f"more than {MAX_DIRECTORIES} directories")
+
+    def _watch_below(self, relative: str) -> None:
+        """Watch `relative` and every directory below it: each one before it is listed."""
+        pending = [relative]
+        while pending:
+            if self._closing:
+                raise Unknown("closed")
+            directory = pending.pop()
+            self._watch(directory)
+            try:
+                entries = list(os.scandir(os.path.join(self.repo, directory) if directory else self.repo))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as exc:
+                raise Unknown(f"cannot list {directory or '.'}: {exc.strerror}") from None
+            for entry in entries:
+                child = f"{directory}/{entry.name}" if directory else entry.name
+                if entry.name == ".git":
+                    if directory:
+                        raise Unknown(f"a nested repository at {directory}")
+                    continue
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(child)
+                except OSError:
+                    continue
+
+    def _read_events(self, created: set[str]) -> set[str]:
+        """The paths named by the queued events; `created` gets those whose first event was their
+        creation (so they did not exist before it)."""
+        changed: set[str] = set()
+        while True:
+            try:
+                data = os.read(self._fd, _READ_BYTES)
+            except BlockingIOError:
+                return changed
+            offset = 0
+            while offset < len(data):
+                wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
+                offset += _EVENT.size
+                name = os.fsdecode(data[offset:offset + length].rstrip(b"\0"))
+                offset += length
+                self._event(wd, mask, name, changed, created)
+
+    def _event(self, wd: int, mask: int, name: str, changed: set[str], created: set[str]) -> None:
+        if mask & IN_Q_OVERFLOW:
+            raise Unknown("the event queue overflowed")
+        if mask & IN_UNMOUNT:
+            raise Unknown("a watched file system was unmounted")
+        directory = self._paths.get(wd)
+        if mask & IN_IGNORED:
+            self._paths.pop(wd, None)
+            self._gone.discard(wd)
+            return
+        if directory is None:
+            if wd in self._gone:
+                return  # a directory moved away: its new place is looked at whole
+            raise Unknown(f"an event for an unknown watch ({wd})")
+        if mask & (IN_DELETE_SELF | IN_MOVE_SELF):
+            if directory == "":
+                raise Unknown("the repository directory itself was moved or deleted")
+            return  # its parent's event names it
+        path = f"{directory}/{name}" if directory and name else (name or directory)
+        if name == ".git":
+            if directory:
+                raise Unknown(f"a nested repository at {directory}")
+            return  # the repository's own git directory: nothing a checkpoint captures
+        if path not in changed:
+            changed.add(path)
+            if mask & IN_CREATE:
+                created.add(path)
+        if not mask & IN_ISDIR:
+            return
+        if mask & (IN_DELETE | IN_MOVED_FROM):
+            self._forget_below(path)
+        elif mask & (IN_CREATE | IN_MOVED_TO):
+            self._watch_below(path)
+
+    def _forget_below(self, relative: str) -> None:
+        prefix = relative + "/"
+        for wd, directory in list(self._paths.items()):
+            if directory == relative or directory.startswith(prefix):
+                del self._paths[wd]
+                self._gone.add(wd)
+                _inotify().inotify_rm_watch(self._fd, wd)
+
+    def _exists(self, relative: str) -> bool:
+        return os.path.lexists(os.path.join(self.repo, relative))
+
+    def _check_links(self, changed: set[str]) -> None:
+        for relative in changed:
+            try:
+                st = os.lstat(os.path.join(self.repo, relative))
+            except OSError:
+                continue
+            if st.st_nlink > 1 and not os.path.isdir(os.path.join(self.repo, relative)):
+                raise Unknown(f"{relative} has other hard links, changed without an event of their own")
+
+
+def _rules_file(path: str) -> bool:
+    return path.rpartition("/")[2] in RULES_FILES

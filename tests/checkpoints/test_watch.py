@@ -1,0 +1,221 @@
+"""The checkpoint after a command looks only at what inotify says changed (checkpoints/watch.py), and must
+capture exactly what a scan of the whole tree captures; where inotify cannot tell, it scans in full."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gitbot.checkpoints import Checkpointer
+from gitbot.checkpoints.watch import TreeWatcher
+from tests.conftest import make_repo
+
+
+@pytest.fixture(autouse=True)
+def _quiet_git_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+
+def ready(path: Path) -> TreeWatcher:
+    watcher = TreeWatcher.start(path)
+    assert watcher is not None and watcher.wait_ready(), watcher and watcher.stopped
+    assert watcher.changes() is None  # the first answer: the scan that follows is the baseline
+    return watcher
+
+
+def covered(answer: list[str], path: str) -> bool:
+    return any(path == named or path.startswith(named + "/") for named in answer)
+
+
+# -- what the watcher says ---------------------------------------------------------------------------------
+
+def test_every_kind_of_change_is_named_and_nothing_else(tmp_path: Path):
+    tree = tmp_path / "tree"
+    for name in ("a/b/f.txt", "a/g.txt", "keep/k.txt", "old/o.txt", "mode.sh", "gone.txt"):
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text(name)
+    watcher = ready(tree)
+    try:
+        (tree / "a/b/f.txt").write_text("changed")                 # a write
+        (tree / "new/deeper/still").mkdir(parents=True)             # directories made at once, then a file
+        (tree / "new/deeper/still/n.txt").write_text("n")
+        (tree / "old").rename(tree / "moved")                       # a directory renamed
+        (tree / "mode.sh").chmod(0o755)                             # the executable bit
+        (tree / "gone.txt").unlink()
+        os.symlink("a/g.txt", tree / "link")
+        answer = watcher.changes()
+        assert answer is not None
+        for path in ("a/b/f.txt", "new/deeper/still/n.txt", "old/o.txt", "moved/o.txt", "mode.sh", "gone.txt",
+                     "link"):
+            assert covered(answer, path), (path, answer)
+        assert not any(covered(answer, path) for path in ("a/g.txt", "keep/k.txt")), answer
+        # Directories made and renamed are watched from then on, and nothing is named twice.
+        (tree / "moved/o.txt").write_text("again")
+        (tree / "new/deeper/still/n.txt").write_text("again")
+        assert watcher.changes() == ["moved/o.txt", "new/deeper/still/n.txt"]
+        assert watcher.changes() == []
+    finally:
+        watcher.close()
+
+
+def test_a_path_made_and_removed_since_the_last_look_is_not_named_but_one_that_was_there_is(tmp_path: Path):
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "was-there.txt").write_text("x")
+    watcher = ready(tree)
+    try:
+        # What a sandbox's setup does for a missing protected path, and a command's temporary file.
+        (tree / ".gitbot").mkdir()
+        (tree / "AGENTS.md").write_text("")
+        (tree / "AGENTS.md").unlink()
+        (tree / ".gitbot").rmdir()
+        # Deleted, made again and deleted again: it was there at the last look, so it changed.
+        (tree / "was-there.txt").unlink()
+        (tree / "was-there.txt").write_text("y")
+        (tree / "was-there.txt").unlink()
+        (tree / "stays.txt").write_text("new")
+        assert watcher.changes() == ["stays.txt", "was-there.txt"]
+    finally:
+        watcher.close()
+
+
+def test_a_rules_file_change_means_a_whole_scan_once(tmp_path: Path):
+    tree = tmp_path / "tree"
+    (tree / "sub").mkdir(parents=True)
+    watcher = ready(tree)
+    try:
+        (tree / "sub/.gitignore").write_text("*.log\n")
+        assert watcher.changes() is None
+        (tree / "x.txt").write_text("x")
+        assert watcher.changes() == ["x.txt"]
+    finally:
+        watcher.close()
+
+
+@pytest.mark.parametrize("case", ["nested repository", "hard link", "repository moved"])
+def test_what_inotify_cannot_see_stops_the_watcher(tmp_path: Path, case: str):
+    tree = tmp_path / "tree"
+    (tree / "dir").mkdir(parents=True)
+    (tree / "dir/f.txt").write_text("f")
+    watcher = ready(tree)
+    try:
+        if case == "nested repository":
+            subprocess.run(["git", "init", "-q", str(tree / "dir/inner")], check=True)
+        elif case == "hard link":
+            # Written through the other name, this file would change without an event of its own.
+            os.link(tree / "dir/f.txt", tree / "other-name.txt")
+        else:
+            tree.rename(tmp_path / "elsewhere")
+        assert watcher.changes() is None
+        assert watcher.stopped
+        assert watcher.changes() is None
+    finally:
+        watcher.close()
+
+
+def test_a_full_event_queue_stops_the_watcher(tmp_path: Path):
+    tree = tmp_path / "tree"
+    (tree / "many").mkdir(parents=True)
+    watcher = ready(tree)
+    queued = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    try:
+        for number in range(queued // 2 + 10):  # each file: created, then closed after writing
+            with open(tree / "many" / f"{number}.txt", "w") as handle:
+                handle.write("x")
+        assert watcher.changes() is None
+        assert "overflow" in watcher.stopped
+    finally:
+        watcher.close()
+
+
+def test_a_tree_with_a_submodule_is_never_watched(tmp_path: Path):
+    tree = tmp_path / "tree"
+    (tree / "vendor/lib").mkdir(parents=True)
+    (tree / "vendor/lib/.git").write_text("gitdir: ../../.git/modules/lib\n")
+    watcher = TreeWatcher.start(tree)
+    try:
+        assert not watcher.wait_ready()
+        assert "nested repository" in watcher.stopped
+        assert watcher.changes() is None
+    finally:
+        watcher.close()
+
+
+# -- what the checkpoints capture --------------------------------------------------------------------------
+
+def operations(repo: Path, rng: random.Random):
+    """Random changes of every kind a command makes, through real processes and through Python."""
+    files = [p for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts]
+    dirs = [p for p in repo.rglob("*") if p.is_dir() and ".git" not in p.parts]
+    target = rng.choice(files) if files else repo / "seed.txt"
+    place = rng.choice(dirs) if dirs else repo
+    name = f"n{rng.randrange(10**6)}"
+    choices = [
+        lambda: target.write_text(f"edited {rng.random()}\n"),
+        lambda: subprocess.run(["sh", "-c", f"printf more >> '{target}'"], check=True),
+        lambda: (place / f"{name}.txt").write_text("new\n"),
+        lambda: subprocess.run(["mkdir", "-p", str(place / name / "x")], check=True) and
+        (place / name / "x" / "deep.txt").write_text("deep\n"),
+        lambda: target.unlink(),
+        lambda: target.chmod(0o755),
+        lambda: os.utime(target, None),
+        lambda: target.rename(place / f"{name}.moved"),
+        lambda: place != repo and place.rename(place.with_name(place.name + "-renamed")),
+        lambda: place != repo and shutil.rmtree(place),
+        lambda: (repo / "build").mkdir(exist_ok=True) or (repo / "build" / f"{name}.o").write_text("ignored"),
+        lambda: os.path.lexists(repo / f"{name}.lnk") or os.symlink(os.path.relpath(target, repo), repo / f"{name}.lnk"),
+        lambda: (repo / ".gitignore").write_text(rng.choice(["build/\n", "build/\n*.moved\n", ""])),
+    ]
+    rng.choice(choices)()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_checkpoints_from_the_changes_capture_what_a_whole_scan_captures(tmp_path: Path, seed: int):
+    repo = make_repo(tmp_path / "repo", {
+        ".gitignore": "build/\n", "src/app.py": "print(1)\n", "src/lib/util.py": "x = 1\n",
+        "docs/guide.md": "# guide\n", "README.md": "hello\n", "tests/test_app.py": "def test(): pass\n",
+    })
+    rng = random.Random(seed)
+    # The same run twice: one scans the whole tree every time (a file once captured stays in its index even
+    # when a later .gitignore covers it, so a fresh scan is not the reference).
+    checkpointer, scanning = Checkpointer(repo, "watched"), Checkpointer(repo, "scanning")
+    checkpointer.take(0)
+    scanning.take(0)
+    checkpointer.watch()
+    try:
+        assert checkpointer._watcher.wait_ready()
+        for step in range(1, 16):
+            for _ in range(rng.randrange(1, 4)):
+                operations(repo, rng)
+            checkpointer.take(step)
+            scanning.take(step)
+            assert checkpointer.last_tree == scanning.last_tree, f"step {step}"
+        assert checkpointer.stats()["from_changes"] >= 5  # most of them looked only at what changed
+    finally:
+        checkpointer.stop_watching()
+
+
+def test_the_files_changed_of_a_checkpoint_from_the_changes(tmp_path: Path):
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n", "dir/b.txt": "b\n"})
+    checkpointer = Checkpointer(repo, "watched")
+    checkpointer.take(0)
+    checkpointer.watch()
+    try:
+        checkpointer._watcher.wait_ready()
+        checkpointer.take(1)  # the baseline
+        (repo / "dir/b.txt").write_text("changed\n")
+        (repo / "c.txt").write_text("c\n")
+        taken = checkpointer.take(2)
+        assert taken.files_changed == ["c.txt", "dir/b.txt"]
+        assert checkpointer.take(3).files_changed == []
+        assert checkpointer.stats()["from_changes"] == 2
+    finally:
+        checkpointer.stop_watching()
