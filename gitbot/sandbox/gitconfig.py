@@ -11,8 +11,10 @@ A file git cannot parse is replaced by an empty one (git inside would fail on it
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -153,6 +155,9 @@ def sanitized_copy(path: str) -> str | None:
                 # Readable by the sandbox's user (another uid when gitbot runs as root): it holds only
                 # what is left after sanitizing.
                 os.chmod(_SANITIZED_DIR, 0o755)
+                # Bound into every sandbox of this process, so kept until it exits (one per hook run
+                # would otherwise pile up in /tmp).
+                atexit.register(shutil.rmtree, _SANITIZED_DIR, True)
         fd, target = tempfile.mkstemp(dir=_SANITIZED_DIR, prefix="config-")
         with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
             handle.write(content)

@@ -4,6 +4,7 @@ everything else reads back the same. Checked with git's own parser (`git config 
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,16 @@ def test_a_copy_kept_by_a_gitbot_that_dropped_less_is_not_used(hostile, tmp_path
     after = gitconfig.sanitized_copy(str(hostile))
     assert "signingkey" not in Path(after).read_text()
     assert git_config(Path(after), "--get", "user.email").stdout.strip() == "a@example.com"
+
+
+def test_the_sanitized_copies_of_a_process_are_removed_when_it_exits(hostile, tmp_path):
+    # One directory per gitbot process (a hook on every commit): gone with it, not left in /tmp.
+    code = ("import sys; from gitbot.sandbox import gitconfig; "
+            "copy = gitconfig.sanitized_copy(sys.argv[1]); print(copy)")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code, str(hostile)], env=env, capture_output=True, text=True,
+                          check=True, cwd=Path(__file__).parents[2])
+    copy = Path(done.stdout.strip())
+    assert copy.name.startswith("config-") and copy.parent.parent == tmp_path
+    assert not copy.parent.exists()
