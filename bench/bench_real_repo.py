@@ -20,7 +20,8 @@ Sections (each figure is the median of --runs interleaved runs, printed as `tool
   harness      harness overhead per step of an agent run on the loopback Messages API (wall time
                minus server time, minus the command's own run time), for execute_command steps (with a
                model that answers at once, and with one that takes --model-seconds, behind which a
-               command's checkpoint is taken) and for list_files steps, against `git status`
+               command's checkpoint is taken), for a command that writes a file, and for list_files
+               steps, against `git status`
 
 The repository is left as it was: per-step checkpoints write one scratch file (removed after),
 gitbot's state under .git/gitbot is removed when this bench created it, otherwise its bench-* runs
@@ -357,7 +358,7 @@ def bench_fixcheck(repo: Path, runs: int, gitbot: str) -> None:
 
 # ---------------------------------------------------------------- harness overhead
 
-def run_overhead(repo: Path, calls: list[tuple[str, dict]], think: float = 0.0) -> float:
+def run_overhead(repo: Path, calls: list[tuple[str, dict]], think: float = 0.0, check: str = "true") -> float:
     """Seconds of one scripted run not spent waiting on the model server."""
     import anthropic
 
@@ -372,7 +373,7 @@ def run_overhead(repo: Path, calls: list[tuple[str, dict]], think: float = 0.0) 
         client = anthropic.Anthropic(base_url=api.url, api_key=api.api_key, max_retries=0)
         provider = AnthropicProvider("claude-sonnet-5-5", client=client)
         began = time.perf_counter()
-        result = run_task(Task(text="Benchmark.", check_command="true"), repo,
+        result = run_task(Task(text="Benchmark.", check_command=check), repo,
                           policy=with_limits(load_policy(repo), max_steps=len(calls) + 5), provider=provider,
                           secrets=Secrets(), options=RunOptions(max_tokens=4096, review_on_submit=False))
         wall = time.perf_counter() - began
@@ -391,16 +392,27 @@ def bench_harness(repo: Path, runs: int, status: float, steps: int, think: float
     print(line("floor: git status", status, {}))
     # A command's checkpoint is taken while the next request is out: with a model that answers at once it
     # is all overhead, with one that takes as long as a real one it is hidden behind the wait.
-    cases = [("execute_command `true`, model at once", command, own, 0.0),
-             (f"execute_command `true`, model {think:g} s", command, own, think),
-             ("list_files recursive step", listing, 0.0, 0.0)]
-    for label, call, subtract, seconds in cases:
-        short, long = [], []
-        for _ in range(max(1, runs // 2)):
-            short.append(run_overhead(repo, [call], seconds))
-            long.append(run_overhead(repo, [call] * (steps + 1), seconds))
-        per_step = (statistics.median(long) - statistics.median(short)) / steps - subtract
-        print(line(label, per_step, {"git status": status}))
+    # A command that changes a file: its checkpoint has one path to look at (the run's check command, so
+    # that the default policy allows it).
+    scratch = repo / "gitbot-bench-written.txt"
+    writing = f"sh -c 'date +%N > {scratch.name}'"
+    write_own = interleaved({"write": lambda: subprocess.run(["sh", "-c", f"date +%N > {scratch}"], check=False)},
+                            runs)["write"]
+    cases = [("execute_command `true`, model at once", command, own, 0.0, "true"),
+             (f"execute_command `true`, model {think:g} s", command, own, think, "true"),
+             ("execute_command writing a file, model at once", ("execute_command", {"command": writing}),
+              write_own, 0.0, writing),
+             ("list_files recursive step", listing, 0.0, 0.0, "true")]
+    try:
+        for label, call, subtract, seconds, check in cases:
+            short, long = [], []
+            for _ in range(max(1, runs // 2)):
+                short.append(run_overhead(repo, [call], seconds, check))
+                long.append(run_overhead(repo, [call] * (steps + 1), seconds, check))
+            per_step = (statistics.median(long) - statistics.median(short)) / steps - subtract
+            print(line(label, per_step, {"git status": status}))
+    finally:
+        scratch.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------- main

@@ -460,7 +460,8 @@ class Checkpointer:
         # them in the background, while the run's first model request is out (see _refresh_later).
         first = self._keep_staged
         args = STATUS_ARGS if scope is None else ("--literal-pathspecs", *STATUS_ARGS, "--", *scope)
-        status = Background(self.shadow, self.index, args, write_index=not first)
+        # A scoped status need not write the index: update-index writes it next, if anything changed.
+        status = Background(self.shadow, self.index, args, write_index=not first and scope is None)
         self._refresh_pending = self._refresh_pending or first
         try:
             fixes = self._read_seed_listing()
