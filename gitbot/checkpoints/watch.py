@@ -25,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import stat
 import struct
 import threading
 
@@ -41,12 +42,12 @@ IN_UNMOUNT = 0x2000
 IN_Q_OVERFLOW = 0x4000
 IN_IGNORED = 0x8000
 IN_ONLYDIR = 0x1000000
-IN_DONT_FOLLOW = 0x2000000
 IN_ISDIR = 0x40000000
 IN_NONBLOCK = os.O_NONBLOCK
 IN_CLOEXEC = os.O_CLOEXEC
+# Watched through /proc/self/fd/N of a directory opened without following links: that link is followed.
 WATCHED = (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
-           | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW)
+           | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 _EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len; then len bytes of name
 _READ_BYTES = 256 * 1024
 # Past this many changed paths a scoped look costs what the whole scan does.
@@ -169,18 +170,31 @@ class TreeWatcher:
         self.stopped = self.stopped or why
         self._paths.clear()
 
-    def _watch(self, relative: str) -> None:
+    def _watch(self, relative: str) -> int | None:
+        """Watch the directory `relative` and return an fd of it to list, or None when it is not a
+        directory (any more): its parent's events name it. Opened without following a symlink, and
+        watched and listed through that fd, so a directory swapped for a link meanwhile is never
+        entered."""
         path = os.path.join(self.repo, relative) if relative else self.repo
-        wd = _inotify().inotify_add_watch(self._fd, os.fsencode(path), WATCHED)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # a symlink
+                return None
+            raise Unknown(f"cannot open {relative or '.'}: {exc.strerror}") from None
+        wd = _inotify().inotify_add_watch(self._fd, f"/proc/self/fd/{fd}".encode(), WATCHED)
         if wd < 0:
             code = ctypes.get_errno()
-            if code in (errno.ENOENT, errno.ENOTDIR):
-                return  # gone again, or replaced by a file: its parent's event names it
+            os.close(fd)
             raise Unknown(f"cannot watch {relative or '.'}: {os.strerror(code)}")
         self._gone.discard(wd)
         self._paths[wd] = relative
         if len(self._paths) > MAX_DIRECTORIES:
+            os.close(fd)
             raise Unknown(f"more than {MAX_DIRECTORIES} directories")
+        return fd
 
     def _watch_below(self, relative: str) -> None:
         """Watch `relative` and every directory below it: each one before it is listed."""
@@ -189,13 +203,15 @@ class TreeWatcher:
             if self._closing:
                 raise Unknown("closed")
             directory = pending.pop()
-            self._watch(directory)
-            try:
-                entries = list(os.scandir(os.path.join(self.repo, directory) if directory else self.repo))
-            except (FileNotFoundError, NotADirectoryError):
+            fd = self._watch(directory)
+            if fd is None:
                 continue
+            try:
+                entries = list(os.scandir(fd))
             except OSError as exc:
                 raise Unknown(f"cannot list {directory or '.'}: {exc.strerror}") from None
+            finally:
+                os.close(fd)
             for entry in entries:
                 child = f"{directory}/{entry.name}" if directory else entry.name
                 if entry.name == ".git":
@@ -254,7 +270,9 @@ class TreeWatcher:
                 created.add(path)
         if not mask & IN_ISDIR:
             return
-        if mask & (IN_DELETE | IN_MOVED_FROM):
+        if mask & IN_MOVED_FROM:
+            # Still watched where it went, under names that are no longer right (a deleted directory's
+            # watches end by themselves).
             self._forget_below(path)
         elif mask & (IN_CREATE | IN_MOVED_TO):
             self._watch_below(path)
@@ -276,7 +294,7 @@ class TreeWatcher:
                 st = os.lstat(os.path.join(self.repo, relative))
             except OSError:
                 continue
-            if st.st_nlink > 1 and not os.path.isdir(os.path.join(self.repo, relative)):
+            if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
                 raise Unknown(f"{relative} has other hard links, changed without an event of their own")
 
 

@@ -219,3 +219,20 @@ def test_the_files_changed_of_a_checkpoint_from_the_changes(tmp_path: Path):
         assert checkpointer.stats()["from_changes"] == 2
     finally:
         checkpointer.stop_watching()
+
+
+def test_a_directory_swapped_for_a_link_before_its_event_is_read_is_never_entered(tmp_path: Path):
+    tree, outside = tmp_path / "tree", tmp_path / "outside"
+    tree.mkdir()
+    (outside / "sub").mkdir(parents=True)
+    watcher = ready(tree)
+    try:
+        (tree / "d").mkdir()  # its event is read only at the next look, when it is a link to elsewhere
+        (tree / "d").rmdir()
+        os.symlink(outside, tree / "d")
+        assert watcher.changes() == ["d"]
+        (outside / "sub" / "elsewhere.txt").write_text("not the tree's")
+        assert watcher.changes() == []
+        assert watcher.stopped is None
+    finally:
+        watcher.close()
