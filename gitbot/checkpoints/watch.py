@@ -51,6 +51,9 @@ _EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len; t
 _READ_BYTES = 256 * 1024
 # Past this many changed paths a scoped look costs what the whole scan does.
 MAX_PATHS = 2000
+# The paths go to git status as arguments: far below ARG_MAX (2 MB with an 8 MB stack, the environment
+# included), past which it would not start at all.
+MAX_PATH_BYTES = 256 * 1024
 # inotify watches are the user's, shared with their editor's: a tree with more directories (a vendored
 # node_modules) is scanned in full rather than take them all.
 MAX_DIRECTORIES = 50_000
@@ -135,7 +138,8 @@ class TreeWatcher:
                 # Made and removed since the last scan (a sandbox's mount point, a temporary file): absent
                 # then and now. Not if it changed while that scan ran: the scan may have seen it.
                 changed -= {path for path in created - during_scan if not self._exists(path)}
-                if "" in changed or len(changed) > MAX_PATHS or any(_rules_file(path) for path in changed):
+                if "" in changed or len(changed) > MAX_PATHS or any(_rules_file(path) for path in changed) \
+                        or sum(len(os.fsencode(path)) + 1 for path in changed) > MAX_PATH_BYTES:
                     return None
                 self._check_links(changed)
             except Unknown as exc:

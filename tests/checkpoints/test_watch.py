@@ -219,3 +219,24 @@ def test_the_files_changed_of_a_checkpoint_from_the_changes(tmp_path: Path):
         assert checkpointer.stats()["from_changes"] == 2
     finally:
         checkpointer.stop_watching()
+
+
+def test_changed_paths_too_long_for_one_command_line_mean_a_whole_scan(tmp_path: Path):
+    # Under MAX_PATHS, but 1,500 paths of ~1,500 bytes are more than a command line holds (ARG_MAX, 2 MB):
+    # handed to git status as pathspecs, they would not even start it.
+    deep = "/".join(["d" * 200] * 6)
+    repo = make_repo(tmp_path / "repo", {f"{deep}/keep.txt": "k\n"})
+    checkpointer, scanning = Checkpointer(repo, "watched"), Checkpointer(repo, "scanning")
+    checkpointer.take(0)
+    scanning.take(0)
+    checkpointer.watch()
+    try:
+        assert checkpointer._watcher.wait_ready()
+        checkpointer.take(1)  # the baseline
+        for number in range(1500):
+            (repo / deep / f"{number:0>250}").write_text("x")
+        checkpointer.take(2)
+        scanning.take(2)
+        assert checkpointer.last_tree == scanning.last_tree
+    finally:
+        checkpointer.stop_watching()
