@@ -206,11 +206,12 @@ class Checkpointer:
         self._refresh_later()
         return checkpoint
 
-    def watch(self) -> None:
+    def watch(self, untouchable: Sequence[str] = ()) -> None:
         """From now on, learn what commands change from inotify (watch.py), so that a checkpoint after one
-        asks git about those paths only. For sandboxed commands (see watch.py); `stop_watching()` at the end."""
+        asks git about those paths only. For sandboxed commands (see watch.py); `stop_watching()` at the end.
+        `untouchable`: the paths their sandbox makes and removes around each, which they cannot change."""
         if self._watcher is None:
-            self._watcher = TreeWatcher.start(self.repo)
+            self._watcher = TreeWatcher.start(self.repo, untouchable)
 
     def stop_watching(self) -> None:
         watcher, self._watcher = self._watcher, None

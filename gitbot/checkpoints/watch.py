@@ -5,10 +5,15 @@ comparison, an lstat of every tracked file, is most of a command step's cost).
 The watcher is trusted only where inotify sees every change, and says "unknown" (None) otherwise, when
 the caller scans the whole tree as before:
 - every directory of the work tree is watched (added before it is listed, so nothing created in between
-  is missed); a directory created or moved in later is watched and listed when its event is read, and
-  named as changed whole, so git looks at everything under it;
-- a file changed through another hard link raises no event for this name: a changed file with more than
-  one link makes the answer unknown (and stops the watcher, as below);
+  is missed); a directory created or moved in later is watched and listed when its event is read (and
+  the answer is unknown, as below);
+- a file changed through another hard link raises no event for this name (nor does making or removing
+  that link). So no file of the tree may have another link when the watcher trusts its events: one with
+  more than one, found by the walk or named as changed, stops the watcher (as below); a file made in
+  the meantime (possibly as a link) that is then removed or renamed over, or a directory made or moved
+  (what happened inside before it was watched, or under its old watch, is not seen), makes the answer
+  unknown, unless it is one of the `untouchable` paths the caller names (a sandbox's mount points,
+  which its commands cannot change: bubblewrap makes and the runner removes them around each command);
 - nested repositories and submodules (their HEAD lives in a git directory nobody watches), a full event
   queue, a directory that cannot be read or watched, the root itself changing: unknown, and the watcher
   stops (every later checkpoint scans in full);
@@ -28,6 +33,7 @@ import os
 import stat
 import struct
 import threading
+from collections.abc import Iterable
 
 IN_MODIFY = 0x2
 IN_ATTRIB = 0x4
@@ -52,6 +58,9 @@ _EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len; t
 _READ_BYTES = 256 * 1024
 # Past this many changed paths a scoped look costs what the whole scan does.
 MAX_PATHS = 2000
+# The paths go to git status as arguments: far below ARG_MAX (2 MB with an 8 MB stack, the environment
+# included), past which it would not start at all.
+MAX_PATH_BYTES = 256 * 1024
 # inotify watches are the user's, shared with their editor's: a tree with more directories (a vendored
 # node_modules) is scanned in full rather than take them all.
 MAX_DIRECTORIES = 50_000
@@ -77,31 +86,37 @@ class Unknown(Exception):
 class TreeWatcher:
     """Changes under `repo` (its top-level `.git` aside), as repository-relative paths."""
 
-    def __init__(self, repo: str, fd: int):
+    def __init__(self, repo: str, fd: int, untouchable: frozenset[str] = frozenset()):
         self.repo = repo
         self._fd = fd
+        self._untouchable = untouchable
         self._lock = threading.Lock()
         self._paths: dict[int, str] = {}  # watch descriptor -> directory, relative ("" = the root)
         self._gone: set[int] = set()  # watches removed on purpose: their last events mean nothing
         self._ready = False  # every directory is watched
         self._baseline = False  # a scan followed the first answer after that
         self._during_scan: set[str] = set()  # changed while the last scan ran (see after_scan)
+        # Since the last answer: names bound to a file (created, or renamed to) and still bound, and why
+        # the events do not tell everything that changed (see the module docstring).
+        self._fresh: set[str] = set()
+        self._unseen: str | None = None
         self._closing = False
         self.stopped: str | None = None  # why the watcher gave up, once it has
         self._walker = threading.Thread(target=self._watch_tree, name="gitbot-watch", daemon=True)
         self._walker.start()
 
     @classmethod
-    def start(cls, repo: str | os.PathLike[str]) -> TreeWatcher | None:
+    def start(cls, repo: str | os.PathLike[str], untouchable: Iterable[str] = ()) -> TreeWatcher | None:
         """A watcher for `repo`, which watches the tree's directories in the background (a walk of them);
-        None where inotify is unavailable."""
+        None where inotify is unavailable. `untouchable`: repository-relative paths the commands cannot
+        change, only their sandbox's setup make and remove (its mount points); each of their parents too."""
         try:
             fd = _inotify().inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
         except (OSError, AttributeError):
             return None
         if fd < 0:
             return None
-        return cls(os.path.realpath(repo), fd)
+        return cls(os.path.realpath(repo), fd, frozenset(_with_parents(untouchable)))
 
     def _watch_tree(self) -> None:
         # Only this thread touches the watches until it sets _ready, under the lock.
@@ -130,15 +145,22 @@ class TreeWatcher:
                 changed = self._read_events(created)
                 during_scan, self._during_scan = self._during_scan, set()
                 changed |= during_scan
+                unseen, self._unseen = self._unseen, None
+                self._fresh.clear()
+                # Even for the baseline: a link that outlives this answer must not be trusted later.
+                self._check_links(changed)
                 if not self._baseline:
                     self._baseline = True
                     return None
-                # Made and removed since the last scan (a sandbox's mount point, a temporary file): absent
-                # then and now. Not if it changed while that scan ran: the scan may have seen it.
-                changed -= {path for path in created - during_scan if not self._exists(path)}
-                if "" in changed or len(changed) > MAX_PATHS or any(_rules_file(path) for path in changed):
+                if unseen:
                     return None
-                self._check_links(changed)
+                # Made and removed since the last scan (a sandbox's mount point: anything else made and
+                # removed is unseen): absent then and now. Not if it changed while that scan ran: the scan
+                # may have seen it.
+                changed -= {path for path in created - during_scan if not self._exists(path)}
+                if "" in changed or len(changed) > MAX_PATHS or any(_rules_file(path) for path in changed) \
+                        or sum(len(os.fsencode(path)) + 1 for path in changed) > MAX_PATH_BYTES:
+                    return None
             except Unknown as exc:
                 self._stop(str(exc))
                 return None
@@ -207,22 +229,31 @@ class TreeWatcher:
             if fd is None:
                 continue
             try:
-                entries = list(os.scandir(fd))
-            except OSError as exc:
-                raise Unknown(f"cannot list {directory or '.'}: {exc.strerror}") from None
+                self._list(directory, fd, pending)
             finally:
-                os.close(fd)
-            for entry in entries:
-                child = f"{directory}/{entry.name}" if directory else entry.name
-                if entry.name == ".git":
-                    if directory:
-                        raise Unknown(f"a nested repository at {directory}")
-                    continue
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        pending.append(child)
-                except OSError:
-                    continue
+                os.close(fd)  # after the entries are read: their types and stats are asked through it
+
+    def _list(self, directory: str, fd: int, pending: list[str]) -> None:
+        try:
+            entries = list(os.scandir(fd))
+        except OSError as exc:
+            raise Unknown(f"cannot list {directory or '.'}: {exc.strerror}") from None
+        for entry in entries:
+            child = f"{directory}/{entry.name}" if directory else entry.name
+            if entry.name == ".git":
+                if directory:
+                    raise Unknown(f"a nested repository at {directory}")
+                continue
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue  # gone again: its event names it
+            except OSError as exc:
+                raise Unknown(f"cannot look at {child}: {exc.strerror}") from None
+            if stat.S_ISDIR(info.st_mode):
+                pending.append(child)
+            elif info.st_nlink > 1:
+                raise Unknown(f"{child} has other hard links, changed without an event of their own")
 
     def _read_events(self, created: set[str]) -> set[str]:
         """The paths named by the queued events; `created` gets those whose first event was their
@@ -268,6 +299,8 @@ class TreeWatcher:
             changed.add(path)
             if mask & IN_CREATE:
                 created.add(path)
+        if path not in self._untouchable:
+            self._note_binding(path, mask)
         if not mask & IN_ISDIR:
             return
         if mask & IN_MOVED_FROM:
@@ -276,6 +309,21 @@ class TreeWatcher:
             self._forget_below(path)
         elif mask & (IN_CREATE | IN_MOVED_TO):
             self._watch_below(path)
+
+    def _note_binding(self, path: str, mask: int) -> None:
+        """Keep track of what the events cannot tell (`_unseen`): a file made since the last answer may be
+        another link to an old file, written through; once that name is gone, nothing names the old one."""
+        if mask & IN_ISDIR:
+            if mask & (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM):
+                self._unseen = self._unseen or f"directory {path} made or moved"
+        elif mask & (IN_CREATE | IN_MOVED_TO):
+            if path in self._fresh:  # renamed over (a name is only created where there is none)
+                self._unseen = self._unseen or f"{path}, made since the last look, replaced"
+            self._fresh.add(path)  # a file renamed here is looked at here, as what was made
+        elif mask & (IN_DELETE | IN_MOVED_FROM):
+            if mask & IN_DELETE and path in self._fresh:
+                self._unseen = self._unseen or f"{path}, made since the last look, removed"
+            self._fresh.discard(path)
 
     def _forget_below(self, relative: str) -> None:
         prefix = relative + "/"
@@ -296,6 +344,16 @@ class TreeWatcher:
                 continue
             if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
                 raise Unknown(f"{relative} has other hard links, changed without an event of their own")
+
+
+def _with_parents(paths: Iterable[str]) -> set[str]:
+    found: set[str] = set()
+    for path in paths:
+        relative = os.path.normpath(path)
+        while relative not in ("", ".", "/") and not relative.startswith(("../", "/")) and relative != "..":
+            found.add(relative)
+            relative = os.path.dirname(relative)
+    return found
 
 
 def _rules_file(path: str) -> bool:

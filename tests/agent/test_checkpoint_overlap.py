@@ -84,3 +84,18 @@ def test_after_the_first_commands_a_checkpoint_looks_only_at_what_the_command_ch
     assert changed[5] == ["made/deeper/two.txt", "renamed/deeper/two.txt"]
     assert changed[6] == ["stats.py"]
     assert sorted(result.files_changed) == ["renamed/deeper/two.txt", "stats.py"]
+
+
+def test_a_file_a_command_changes_through_a_hard_link_it_removes_is_in_its_checkpoint(buggy_repo: Path):
+    # inotify names no path for stats.py here (the write and both link changes went through the other
+    # name): the watcher must say it cannot tell, and the checkpoint scan the whole tree.
+    commands = ["echo one > one.txt", "echo two >> one.txt", "ln stats.py x && echo '# changed' >> x && rm x"]
+    script = [tool_turn(("execute_command", {"command": command})) for command in commands]
+    script.append(tool_turn(("attempt_completion", {"result": "ok"})))
+    with FakeMessagesAPI(script, think_seconds=0.2) as api:
+        result = run(buggy_repo, api, policy=Policy(command_allow=("echo *", "ln *", "rm *")), review=False)
+    assert result.status is Status.COMPLETED, result.summary
+    changed = {e["step"]: e["files_changed"] for e in events_of(buggy_repo, result.run_id) if e["event"] == "checkpoint"}
+    assert changed[2] == ["one.txt"] and result.checkpoints["from_changes"] >= 1  # the watcher was at work
+    assert changed[3] == ["stats.py"]
+    assert sorted(result.files_changed) == ["one.txt", "stats.py"]
