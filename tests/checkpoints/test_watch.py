@@ -7,6 +7,8 @@ import os
 import random
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -24,11 +26,15 @@ def _quiet_git_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
 
 
-def ready(path: Path, untouchable: tuple[str, ...] = ()) -> TreeWatcher:
+@contextmanager
+def watching(path: Path, untouchable: tuple[str, ...] = ()) -> Iterator[TreeWatcher]:
     watcher = TreeWatcher.start(path, untouchable)
     assert watcher is not None and watcher.wait_ready(), watcher and watcher.stopped
-    assert watcher.changes() is None  # the first answer: the scan that follows is the baseline
-    return watcher
+    try:
+        assert watcher.changes() is None  # the first answer: the scan that follows is the baseline
+        yield watcher
+    finally:
+        watcher.close()
 
 
 def covered(answer: list[str], path: str) -> bool:
@@ -42,8 +48,7 @@ def test_every_kind_of_change_is_named_and_nothing_else(tmp_path: Path):
     for name in ("a/b/f.txt", "a/g.txt", "keep/k.txt", "old/o.txt", "mode.sh", "gone.txt"):
         (tree / name).parent.mkdir(parents=True, exist_ok=True)
         (tree / name).write_text(name)
-    watcher = ready(tree)
-    try:
+    with watching(tree) as watcher:
         (tree / "a/b/f.txt").write_text("changed")                 # a write
         (tree / "a/made.txt").write_text("made")                   # a file made
         (tree / "a/g.txt").rename(tree / "a/b/g.txt")              # a file renamed
@@ -67,16 +72,13 @@ def test_every_kind_of_change_is_named_and_nothing_else(tmp_path: Path):
         (tree / "new/deeper/still/n.txt").write_text("again")
         assert watcher.changes() == ["moved/o.txt", "new/deeper/still/n.txt"]
         assert watcher.changes() == []
-    finally:
-        watcher.close()
 
 
 def test_a_path_made_and_removed_since_the_last_look_is_not_named_but_one_that_was_there_is(tmp_path: Path):
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "was-there.txt").write_text("x")
-    watcher = ready(tree, untouchable=(".gitbot", "AGENTS.md", "conf/secret"))
-    try:
+    with watching(tree, untouchable=(".gitbot", "AGENTS.md", "conf/secret")) as watcher:
         # What a sandbox's setup does for missing protected paths (which its commands cannot change).
         (tree / ".gitbot").mkdir()
         (tree / "AGENTS.md").write_text("")
@@ -93,21 +95,16 @@ def test_a_path_made_and_removed_since_the_last_look_is_not_named_but_one_that_w
         (tree / "temporary.txt").unlink()
         assert watcher.changes() is None
         assert not watcher.stopped
-    finally:
-        watcher.close()
 
 
 def test_a_rules_file_change_means_a_whole_scan_once(tmp_path: Path):
     tree = tmp_path / "tree"
     (tree / "sub").mkdir(parents=True)
-    watcher = ready(tree)
-    try:
+    with watching(tree) as watcher:
         (tree / "sub/.gitignore").write_text("*.log\n")
         assert watcher.changes() is None
         (tree / "x.txt").write_text("x")
         assert watcher.changes() == ["x.txt"]
-    finally:
-        watcher.close()
 
 
 @pytest.mark.parametrize("case", ["nested repository", "hard link", "repository moved"])
@@ -115,8 +112,7 @@ def test_what_inotify_cannot_see_stops_the_watcher(tmp_path: Path, case: str):
     tree = tmp_path / "tree"
     (tree / "dir").mkdir(parents=True)
     (tree / "dir/f.txt").write_text("f")
-    watcher = ready(tree)
-    try:
+    with watching(tree) as watcher:
         if case == "nested repository":
             subprocess.run(["git", "init", "-q", str(tree / "dir/inner")], check=True)
         elif case == "hard link":
@@ -127,23 +123,18 @@ def test_what_inotify_cannot_see_stops_the_watcher(tmp_path: Path, case: str):
         assert watcher.changes() is None
         assert watcher.stopped
         assert watcher.changes() is None
-    finally:
-        watcher.close()
 
 
 def test_a_full_event_queue_stops_the_watcher(tmp_path: Path):
     tree = tmp_path / "tree"
     (tree / "many").mkdir(parents=True)
-    watcher = ready(tree)
     queued = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
-    try:
+    with watching(tree) as watcher:
         for number in range(queued // 2 + 10):  # each file: created, then closed after writing
             with open(tree / "many" / f"{number}.txt", "w") as handle:
                 handle.write("x")
         assert watcher.changes() is None
         assert "overflow" in watcher.stopped
-    finally:
-        watcher.close()
 
 
 def test_a_tree_with_a_submodule_is_never_watched(tmp_path: Path):
@@ -157,6 +148,33 @@ def test_a_tree_with_a_submodule_is_never_watched(tmp_path: Path):
         assert watcher.changes() is None
     finally:
         watcher.close()
+
+
+class TwinRuns:
+    """The same run twice on one repository: one watched, one that scans the whole tree every time (a file
+    once captured stays in a run's index even when a later .gitignore covers it, so a fresh scan is not
+    the reference)."""
+
+    def __init__(self, repo: Path):
+        self.watched, self.scanning = Checkpointer(repo, "watched"), Checkpointer(repo, "scanning")
+
+    def take(self, step: int, why: str = "") -> None:
+        self.watched.take(step)
+        self.scanning.take(step)
+        assert self.watched.last_tree == self.scanning.last_tree, f"step {step} {why}"
+
+
+@contextmanager
+def twin_runs(repo: Path, untouchable: tuple[str, ...] = ()) -> Iterator[TwinRuns]:
+    """Both runs' first checkpoints taken, the watcher ready (the next checkpoint is its baseline)."""
+    runs = TwinRuns(repo)
+    runs.take(0)
+    runs.watched.watch(untouchable)
+    try:
+        assert runs.watched._watcher.wait_ready()
+        yield runs
+    finally:
+        runs.watched.stop_watching()
 
 
 # -- what the checkpoints capture --------------------------------------------------------------------------
@@ -194,23 +212,12 @@ def test_checkpoints_from_the_changes_capture_what_a_whole_scan_captures(tmp_pat
         "docs/guide.md": "# guide\n", "README.md": "hello\n", "tests/test_app.py": "def test(): pass\n",
     })
     rng = random.Random(seed)
-    # The same run twice: one scans the whole tree every time (a file once captured stays in its index even
-    # when a later .gitignore covers it, so a fresh scan is not the reference).
-    checkpointer, scanning = Checkpointer(repo, "watched"), Checkpointer(repo, "scanning")
-    checkpointer.take(0)
-    scanning.take(0)
-    checkpointer.watch()
-    try:
-        assert checkpointer._watcher.wait_ready()
+    with twin_runs(repo) as runs:
         for step in range(1, 16):
             for _ in range(rng.randrange(1, 4)):
                 operations(repo, rng)
-            checkpointer.take(step)
-            scanning.take(step)
-            assert checkpointer.last_tree == scanning.last_tree, f"step {step}"
-        assert checkpointer.stats()["from_changes"] >= 3  # many looked only at what changed
-    finally:
-        checkpointer.stop_watching()
+            runs.take(step)
+        assert runs.watched.stats()["from_changes"] >= 3  # many looked only at what changed
 
 
 def link_games(repo: Path, case: str) -> None:
@@ -251,23 +258,13 @@ def link_games(repo: Path, case: str) -> None:
                                   "renamed over", "renamed, then removed", "made before the baseline"])
 def test_a_file_changed_through_a_hard_link_gone_again_is_captured(tmp_path: Path, case: str):
     repo = make_repo(tmp_path / "repo", {"old.txt": "old\n", "dir/d.txt": "d\n"})
-    checkpointer, scanning = Checkpointer(repo, "watched"), Checkpointer(repo, "scanning")
-    checkpointer.take(0)
-    scanning.take(0)
-    checkpointer.watch()
-    try:
-        assert checkpointer._watcher.wait_ready()
+    with twin_runs(repo) as runs:
         if case == "made before the baseline":
             os.link(repo / "old.txt", repo / "dir/other")
-        checkpointer.take(1)  # the baseline
-        scanning.take(1)
+        runs.take(1)  # the baseline
         link_games(repo, case)
-        checkpointer.take(2)
-        scanning.take(2)
-        assert checkpointer.last_tree == scanning.last_tree
+        runs.take(2)
         assert (repo / "old.txt").read_text() != "old\n"
-    finally:
-        checkpointer.stop_watching()
 
 
 def test_a_tree_with_hard_links_is_never_watched(tmp_path: Path):
@@ -291,21 +288,12 @@ def test_a_sandboxed_command_that_writes_through_a_hard_link_it_removes_is_captu
 
     repo = make_repo(tmp_path / "repo", {"old.txt": "old\n"})
     runner = Runner(Policy(repo=repo, sandbox_mode="required"), repo)
-    checkpointer, scanning = Checkpointer(repo, "watched"), Checkpointer(repo, "scanning")
-    checkpointer.take(0)
-    scanning.take(0)
-    checkpointer.watch([".gitbot", "AGENTS.md", *runner.policy.file_rules.protected_directories()])
-    try:
-        assert checkpointer._watcher.wait_ready()
+    with twin_runs(repo, (".gitbot", "AGENTS.md", *runner.policy.file_rules.protected_directories())) as runs:
         for step, command in enumerate(["echo made > made.txt", "echo again >> made.txt",
                                         "ln old.txt x && echo through the link >> x && rm x"], start=1):
             assert runner.run_shell(command, 30).exit_code == 0
-            checkpointer.take(step)
-            scanning.take(step)
-            assert checkpointer.last_tree == scanning.last_tree, command
-        assert checkpointer.stats()["from_changes"] == 1  # the second command's (the first is the baseline)
-    finally:
-        checkpointer.stop_watching()
+            runs.take(step, command)
+        assert runs.watched.stats()["from_changes"] == 1  # the second command's (the first is the baseline)
 
 
 def test_the_files_changed_of_a_checkpoint_from_the_changes(tmp_path: Path):
@@ -330,8 +318,7 @@ def test_a_directory_swapped_for_a_link_before_its_event_is_read_is_never_entere
     tree, outside = tmp_path / "tree", tmp_path / "outside"
     tree.mkdir()
     (outside / "sub").mkdir(parents=True)
-    watcher = ready(tree)
-    try:
+    with watching(tree) as watcher:
         (tree / "d").mkdir()  # its event is read only at the next look, when it is a link to elsewhere
         (tree / "d").rmdir()
         os.symlink(outside, tree / "d")
@@ -339,8 +326,6 @@ def test_a_directory_swapped_for_a_link_before_its_event_is_read_is_never_entere
         (outside / "sub" / "elsewhere.txt").write_text("not the tree's")
         assert watcher.changes() == []
         assert watcher.stopped is None
-    finally:
-        watcher.close()
 
 
 def test_changed_paths_too_long_for_one_command_line_mean_a_whole_scan(tmp_path: Path):
@@ -348,17 +333,8 @@ def test_changed_paths_too_long_for_one_command_line_mean_a_whole_scan(tmp_path:
     # handed to git status as pathspecs, they would not even start it.
     deep = "/".join(["d" * 200] * 6)
     repo = make_repo(tmp_path / "repo", {f"{deep}/keep.txt": "k\n"})
-    checkpointer, scanning = Checkpointer(repo, "watched"), Checkpointer(repo, "scanning")
-    checkpointer.take(0)
-    scanning.take(0)
-    checkpointer.watch()
-    try:
-        assert checkpointer._watcher.wait_ready()
-        checkpointer.take(1)  # the baseline
+    with twin_runs(repo) as runs:
+        runs.take(1)  # the baseline
         for number in range(1500):
             (repo / deep / f"{number:0>250}").write_text("x")
-        checkpointer.take(2)
-        scanning.take(2)
-        assert checkpointer.last_tree == scanning.last_tree
-    finally:
-        checkpointer.stop_watching()
+        runs.take(2)
