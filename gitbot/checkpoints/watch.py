@@ -10,7 +10,8 @@ the caller scans the whole tree as before:
 - a file changed through another hard link raises no event for this name (nor does making or removing
   that link). So no file of the tree may have another link when the watcher trusts its events: one with
   more than one, found by the walk or named as changed, stops the watcher (as below); a file made in
-  the meantime (possibly as a link) that is then removed or renamed over, or a directory made or moved
+  the meantime (possibly as a link) that is then removed or renamed over, under any name it had (or may
+  have had: a swap of two names looks like two renames), or a directory made or moved
   (what happened inside before it was watched, or under its old watch, is not seen), makes the answer
   unknown, unless it is one of the `untouchable` paths the caller names (a sandbox's mount points,
   which its commands cannot change: bubblewrap makes and the runner removes them around each command);
@@ -96,7 +97,7 @@ class TreeWatcher:
         self._ready = False  # every directory is watched
         self._baseline = False  # a scan followed the first answer after that
         self._during_scan: set[str] = set()  # changed while the last scan ran (see after_scan)
-        # Since the last answer: names bound to a file (created, or renamed to) and still bound, and why
+        # Since the last answer: names bound to a file (created, or renamed to) and maybe still bound, and why
         # the events do not tell everything that changed (see the module docstring).
         self._fresh: set[str] = set()
         self._unseen: str | None = None
@@ -317,13 +318,15 @@ class TreeWatcher:
             if mask & (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM):
                 self._unseen = self._unseen or f"directory {path} made or moved"
         elif mask & (IN_CREATE | IN_MOVED_TO):
-            if path in self._fresh:  # renamed over (a name is only created where there is none)
+            if mask & IN_MOVED_TO and path in self._fresh:  # renamed over (a name is only created where there is none)
                 self._unseen = self._unseen or f"{path}, made since the last look, replaced"
             self._fresh.add(path)  # a file renamed here is looked at here, as what was made
-        elif mask & (IN_DELETE | IN_MOVED_FROM):
-            if mask & IN_DELETE and path in self._fresh:
+        elif mask & IN_DELETE:
+            if path in self._fresh:
                 self._unseen = self._unseen or f"{path}, made since the last look, removed"
             self._fresh.discard(path)
+        # A name renamed away stays noted: swapped with another (renameat2's RENAME_EXCHANGE: from a, to b,
+        # from b, to a, the events of `mv a b && mv b a`), it is still bound, to what the other name had.
 
     def _forget_below(self, relative: str) -> None:
         prefix = relative + "/"

@@ -235,6 +235,14 @@ def link_games(repo: Path, case: str) -> None:
         with open(repo / "other", "a") as handle:
             handle.write("through the link\n")
         (repo / "dir/d.txt").rename(repo / "other")
+    elif case == "exchanged with an old file, which is removed":
+        # renameat2(RENAME_EXCHANGE): both names stay bound; the events are from other, to y.txt, from
+        # y.txt, to other, as for `mv other y.txt && mv y.txt other`, but y.txt now is the link.
+        os.link(repo / "old.txt", repo / "other")
+        with open(repo / "other", "a") as handle:
+            handle.write("through the link\n")
+        exchange(repo / "other", repo / "y.txt")
+        (repo / "y.txt").unlink()
     elif case == "renamed, then removed":
         os.link(repo / "old.txt", repo / "other")
         with open(repo / "other", "a") as handle:
@@ -247,10 +255,21 @@ def link_games(repo: Path, case: str) -> None:
         (repo / "dir/other").unlink()
 
 
+def exchange(first: Path, second: Path) -> None:
+    """Swap two names in one step (renameat2 with RENAME_EXCHANGE, which Python does not wrap)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    at_fdcwd, rename_exchange = -100, 2
+    if libc.renameat2(at_fdcwd, os.fsencode(first), at_fdcwd, os.fsencode(second), rename_exchange) != 0:
+        raise OSError(ctypes.get_errno(), "renameat2")
+
+
 @pytest.mark.parametrize("case", ["made, written through, removed", "in a new directory", "under a moved directory",
-                                  "renamed over", "renamed, then removed", "made before the baseline"])
+                                  "renamed over", "renamed, then removed", "exchanged with an old file, which is removed",
+                                  "made before the baseline"])
 def test_a_file_changed_through_a_hard_link_gone_again_is_captured(tmp_path: Path, case: str):
-    repo = make_repo(tmp_path / "repo", {"old.txt": "old\n", "dir/d.txt": "d\n"})
+    repo = make_repo(tmp_path / "repo", {"old.txt": "old\n", "dir/d.txt": "d\n", "y.txt": "y\n"})
     checkpointer, scanning = Checkpointer(repo, "watched"), Checkpointer(repo, "scanning")
     checkpointer.take(0)
     scanning.take(0)
