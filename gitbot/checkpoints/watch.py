@@ -14,7 +14,8 @@ the caller scans the whole tree as before:
   have had: a swap of two names looks like two renames), or a directory made or moved
   (what happened inside before it was watched, or under its old watch, is not seen), makes the answer
   unknown, unless it is one of the `untouchable` paths the caller names (a sandbox's mount points,
-  which its commands cannot change: bubblewrap makes and the runner removes them around each command);
+  which its commands cannot change: bubblewrap makes and the runner removes them around each command)
+  and was made where there was none (one that was there may not be a mount point);
 - nested repositories and submodules (their HEAD lives in a git directory nobody watches), a full event
   queue, a directory that cannot be read or watched, the root itself changing: unknown, and the watcher
   stops (every later checkpoint scans in full);
@@ -101,6 +102,8 @@ class TreeWatcher:
         # the events do not tell everything that changed (see the module docstring).
         self._fresh: set[str] = set()
         self._unseen: str | None = None
+        # Untouchable paths named since the last answer -> whether that began with their making (see _placeholder).
+        self._placeholders: dict[str, bool] = {}
         self._closing = False
         self.stopped: str | None = None  # why the watcher gave up, once it has
         self._walker = threading.Thread(target=self._watch_tree, name="gitbot-watch", daemon=True)
@@ -148,6 +151,7 @@ class TreeWatcher:
                 changed |= during_scan
                 unseen, self._unseen = self._unseen, None
                 self._fresh.clear()
+                self._placeholders.clear()
                 # Even for the baseline: a link that outlives this answer must not be trusted later.
                 self._check_links(changed)
                 if not self._baseline:
@@ -300,7 +304,7 @@ class TreeWatcher:
             changed.add(path)
             if mask & IN_CREATE:
                 created.add(path)
-        if path not in self._untouchable:
+        if not self._placeholder(path, mask):
             self._note_binding(path, mask)
         if not mask & IN_ISDIR:
             return
@@ -327,6 +331,15 @@ class TreeWatcher:
             self._fresh.discard(path)
         # A name renamed away stays noted: swapped with another (renameat2's RENAME_EXCHANGE: from a, to b,
         # from b, to a, the events of `mv a b && mv b a`), it is still bound, to what the other name had.
+
+    def _placeholder(self, path: str, mask: int) -> bool:
+        """Whether the event is of a mount point a sandbox makes for a missing protected path, and removes,
+        around a command: an `untouchable` path whose events since the last answer began with its making.
+        One that was there is not a mount point when the sandbox does not bind it (a symlink, which a bind
+        would follow): then a command may remove it and make it again, as a link to another file."""
+        if path not in self._untouchable:
+            return False
+        return self._placeholders.setdefault(path, bool(mask & IN_CREATE))
 
     def _forget_below(self, relative: str) -> None:
         prefix = relative + "/"

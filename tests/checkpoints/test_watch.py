@@ -381,3 +381,55 @@ def test_changed_paths_too_long_for_one_command_line_mean_a_whole_scan(tmp_path:
         assert checkpointer.last_tree == scanning.last_tree
     finally:
         checkpointer.stop_watching()
+
+
+def test_a_protected_path_the_sandbox_does_not_mount_is_not_exempt(tmp_path: Path):
+    # AGENTS.md as a symlink (to CLAUDE.md, say) gets no read-only bind (it would follow the link), so a command
+    # can remove it and put a link to another file there, write through it and remove that again.
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "old.txt").write_text("old\n")
+    (tree / "CLAUDE.md").write_text("c\n")
+    os.symlink("CLAUDE.md", tree / "AGENTS.md")
+    watcher = ready(tree, untouchable=(".gitbot", "AGENTS.md"))
+    try:
+        (tree / "AGENTS.md").unlink()
+        os.link(tree / "old.txt", tree / "AGENTS.md")
+        with open(tree / "AGENTS.md", "a") as handle:
+            handle.write("through the link\n")
+        (tree / "AGENTS.md").unlink()
+        os.symlink("CLAUDE.md", tree / "AGENTS.md")
+        answer = watcher.changes()
+        assert answer is None or covered(answer, "old.txt"), answer
+        # A placeholder the sandbox makes and removes around a command is still no reason for a whole scan.
+        (tree / ".gitbot").mkdir()
+        (tree / ".gitbot").rmdir()
+        assert watcher.changes() == []
+    finally:
+        watcher.close()
+
+
+@pytest.mark.slow
+def test_a_sandboxed_command_that_replaces_a_symlinked_protected_file_is_captured(tmp_path: Path):
+    from gitbot.policy import Policy
+    from gitbot.sandbox.runner import Runner
+
+    repo = make_repo(tmp_path / "repo", {"old.txt": "old\n", "CLAUDE.md": "c\n"})
+    os.symlink("CLAUDE.md", repo / "AGENTS.md")
+    subprocess.run(["git", "-C", str(repo), "add", "AGENTS.md"], check=True)
+    runner = Runner(Policy(repo=repo, sandbox_mode="required"), repo)
+    checkpointer, scanning = Checkpointer(repo, "watched"), Checkpointer(repo, "scanning")
+    checkpointer.take(0)
+    scanning.take(0)
+    checkpointer.watch([".gitbot", "AGENTS.md", *runner.policy.file_rules.protected_directories()])
+    try:
+        assert checkpointer._watcher.wait_ready()
+        replace = "rm AGENTS.md && ln old.txt AGENTS.md && echo through >> AGENTS.md && rm AGENTS.md && ln -s CLAUDE.md AGENTS.md"
+        for step, command in enumerate(["true", replace], start=1):
+            assert runner.run_shell(command, 30).exit_code == 0
+            checkpointer.take(step)
+            scanning.take(step)
+            assert checkpointer.last_tree == scanning.last_tree, command
+        assert (repo / "old.txt").read_text() == "old\nthrough\n"
+    finally:
+        checkpointer.stop_watching()
