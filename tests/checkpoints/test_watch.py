@@ -433,3 +433,27 @@ def test_a_sandboxed_command_that_replaces_a_symlinked_protected_file_is_capture
         assert (repo / "old.txt").read_text() == "old\nthrough\n"
     finally:
         checkpointer.stop_watching()
+
+
+def test_a_repository_that_ignores_case_is_scanned_whole(tmp_path: Path):
+    # core.ignorecase (kept by a repository copied from macOS or Windows) makes git match index entries and
+    # untracked files without regard to case, but a pathspec with it: a.txt, hidden by the entry A.txt,
+    # shows once A.txt is gone, and a status limited to A.txt never looks at it.
+    repo = make_repo(tmp_path / "repo", {"A.txt": "A\n", "keep.txt": "k\n"})
+    subprocess.run(["git", "-C", str(repo), "config", "core.ignorecase", "true"], check=True)
+    (repo / "a.txt").write_text("lower case\n")
+    checkpointer, scanning = Checkpointer(repo, "watched"), Checkpointer(repo, "scanning")
+    checkpointer.take(0)
+    scanning.take(0)
+    checkpointer.watch()
+    try:
+        assert checkpointer._watcher is None or checkpointer._watcher.wait_ready()
+        checkpointer.take(1)  # the baseline
+        scanning.take(1)
+        (repo / "A.txt").unlink()
+        for step in (2, 3):
+            checkpointer.take(step)
+            scanning.take(step)
+            assert checkpointer.last_tree == scanning.last_tree, step
+    finally:
+        checkpointer.stop_watching()
