@@ -88,10 +88,12 @@ class Unknown(Exception):
 class TreeWatcher:
     """Changes under `repo` (its top-level `.git` aside), as repository-relative paths."""
 
-    def __init__(self, repo: str, fd: int, untouchable: frozenset[str] = frozenset()):
+    def __init__(self, repo: str, fd: int, untouchable: frozenset[str] = frozenset(),
+                 rules: frozenset[str] = frozenset()):
         self.repo = repo
         self._fd = fd
         self._untouchable = untouchable
+        self._rules = rules  # besides RULES_FILES, wherever they are
         self._lock = threading.Lock()
         self._paths: dict[int, str] = {}  # watch descriptor -> directory, relative ("" = the root)
         self._gone: set[int] = set()  # watches removed on purpose: their last events mean nothing
@@ -110,17 +112,20 @@ class TreeWatcher:
         self._walker.start()
 
     @classmethod
-    def start(cls, repo: str | os.PathLike[str], untouchable: Iterable[str] = ()) -> TreeWatcher | None:
+    def start(cls, repo: str | os.PathLike[str], untouchable: Iterable[str] = (),
+              rules: Iterable[str] = ()) -> TreeWatcher | None:
         """A watcher for `repo`, which watches the tree's directories in the background (a walk of them);
         None where inotify is unavailable. `untouchable`: repository-relative paths the commands cannot
-        change, only their sandbox's setup make and remove (its mount points); each of their parents too."""
+        change, only their sandbox's setup make and remove (its mount points); each of their parents too.
+        `rules`: repository-relative paths of more files like RULES_FILES (a global excludes file that
+        lies in the tree), after a change to which, or to a parent, the whole tree is looked at."""
         try:
             fd = _inotify().inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
         except (OSError, AttributeError):
             return None
         if fd < 0:
             return None
-        return cls(os.path.realpath(repo), fd, frozenset(_with_parents(untouchable)))
+        return cls(os.path.realpath(repo), fd, frozenset(_with_parents(untouchable)), frozenset(_with_parents(rules)))
 
     def _watch_tree(self) -> None:
         # Only this thread touches the watches until it sets _ready, under the lock.
@@ -163,7 +168,7 @@ class TreeWatcher:
                 # removed is unseen): absent then and now. Not if it changed while that scan ran: the scan
                 # may have seen it.
                 changed -= {path for path in created - during_scan if not self._exists(path)}
-                if "" in changed or len(changed) > MAX_PATHS or any(_rules_file(path) for path in changed) \
+                if "" in changed or len(changed) > MAX_PATHS or any(self._rules_file(path) for path in changed) \
                         or sum(len(os.fsencode(path)) + 1 for path in changed) > MAX_PATH_BYTES:
                     return None
             except Unknown as exc:
@@ -352,6 +357,9 @@ class TreeWatcher:
     def _exists(self, relative: str) -> bool:
         return os.path.lexists(os.path.join(self.repo, relative))
 
+    def _rules_file(self, path: str) -> bool:
+        return path.rpartition("/")[2] in RULES_FILES or path in self._rules
+
     def _check_links(self, changed: set[str]) -> None:
         for relative in changed:
             try:
@@ -370,7 +378,3 @@ def _with_parents(paths: Iterable[str]) -> set[str]:
             found.add(relative)
             relative = os.path.dirname(relative)
     return found
-
-
-def _rules_file(path: str) -> bool:
-    return path.rpartition("/")[2] in RULES_FILES

@@ -457,3 +457,31 @@ def test_a_repository_that_ignores_case_is_scanned_whole(tmp_path: Path):
             assert checkpointer.last_tree == scanning.last_tree, step
     finally:
         checkpointer.stop_watching()
+
+
+@pytest.mark.parametrize("spelling", ["as it is", "through a link"])
+def test_a_global_excludes_file_in_the_tree_means_a_whole_scan_when_it_changes(tmp_path: Path, spelling: str):
+    # A home directory kept in git holds ~/.config/git/ignore; a command that edits it un-ignores files that
+    # did not change themselves.
+    repo = make_repo(tmp_path / "repo", {"keep.txt": "k\n", "conf/excludes": "*.log\n"})
+    setting = repo / "conf/excludes" if spelling == "as it is" else tmp_path / "excludes-link"
+    if spelling != "as it is":
+        os.symlink(repo / "conf/excludes", setting)
+    subprocess.run(["git", "-C", str(repo), "config", "core.excludesFile", str(setting)], check=True)
+    (repo / "a.log").write_text("log\n")
+    checkpointer, scanning = Checkpointer(repo, "watched"), Checkpointer(repo, "scanning")
+    checkpointer.take(0)
+    scanning.take(0)
+    checkpointer.watch()
+    try:
+        assert checkpointer._watcher.wait_ready()
+        checkpointer.take(1)  # the baseline
+        scanning.take(1)
+        (repo / "conf/excludes").write_text("")
+        checkpointer.take(2)
+        scanning.take(2)
+        assert checkpointer.last_tree == scanning.last_tree
+        assert "a.log" in subprocess.run(["git", "--git-dir", str(scanning.shadow.dir), "ls-tree", "--name-only",
+                                          scanning.last_tree], capture_output=True, text=True, check=True).stdout
+    finally:
+        checkpointer.stop_watching()
