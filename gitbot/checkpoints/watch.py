@@ -10,10 +10,12 @@ the caller scans the whole tree as before:
 - a file changed through another hard link raises no event for this name (nor does making or removing
   that link). So no file of the tree may have another link when the watcher trusts its events: one with
   more than one, found by the walk or named as changed, stops the watcher (as below); a file made in
-  the meantime (possibly as a link) that is then removed or renamed over, or a directory made or moved
+  the meantime (possibly as a link) that is then removed or renamed over, under any name it had (or may
+  have had: a swap of two names looks like two renames), or a directory made or moved
   (what happened inside before it was watched, or under its old watch, is not seen), makes the answer
   unknown, unless it is one of the `untouchable` paths the caller names (a sandbox's mount points,
-  which its commands cannot change: bubblewrap makes and the runner removes them around each command);
+  which its commands cannot change: bubblewrap makes and the runner removes them around each command)
+  and was made where there was none (one that was there may not be a mount point);
 - nested repositories and submodules (their HEAD lives in a git directory nobody watches), a full event
   queue, a directory that cannot be read or watched, the root itself changing: unknown, and the watcher
   stops (every later checkpoint scans in full);
@@ -86,37 +88,44 @@ class Unknown(Exception):
 class TreeWatcher:
     """Changes under `repo` (its top-level `.git` aside), as repository-relative paths."""
 
-    def __init__(self, repo: str, fd: int, untouchable: frozenset[str] = frozenset()):
+    def __init__(self, repo: str, fd: int, untouchable: frozenset[str] = frozenset(),
+                 rules: frozenset[str] = frozenset()):
         self.repo = repo
         self._fd = fd
         self._untouchable = untouchable
+        self._rules = rules  # besides RULES_FILES, wherever they are
         self._lock = threading.Lock()
         self._paths: dict[int, str] = {}  # watch descriptor -> directory, relative ("" = the root)
         self._gone: set[int] = set()  # watches removed on purpose: their last events mean nothing
         self._ready = False  # every directory is watched
         self._baseline = False  # a scan followed the first answer after that
         self._during_scan: set[str] = set()  # changed while the last scan ran (see after_scan)
-        # Since the last answer: names bound to a file (created, or renamed to) and still bound, and why
+        # Since the last answer: names bound to a file (created, or renamed to) and maybe still bound, and why
         # the events do not tell everything that changed (see the module docstring).
         self._fresh: set[str] = set()
         self._unseen: str | None = None
+        # Untouchable paths named since the last answer -> whether that began with their making (see _placeholder).
+        self._placeholders: dict[str, bool] = {}
         self._closing = False
         self.stopped: str | None = None  # why the watcher gave up, once it has
         self._walker = threading.Thread(target=self._watch_tree, name="gitbot-watch", daemon=True)
         self._walker.start()
 
     @classmethod
-    def start(cls, repo: str | os.PathLike[str], untouchable: Iterable[str] = ()) -> TreeWatcher | None:
+    def start(cls, repo: str | os.PathLike[str], untouchable: Iterable[str] = (),
+              rules: Iterable[str] = ()) -> TreeWatcher | None:
         """A watcher for `repo`, which watches the tree's directories in the background (a walk of them);
         None where inotify is unavailable. `untouchable`: repository-relative paths the commands cannot
-        change, only their sandbox's setup make and remove (its mount points); each of their parents too."""
+        change, only their sandbox's setup make and remove (its mount points); each of their parents too.
+        `rules`: repository-relative paths of more files like RULES_FILES (a global excludes file that
+        lies in the tree), after a change to which, or to a parent, the whole tree is looked at."""
         try:
             fd = _inotify().inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
         except (OSError, AttributeError):
             return None
         if fd < 0:
             return None
-        return cls(os.path.realpath(repo), fd, frozenset(_with_parents(untouchable)))
+        return cls(os.path.realpath(repo), fd, frozenset(_with_parents(untouchable)), frozenset(_with_parents(rules)))
 
     def _watch_tree(self) -> None:
         # Only this thread touches the watches until it sets _ready, under the lock.
@@ -147,6 +156,7 @@ class TreeWatcher:
                 changed |= during_scan
                 unseen, self._unseen = self._unseen, None
                 self._fresh.clear()
+                self._placeholders.clear()
                 # Even for the baseline: a link that outlives this answer must not be trusted later.
                 self._check_links(changed)
                 if not self._baseline:
@@ -158,7 +168,7 @@ class TreeWatcher:
                 # removed is unseen): absent then and now. Not if it changed while that scan ran: the scan
                 # may have seen it.
                 changed -= {path for path in created - during_scan if not self._exists(path)}
-                if "" in changed or len(changed) > MAX_PATHS or any(_rules_file(path) for path in changed) \
+                if "" in changed or len(changed) > MAX_PATHS or any(self._rules_file(path) for path in changed) \
                         or sum(len(os.fsencode(path)) + 1 for path in changed) > MAX_PATH_BYTES:
                     return None
             except Unknown as exc:
@@ -299,7 +309,7 @@ class TreeWatcher:
             changed.add(path)
             if mask & IN_CREATE:
                 created.add(path)
-        if path not in self._untouchable:
+        if not self._placeholder(path, mask):
             self._note_binding(path, mask)
         if not mask & IN_ISDIR:
             return
@@ -317,13 +327,24 @@ class TreeWatcher:
             if mask & (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM):
                 self._unseen = self._unseen or f"directory {path} made or moved"
         elif mask & (IN_CREATE | IN_MOVED_TO):
-            if path in self._fresh:  # renamed over (a name is only created where there is none)
+            if mask & IN_MOVED_TO and path in self._fresh:  # renamed over (a name is only created where there is none)
                 self._unseen = self._unseen or f"{path}, made since the last look, replaced"
             self._fresh.add(path)  # a file renamed here is looked at here, as what was made
-        elif mask & (IN_DELETE | IN_MOVED_FROM):
-            if mask & IN_DELETE and path in self._fresh:
+        elif mask & IN_DELETE:
+            if path in self._fresh:
                 self._unseen = self._unseen or f"{path}, made since the last look, removed"
             self._fresh.discard(path)
+        # A name renamed away stays noted: swapped with another (renameat2's RENAME_EXCHANGE: from a, to b,
+        # from b, to a, the events of `mv a b && mv b a`), it is still bound, to what the other name had.
+
+    def _placeholder(self, path: str, mask: int) -> bool:
+        """Whether the event is of a mount point a sandbox makes for a missing protected path, and removes,
+        around a command: an `untouchable` path whose events since the last answer began with its making.
+        One that was there is not a mount point when the sandbox does not bind it (a symlink, which a bind
+        would follow): then a command may remove it and make it again, as a link to another file."""
+        if path not in self._untouchable:
+            return False
+        return self._placeholders.setdefault(path, bool(mask & IN_CREATE))
 
     def _forget_below(self, relative: str) -> None:
         prefix = relative + "/"
@@ -335,6 +356,9 @@ class TreeWatcher:
 
     def _exists(self, relative: str) -> bool:
         return os.path.lexists(os.path.join(self.repo, relative))
+
+    def _rules_file(self, path: str) -> bool:
+        return path.rpartition("/")[2] in RULES_FILES or path in self._rules
 
     def _check_links(self, changed: set[str]) -> None:
         for relative in changed:
@@ -354,7 +378,3 @@ def _with_parents(paths: Iterable[str]) -> set[str]:
             found.add(relative)
             relative = os.path.dirname(relative)
     return found
-
-
-def _rules_file(path: str) -> bool:
-    return path.rpartition("/")[2] in RULES_FILES

@@ -158,7 +158,7 @@ class TwinRuns:
     def __init__(self, repo: Path):
         self.watched, self.scanning = Checkpointer(repo, "watched"), Checkpointer(repo, "scanning")
 
-    def take(self, step: int, why: str = "") -> None:
+    def take(self, step: int, why: object = "") -> None:
         self.watched.take(step)
         self.scanning.take(step)
         assert self.watched.last_tree == self.scanning.last_tree, f"step {step} {why}"
@@ -212,11 +212,13 @@ def test_checkpoints_from_the_changes_capture_what_a_whole_scan_captures(tmp_pat
         "docs/guide.md": "# guide\n", "README.md": "hello\n", "tests/test_app.py": "def test(): pass\n",
     })
     rng = random.Random(seed)
+    # The same run twice: one scans the whole tree every time (a file once captured stays in its index even
+    # when a later .gitignore covers it, so a fresh scan is not the reference).
     with twin_runs(repo) as runs:
         for step in range(1, 16):
             for _ in range(rng.randrange(1, 4)):
                 operations(repo, rng)
-            runs.take(step)
+            runs.take(step, f"step {step}")
         assert runs.watched.stats()["from_changes"] >= 3  # many looked only at what changed
 
 
@@ -242,6 +244,14 @@ def link_games(repo: Path, case: str) -> None:
         with open(repo / "other", "a") as handle:
             handle.write("through the link\n")
         (repo / "dir/d.txt").rename(repo / "other")
+    elif case == "exchanged with an old file, which is removed":
+        # renameat2(RENAME_EXCHANGE): both names stay bound; the events are from other, to y.txt, from
+        # y.txt, to other, as for `mv other y.txt && mv y.txt other`, but y.txt now is the link.
+        os.link(repo / "old.txt", repo / "other")
+        with open(repo / "other", "a") as handle:
+            handle.write("through the link\n")
+        exchange(repo / "other", repo / "y.txt")
+        (repo / "y.txt").unlink()
     elif case == "renamed, then removed":
         os.link(repo / "old.txt", repo / "other")
         with open(repo / "other", "a") as handle:
@@ -254,10 +264,21 @@ def link_games(repo: Path, case: str) -> None:
         (repo / "dir/other").unlink()
 
 
+def exchange(first: Path, second: Path) -> None:
+    """Swap two names in one step (renameat2 with RENAME_EXCHANGE, which Python does not wrap)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    at_fdcwd, rename_exchange = -100, 2
+    if libc.renameat2(at_fdcwd, os.fsencode(first), at_fdcwd, os.fsencode(second), rename_exchange) != 0:
+        raise OSError(ctypes.get_errno(), "renameat2")
+
+
 @pytest.mark.parametrize("case", ["made, written through, removed", "in a new directory", "under a moved directory",
-                                  "renamed over", "renamed, then removed", "made before the baseline"])
+                                  "renamed over", "renamed, then removed", "exchanged with an old file, which is removed",
+                                  "made before the baseline"])
 def test_a_file_changed_through_a_hard_link_gone_again_is_captured(tmp_path: Path, case: str):
-    repo = make_repo(tmp_path / "repo", {"old.txt": "old\n", "dir/d.txt": "d\n"})
+    repo = make_repo(tmp_path / "repo", {"old.txt": "old\n", "dir/d.txt": "d\n", "y.txt": "y\n"})
     with twin_runs(repo) as runs:
         if case == "made before the baseline":
             os.link(repo / "old.txt", repo / "dir/other")
@@ -334,7 +355,89 @@ def test_changed_paths_too_long_for_one_command_line_mean_a_whole_scan(tmp_path:
     deep = "/".join(["d" * 200] * 6)
     repo = make_repo(tmp_path / "repo", {f"{deep}/keep.txt": "k\n"})
     with twin_runs(repo) as runs:
-        runs.take(1)  # the baseline
+        runs.watched.take(1)  # the baseline
         for number in range(1500):
             (repo / deep / f"{number:0>250}").write_text("x")
         runs.take(2)
+
+
+def test_a_protected_path_the_sandbox_does_not_mount_is_not_exempt(tmp_path: Path):
+    # AGENTS.md as a symlink (to CLAUDE.md, say) gets no read-only bind (it would follow the link), so a command
+    # can remove it and put a link to another file there, write through it and remove that again.
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "old.txt").write_text("old\n")
+    (tree / "CLAUDE.md").write_text("c\n")
+    os.symlink("CLAUDE.md", tree / "AGENTS.md")
+    with watching(tree, untouchable=(".gitbot", "AGENTS.md")) as watcher:
+        (tree / "AGENTS.md").unlink()
+        os.link(tree / "old.txt", tree / "AGENTS.md")
+        with open(tree / "AGENTS.md", "a") as handle:
+            handle.write("through the link\n")
+        (tree / "AGENTS.md").unlink()
+        os.symlink("CLAUDE.md", tree / "AGENTS.md")
+        answer = watcher.changes()
+        assert answer is None or covered(answer, "old.txt"), answer
+        # A placeholder the sandbox makes and removes around a command is still no reason for a whole scan.
+        (tree / ".gitbot").mkdir()
+        (tree / ".gitbot").rmdir()
+        assert watcher.changes() == []
+
+
+@pytest.mark.slow
+def test_a_sandboxed_command_that_replaces_a_symlinked_protected_file_is_captured(tmp_path: Path):
+    from gitbot.policy import Policy
+    from gitbot.sandbox.runner import Runner
+
+    repo = make_repo(tmp_path / "repo", {"old.txt": "old\n", "CLAUDE.md": "c\n"})
+    os.symlink("CLAUDE.md", repo / "AGENTS.md")
+    subprocess.run(["git", "-C", str(repo), "add", "AGENTS.md"], check=True)
+    runner = Runner(Policy(repo=repo, sandbox_mode="required"), repo)
+    with twin_runs(repo, (".gitbot", "AGENTS.md", *runner.policy.file_rules.protected_directories())) as runs:
+        replace = "rm AGENTS.md && ln old.txt AGENTS.md && echo through >> AGENTS.md && rm AGENTS.md && ln -s CLAUDE.md AGENTS.md"
+        for step, command in enumerate(["true", replace], start=1):
+            assert runner.run_shell(command, 30).exit_code == 0
+            runs.take(step, command)
+        assert (repo / "old.txt").read_text() == "old\nthrough\n"
+
+
+def test_a_repository_that_ignores_case_is_scanned_whole(tmp_path: Path):
+    # core.ignorecase (kept by a repository copied from macOS or Windows) makes git match index entries and
+    # untracked files without regard to case, but a pathspec with it: a.txt, hidden by the entry A.txt,
+    # shows once A.txt is gone, and a status limited to A.txt never looks at it.
+    repo = make_repo(tmp_path / "repo", {"A.txt": "A\n", "keep.txt": "k\n"})
+    subprocess.run(["git", "-C", str(repo), "config", "core.ignorecase", "true"], check=True)
+    (repo / "a.txt").write_text("lower case\n")
+    checkpointer, scanning = Checkpointer(repo, "watched"), Checkpointer(repo, "scanning")
+    checkpointer.take(0)
+    scanning.take(0)
+    checkpointer.watch()
+    try:
+        assert checkpointer._watcher is None or checkpointer._watcher.wait_ready()
+        checkpointer.take(1)  # the baseline
+        scanning.take(1)
+        (repo / "A.txt").unlink()
+        for step in (2, 3):
+            checkpointer.take(step)
+            scanning.take(step)
+            assert checkpointer.last_tree == scanning.last_tree, step
+    finally:
+        checkpointer.stop_watching()
+
+
+@pytest.mark.parametrize("spelling", ["as it is", "through a link"])
+def test_a_global_excludes_file_in_the_tree_means_a_whole_scan_when_it_changes(tmp_path: Path, spelling: str):
+    # A home directory kept in git holds ~/.config/git/ignore; a command that edits it un-ignores files that
+    # did not change themselves.
+    repo = make_repo(tmp_path / "repo", {"keep.txt": "k\n", "conf/excludes": "*.log\n"})
+    setting = repo / "conf/excludes" if spelling == "as it is" else tmp_path / "excludes-link"
+    if spelling != "as it is":
+        os.symlink(repo / "conf/excludes", setting)
+    subprocess.run(["git", "-C", str(repo), "config", "core.excludesFile", str(setting)], check=True)
+    (repo / "a.log").write_text("log\n")
+    with twin_runs(repo) as runs:
+        runs.take(1)  # the baseline
+        (repo / "conf/excludes").write_text("")
+        runs.take(2)
+        assert "a.log" in subprocess.run(["git", "--git-dir", str(runs.scanning.shadow.dir), "ls-tree", "--name-only",
+                                          runs.scanning.last_tree], capture_output=True, text=True, check=True).stdout
