@@ -84,7 +84,7 @@ from gitbot.checkpoints.shadow import (
     user_head,
     validate_run_id,
 )
-from gitbot.checkpoints.watch import TreeWatcher
+from gitbot.checkpoints.watch import TreeWatcher, watch_for
 from gitbot.git import GitCommandError
 from gitbot.policy.files import path_matcher
 
@@ -209,26 +209,9 @@ class Checkpointer:
     def watch(self, untouchable: Sequence[str] = ()) -> None:
         """From now on, learn what commands change from inotify (watch.py), so that a checkpoint after one
         asks git about those paths only. For sandboxed commands (see watch.py); `stop_watching()` at the end.
-        `untouchable`: the paths their sandbox makes and removes around each, which they cannot change.
-        Not where git ignores case (core.ignorecase): it matches a pathspec with case, so a status limited to
-        A.txt would not see a.txt, which the entry A.txt hid until it went."""
-        if self._watcher is None and not self._ignores_case():
-            self._watcher = TreeWatcher.start(self.repo, untouchable, self._rules_files_in_the_tree())
-
-    def _rules_files_in_the_tree(self) -> list[str]:
-        """The user's global excludes and attributes files, where the tree holds them (a home directory kept
-        in git holds ~/.config/git/ignore): named as they are set and as they resolve."""
-        found = []
-        for key in ("excludesfile", "attributesfile"):
-            path = self.shadow.user_settings.get(key)
-            for spelling in (path, path and os.path.realpath(path)):
-                if spelling and spelling.startswith(f"{self.repo}/"):
-                    found.append(spelling.removeprefix(f"{self.repo}/"))
-        return found
-
-    def _ignores_case(self) -> bool:
-        found = self.shadow.git("config", "--type=bool", "--get", "core.ignorecase", ok=(0, 1)).stdout
-        return found.strip() == b"true"
+        `untouchable`: the paths their sandbox makes and removes around each, which they cannot change."""
+        if self._watcher is None:
+            self._watcher = watch_for(self.shadow, self.repo, untouchable)
 
     def stop_watching(self) -> None:
         watcher, self._watcher = self._watcher, None

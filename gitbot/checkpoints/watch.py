@@ -378,3 +378,23 @@ def _with_parents(paths: Iterable[str]) -> set[str]:
             found.add(relative)
             relative = os.path.dirname(relative)
     return found
+
+
+def watch_for(shadow, repo: str | os.PathLike[str], untouchable: Iterable[str]) -> TreeWatcher | None:
+    """A watcher for a checkpointed run's work tree (`shadow`: its ShadowRepo, whose git reads the user's
+    settings), or None where git's view cannot be followed from events:
+    - core.ignorecase: git matches index entries and untracked files without regard to case, but a
+      pathspec with it, so a status limited to A.txt would not see a.txt, which the entry A.txt hid;
+    - the user's global excludes and attributes files, where the tree holds them (a home directory kept in
+      git holds ~/.config/git/ignore), count as rules files, named as set and as resolved."""
+    found = shadow.git("config", "--type=bool", "--get", "core.ignorecase", ok=(0, 1)).stdout
+    if found.strip() == b"true":
+        return None
+    top = os.fspath(repo)
+    rules = []
+    for key in ("excludesfile", "attributesfile"):
+        path = shadow.user_settings.get(key)
+        for spelling in (path, path and os.path.realpath(path)):
+            if spelling and spelling.startswith(f"{top}/"):
+                rules.append(spelling.removeprefix(f"{top}/"))
+    return TreeWatcher.start(repo, untouchable, rules)
