@@ -130,7 +130,10 @@ class TreeWatcher:
     def _watch_tree(self) -> None:
         # Only this thread touches the watches until it sets _ready, under the lock.
         try:
-            self._watch_below("")
+            self._watch_below("", links_checked_after=True)
+            # Once every directory is watched, a link made anywhere has an event; one made before is found
+            # here (one made and gone before is the baseline scan's to see: the content it changed is there).
+            _no_hard_links(self.repo)
         except Unknown as exc:
             with self._lock:
                 self._stop(str(exc))
@@ -228,8 +231,10 @@ class TreeWatcher:
             raise Unknown(f"more than {MAX_DIRECTORIES} directories")
         return fd
 
-    def _watch_below(self, relative: str) -> None:
-        """Watch `relative` and every directory below it: each one before it is listed."""
+    def _watch_below(self, relative: str, links_checked_after: bool = False) -> None:
+        """Watch `relative` and every directory below it: each one before it is listed; a file with other
+        hard links found there stops the watcher, unless `links_checked_after` (the first walk: a `find`
+        looks for them all at once, out of this process)."""
         pending = [relative]
         while pending:
             if self._closing:
@@ -239,11 +244,11 @@ class TreeWatcher:
             if fd is None:
                 continue
             try:
-                self._list(directory, fd, pending)
+                self._list(directory, fd, pending, links_checked_after)
             finally:
                 os.close(fd)  # after the entries are read: their types and stats are asked through it
 
-    def _list(self, directory: str, fd: int, pending: list[str]) -> None:
+    def _list(self, directory: str, fd: int, pending: list[str], links_checked_after: bool) -> None:
         try:
             entries = list(os.scandir(fd))
         except OSError as exc:
@@ -255,15 +260,14 @@ class TreeWatcher:
                     raise Unknown(f"a nested repository at {directory}")
                 continue
             try:
-                info = entry.stat(follow_symlinks=False)
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(child)
+                elif not links_checked_after and entry.stat(follow_symlinks=False).st_nlink > 1:
+                    raise Unknown(f"{child} has other hard links, changed without an event of their own")
             except FileNotFoundError:
                 continue  # gone again: its event names it
             except OSError as exc:
                 raise Unknown(f"cannot look at {child}: {exc.strerror}") from None
-            if stat.S_ISDIR(info.st_mode):
-                pending.append(child)
-            elif info.st_nlink > 1:
-                raise Unknown(f"{child} has other hard links, changed without an event of their own")
 
     def _read_events(self, created: set[str]) -> set[str]:
         """The paths named by the queued events; `created` gets those whose first event was their
@@ -378,6 +382,23 @@ def _with_parents(paths: Iterable[str]) -> set[str]:
             found.add(relative)
             relative = os.path.dirname(relative)
     return found
+
+
+def _no_hard_links(repo: str) -> None:
+    """Raise Unknown when a file of the tree (its git directory aside) has more than one link."""
+    import subprocess
+
+    try:
+        found = subprocess.run(["find", ".", "(", "-name", ".git", "-prune", ")", "-o",
+                                "(", "!", "-type", "d", "-links", "+1", "-print", "-quit", ")"],
+                               cwd=repo, capture_output=True, timeout=600, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise Unknown(f"cannot look for hard links: {exc}") from None
+    if found.returncode != 0:
+        raise Unknown(f"cannot look for hard links: {found.stderr.decode(errors='replace').strip()}")
+    if found.stdout.strip():
+        linked = os.fsdecode(found.stdout.strip()).removeprefix("./")
+        raise Unknown(f"{linked} has other hard links, changed without an event of their own")
 
 
 def watch_for(shadow, repo: str | os.PathLike[str], untouchable: Iterable[str]) -> TreeWatcher | None:
