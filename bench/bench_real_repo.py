@@ -12,7 +12,8 @@ Sections (each figure is the median of --runs interleaved runs, printed as `tool
                calibrated on the tree: no match, few, under the 50-match cap, over it, one whose old
                `--json --context 1` stream is just over the 512 KB drain budget, and a common word
   checkpoints  the first checkpoint of a run (Checkpointer() + take(0)) and per-step ones after a
-               file edit (touched=[path]) and after a command (full scan), against `git status`
+               file edit (touched=[path]), after a command (full scan) and after a command with the
+               change watcher (checkpoints/watch.py) and its start, against `git status`
   definitions  list_code_definition_names cold (cache deleted) and warm on the directories with the
                most source files (or --definition-dir), against `ctags` over the same files; with
                --definition-tree, one call per directory of a whole tree against one ctags run
@@ -221,7 +222,7 @@ def bench_checkpoints(repo: Path, runs: int, status: float, tag: str) -> None:
     from gitbot.checkpoints import Checkpointer
 
     scratch = repo / f"gitbot-bench-scratch-{os.getpid()}.txt"
-    firsts, touched, full, statuses = [], [], [], []
+    firsts, touched, full, statuses, watching, watched = [], [], [], [], [], []
     try:
         for run in range(runs):
             began = time.perf_counter()
@@ -238,6 +239,20 @@ def bench_checkpoints(repo: Path, runs: int, status: float, tag: str) -> None:
                 began = time.perf_counter()
                 cp.take(step)
                 full.append(time.perf_counter() - began)
+            # After a sandboxed command: what inotify says it changed (here: the scratch file), once the
+            # watcher has walked the tree (in the background, while a run's first request is out) and the
+            # next checkpoint took its baseline.
+            began = time.perf_counter()
+            cp.watch()
+            cp._watcher.wait_ready()
+            watching.append(time.perf_counter() - began)
+            cp.take(7)  # the baseline
+            for step in range(8, 11):
+                scratch.write_text(f"run {run} step {step}\n")
+                began = time.perf_counter()
+                cp.take(step)
+                watched.append(time.perf_counter() - began)
+            cp.stop_watching()
             scratch.unlink()  # every run's first checkpoint sees the tree as it was, not this run's scratch file
             began = time.perf_counter()
             git_status(repo)()
@@ -250,6 +265,8 @@ def bench_checkpoints(repo: Path, runs: int, status: float, tag: str) -> None:
     print(line("first checkpoint (Checkpointer() + take(0))", statistics.median(firsts), {"git status": status}))
     print(line("per step after an edit (touched=[path])", statistics.median(touched), {"git status": status}))
     print(line("per step after a command (full scan)", statistics.median(full), {"git status": status}))
+    print(line("the same, from inotify (one file changed)", statistics.median(watched), {"git status": status}))
+    print(line("  the watcher's start, once per run", statistics.median(watching), {"git status": status}))
 
 
 # ---------------------------------------------------------------- definitions
@@ -384,11 +401,18 @@ def run_overhead(repo: Path, calls: list[tuple[str, dict]], think: float = 0.0, 
     return wall - sum(e["wait_seconds"] for e in events if e["event"] == "reply")
 
 
+# Both runs of a pair start with these steps: what a run pays once (the first checkpoint, the change
+# watcher's walk of the tree and its baseline scan, taken by the first command checkpoint after it) is in
+# both, and the difference is what a step costs from then on.
+WARM_UP_STEPS = 6
+
+
 def bench_harness(repo: Path, runs: int, status: float, steps: int, think: float) -> None:
     command = ("execute_command", {"command": "true"})
     listing = ("list_files", {"path": ".", "recursive": True})
     own = interleaved({"true": lambda: subprocess.run(["true"], check=False)}, runs)["true"]
-    print(f"\nharness overhead per step ({steps} extra steps; difference of two runs, fixed costs cancel)")
+    print(f"\nharness overhead per step ({steps} extra steps after {WARM_UP_STEPS}; difference of two runs, "
+          f"fixed costs cancel)")
     print(line("floor: git status", status, {}))
     # A command's checkpoint is taken while the next request is out: with a model that answers at once it
     # is all overhead, with one that takes as long as a real one it is hidden behind the wait.
@@ -406,9 +430,9 @@ def bench_harness(repo: Path, runs: int, status: float, steps: int, think: float
     try:
         for label, call, subtract, seconds, check in cases:
             short, long = [], []
-            for _ in range(max(1, runs // 2)):
-                short.append(run_overhead(repo, [call], seconds, check))
-                long.append(run_overhead(repo, [call] * (steps + 1), seconds, check))
+            for _ in range(runs):
+                short.append(run_overhead(repo, [call] * WARM_UP_STEPS, seconds, check))
+                long.append(run_overhead(repo, [call] * (WARM_UP_STEPS + steps), seconds, check))
             per_step = (statistics.median(long) - statistics.median(short)) / steps - subtract
             print(line(label, per_step, {"git status": status}))
     finally:
