@@ -22,7 +22,6 @@ from gitbot.llm.pricing import load_prices
 from gitbot.llm.providers import DEFAULT_MODEL, make_provider
 from gitbot.policy import Policy
 from gitbot.record import RunRecord, new_run_id
-from gitbot.sandbox import layout
 from gitbot.secrets import Secrets
 from gitbot.task import Task
 from gitbot.tools.base import ToolContext
@@ -106,8 +105,7 @@ def drive(agent: Agent, record: RunRecord, checkpointer, *, policy: Policy, run_
         # A sandboxed command writes the repository only through its paths and leaves no process behind:
         # what it changed can be told from inotify (checkpoints/watch.py). The protected paths are mount
         # points it cannot change, made (when missing) and removed around each command.
-        checkpointer.watch([*layout.ALWAYS_PROTECTED_DIRS, *layout.ALWAYS_PROTECTED_FILES,
-                            *agent.ctx.runner.policy.file_rules.protected_directories()])
+        checkpointer.watch(agent.ctx.runner.protected_paths())
     try:
         stop = agent.run()
         result = finish(agent, stop, run_id=run_id, model=provider.model, replay=provider.is_replay,

@@ -191,6 +191,12 @@ class Runner:
         return run
 
 
+    def protected_paths(self) -> list[str]:
+        """Repository paths the sandbox pins read-only for every command; where one is missing, its
+        setup makes a mount point there, removed after the command (layout.py)."""
+        return [*layout.ALWAYS_PROTECTED_DIRS, *self.policy.file_rules.protected_directories(),
+                *layout.ALWAYS_PROTECTED_FILES]
+
     def denied_files(self, where: Path) -> tuple[list[str], list[str]]:
         """(the files under `where` the policy hides from commands, the directories there hidden whole
         because gitbot cannot look into them), as of now (readdeny.py)."""

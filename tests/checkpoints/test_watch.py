@@ -309,7 +309,7 @@ def test_a_sandboxed_command_that_writes_through_a_hard_link_it_removes_is_captu
 
     repo = make_repo(tmp_path / "repo", {"old.txt": "old\n"})
     runner = Runner(Policy(repo=repo, sandbox_mode="required"), repo)
-    with twin_runs(repo, (".gitbot", "AGENTS.md", *runner.policy.file_rules.protected_directories())) as runs:
+    with twin_runs(repo, tuple(runner.protected_paths())) as runs:
         for step, command in enumerate(["echo made > made.txt", "echo again >> made.txt",
                                         "ln old.txt x && echo through the link >> x && rm x"], start=1):
             assert runner.run_shell(command, 30).exit_code == 0
@@ -393,7 +393,7 @@ def test_a_sandboxed_command_that_replaces_a_symlinked_protected_file_is_capture
     os.symlink("CLAUDE.md", repo / "AGENTS.md")
     subprocess.run(["git", "-C", str(repo), "add", "AGENTS.md"], check=True)
     runner = Runner(Policy(repo=repo, sandbox_mode="required"), repo)
-    with twin_runs(repo, (".gitbot", "AGENTS.md", *runner.policy.file_rules.protected_directories())) as runs:
+    with twin_runs(repo, tuple(runner.protected_paths())) as runs:
         replace = "rm AGENTS.md && ln old.txt AGENTS.md && echo through >> AGENTS.md && rm AGENTS.md && ln -s CLAUDE.md AGENTS.md"
         for step, command in enumerate(["true", replace], start=1):
             assert runner.run_shell(command, 30).exit_code == 0
