@@ -99,3 +99,17 @@ def test_a_file_a_command_changes_through_a_hard_link_it_removes_is_in_its_check
     assert changed[2] == ["one.txt"] and result.checkpoints["from_changes"] >= 1  # the watcher was at work
     assert changed[3] == ["stats.py"]
     assert sorted(result.files_changed) == ["one.txt", "stats.py"]
+
+
+def test_commands_run_without_the_sandbox_are_checkpointed_by_whole_scans(buggy_repo: Path):
+    # Unsandboxed, a command can leave a process behind or write the repository through a hard link from
+    # outside it: inotify cannot vouch for what it changed.
+    commands = ["echo one > one.txt", "echo two > two.txt", "echo three > three.txt"]
+    script = [tool_turn(("execute_command", {"command": command})) for command in commands]
+    script.append(tool_turn(("attempt_completion", {"result": "ok"})))
+    with FakeMessagesAPI(script, think_seconds=0.2) as api:  # time for a watcher's walk, were one started
+        result = run(buggy_repo, api, policy=Policy(command_allow=("echo *",), sandbox_mode="off"), review=False)
+    assert result.status is Status.COMPLETED, result.summary
+    assert result.checkpoints["from_changes"] == 0
+    changed = {e["step"]: e["files_changed"] for e in events_of(buggy_repo, result.run_id) if e["event"] == "checkpoint"}
+    assert changed == {0: [], 1: ["one.txt"], 2: ["two.txt"], 3: ["three.txt"]}
