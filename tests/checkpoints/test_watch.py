@@ -441,3 +441,17 @@ def test_a_global_excludes_file_in_the_tree_means_a_whole_scan_when_it_changes(t
         runs.take(2)
         assert "a.log" in subprocess.run(["git", "--git-dir", str(runs.scanning.shadow.dir), "ls-tree", "--name-only",
                                           runs.scanning.last_tree], capture_output=True, text=True, check=True).stdout
+
+
+def test_a_file_a_file_tool_made_and_a_command_renamed_is_not_kept(tmp_path: Path):
+    # The file tool's checkpoint (the `touched` fast path) captures x.txt without reading the watcher's events;
+    # read with the command's, x.txt's creation must not pass for a file absent at the last scan.
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    with twin_runs(repo) as runs:
+        runs.take(1)  # the baseline
+        (repo / "x.txt").write_text("a file tool wrote this\n")
+        runs.watched.take(2, touched=["x.txt"])
+        runs.scanning.take(2)
+        assert runs.watched.last_tree == runs.scanning.last_tree
+        (repo / "x.txt").rename(repo / "y.txt")
+        runs.take(3, "mv x.txt y.txt")
