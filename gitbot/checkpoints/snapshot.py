@@ -311,6 +311,10 @@ class Checkpointer:
                     # Status found nothing: the work tree is the index and the index is the shadow's HEAD,
                     # which is this run's last commit. The tree is that commit's: no write-tree.
                     return self._head_tree
+        elif self._watcher is not None:
+            # The tool's writes are captured now, but their events are still queued: read them as changed
+            # since this look, or a file it made would pass next time for one absent at the last scan.
+            self._watcher.after_scan()
         return self.shadow.out("write-tree", index=self.index)
 
     def _head_is_last_commit(self) -> bool:

@@ -15,7 +15,8 @@ the caller scans the whole tree as before:
   (what happened inside before it was watched, or under its old watch, is not seen), makes the answer
   unknown, unless it is one of the `untouchable` paths the caller names (a sandbox's mount points,
   which its commands cannot change: bubblewrap makes and the runner removes them around each command)
-  and was made where there was none (one that was there may not be a mount point);
+  and was made where there was none (one that was there may not be a mount point) and is gone again
+  (one still there was made by something else: a file tool);
 - nested repositories and submodules (their HEAD lives in a git directory nobody watches), a full event
   queue, a directory that cannot be read or watched, the root itself changing: unknown, and the watcher
   stops (every later checkpoint scans in full);
@@ -158,6 +159,10 @@ class TreeWatcher:
                 during_scan, self._during_scan = self._during_scan, set()
                 changed |= during_scan
                 unseen, self._unseen = self._unseen, None
+                # The sandbox removes each mount point it made when its command ends: one still there was
+                # made by something else (a file tool), and what happened in it before it was watched is unseen.
+                unseen = unseen or next((f"{path} made, and still there" for path, made in self._placeholders.items()
+                                         if made and self._exists(path)), None)
                 self._fresh.clear()
                 self._placeholders.clear()
                 # Even for the baseline: a link that outlives this answer must not be trusted later.

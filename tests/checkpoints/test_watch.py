@@ -441,3 +441,33 @@ def test_a_global_excludes_file_in_the_tree_means_a_whole_scan_when_it_changes(t
         runs.take(2)
         assert "a.log" in subprocess.run(["git", "--git-dir", str(runs.scanning.shadow.dir), "ls-tree", "--name-only",
                                           runs.scanning.last_tree], capture_output=True, text=True, check=True).stdout
+
+
+def test_a_file_made_by_a_file_tool_then_renamed_by_a_command_is_not_kept(tmp_path: Path):
+    # The file tool's checkpoint (the `touched` fast path) captures x.txt without reading the watcher's events;
+    # read with the command's, x.txt's creation must not pass for a file absent at the last scan.
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    with twin_runs(repo) as runs:
+        runs.take(1)  # the baseline
+        (repo / "x.txt").write_text("a file tool wrote this\n")
+        runs.watched.take(2, touched=["x.txt"])
+        runs.scanning.take(2)
+        assert runs.watched.last_tree == runs.scanning.last_tree
+        (repo / "x.txt").rename(repo / "y.txt")
+        runs.take(3, "mv x.txt y.txt")
+
+
+def test_a_protected_paths_parent_made_by_a_file_tool_is_no_mount_point(tmp_path: Path):
+    # .github is missing, so the sandbox makes it as the mount point for .github/workflows, and removes it.
+    # A file tool may make it too (per-response mode: no checkpoint, so its events are read at the end):
+    # a directory that stays, unwatched until then, where a command writes old.txt through a hard link.
+    repo = make_repo(tmp_path / "repo", {"old.txt": "old\n"})
+    with twin_runs(repo, untouchable=(".github/workflows",)) as runs:
+        runs.take(1)  # the baseline
+        (repo / ".github").mkdir()
+        (repo / ".github/notes.md").write_text("a file tool wrote this\n")
+        os.link(repo / "old.txt", repo / ".github/x")
+        with open(repo / ".github/x", "a") as handle:
+            handle.write("through the link\n")
+        (repo / ".github/x").unlink()
+        runs.take(2)
