@@ -280,7 +280,8 @@ class Checkpointer:
         """Bring the private index up to date with the work tree and return its tree id."""
         self.settle()
         # Read before anything else: what changes from here on is the next checkpoint's to look at.
-        scope = self._watcher.changes() if touched is None and self._watcher is not None else None
+        watcher = self._watcher  # once: stop_watching() may run in another thread (the end of a run)
+        scope = watcher.changes() if touched is None and watcher is not None else None
         if self._last_commit is None or not self.index.exists():
             self._seed_index()
             scope = None
@@ -311,11 +312,17 @@ class Checkpointer:
                     # Status found nothing: the work tree is the index and the index is the shadow's HEAD,
                     # which is this run's last commit. The tree is that commit's: no write-tree.
                     return self._head_tree
-        elif self._watcher is not None:
+        else:
             # The tool's writes are captured now, but their events are still queued: read them as changed
             # since this look, or a file it made would pass next time for one absent at the last scan.
-            self._watcher.after_scan()
+            self._scanned()
         return self.shadow.out("write-tree", index=self.index)
+
+    def _scanned(self) -> None:
+        """The tree was just read (a status, or a file tool's paths): tell the watcher (after_scan)."""
+        watcher = self._watcher
+        if watcher is not None:
+            watcher.after_scan()
 
     def _head_is_last_commit(self) -> bool:
         try:
@@ -474,8 +481,7 @@ class Checkpointer:
             status.discard()
             raise
         out = status.output()
-        if self._watcher is not None:
-            self._watcher.after_scan()
+        self._scanned()
         unjudged = self._fix_seeded(fixes) if fixes is not None else []
         candidates, tracked, staged = status_paths(out)
         if unjudged:

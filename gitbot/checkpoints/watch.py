@@ -134,7 +134,7 @@ class TreeWatcher:
             self._watch_below("", links_checked_after=True)
             # Once every directory is watched, a link made anywhere has an event; one made before is found
             # here (one made and gone before is the baseline scan's to see: the content it changed is there).
-            _no_hard_links(self.repo)
+            _no_hard_links(self.repo, lambda: self._closing)
         except Unknown as exc:
             with self._lock:
                 self._stop(str(exc))
@@ -389,20 +389,35 @@ def _with_parents(paths: Iterable[str]) -> set[str]:
     return found
 
 
-def _no_hard_links(repo: str) -> None:
-    """Raise Unknown when a file of the tree (its git directory aside) has more than one link."""
+def _no_hard_links(repo: str, closing) -> None:
+    """Raise Unknown when a file of the tree (its git directory aside) has more than one link. `closing()`:
+    whether the watcher is being closed (then find is stopped: a run that ends must not wait for it)."""
     import subprocess
+    import tempfile
 
-    try:
-        found = subprocess.run(["find", ".", "(", "-name", ".git", "-prune", ")", "-o",
-                                "(", "!", "-type", "d", "-links", "+1", "-print", "-quit", ")"],
-                               cwd=repo, capture_output=True, timeout=600, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise Unknown(f"cannot look for hard links: {exc}") from None
-    if found.returncode != 0:
-        raise Unknown(f"cannot look for hard links: {found.stderr.decode(errors='replace').strip()}")
-    if found.stdout.strip():
-        linked = os.fsdecode(found.stdout.strip()).removeprefix("./")
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            find = subprocess.Popen(["find", ".", "(", "-name", ".git", "-prune", ")", "-o",
+                                     "(", "!", "-type", "d", "-links", "+1", "-print", "-quit", ")"],
+                                    cwd=repo, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        except OSError as exc:
+            raise Unknown(f"cannot look for hard links: {exc}") from None
+        while True:
+            try:
+                returncode = find.wait(timeout=0.05)
+                break
+            except subprocess.TimeoutExpired:
+                if closing():
+                    find.kill()
+                    find.wait()
+                    raise Unknown("closed") from None
+        out.seek(0)
+        err.seek(0)
+        found, problem = out.read().strip(), err.read().decode(errors="replace").strip()
+    if returncode != 0:
+        raise Unknown(f"cannot look for hard links: {problem}")
+    if found:
+        linked = os.fsdecode(found).removeprefix("./")
         raise Unknown(f"{linked} has other hard links, changed without an event of their own")
 
 
