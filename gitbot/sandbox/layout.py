@@ -154,11 +154,12 @@ def protected_arguments(repo: str, directories, files, features: frozenset[str])
     return args
 
 
-def placeholders(repo: str, directories, files) -> list[str]:
-    """The paths `protected_arguments` makes bubblewrap create in the repository (mount points for
-    placeholders), to remove after the command when they were not there before."""
+def placeholders(repo: str, protected) -> list[str]:
+    """The paths `protected_arguments` makes bubblewrap create in the repository for the `protected`
+    directories and files (mount points for placeholders), to remove after the command when they were
+    not there before."""
     found = []
-    for path in [*directories, *files]:
+    for path in protected:
         relative = _clean_relative(repo, path)
         missing = first_missing(repo, relative) if relative else None
         if missing is not None:

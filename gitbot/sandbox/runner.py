@@ -165,9 +165,7 @@ class Runner:
                 except SandboxRefusal as exc:
                     raise SandboxRefused(f"command refused: {exc}") from None
                 directories = self.policy.file_rules.protected_directories()
-                placeholders = layout.placeholders(os.path.realpath(where),
-                                                   [*layout.ALWAYS_PROTECTED_DIRS, *directories],
-                                                   layout.ALWAYS_PROTECTED_FILES)
+                placeholders = layout.placeholders(os.path.realpath(where), self.protected_paths())
                 note = layout.record_placeholders(os.path.realpath(where), placeholders)
             with processes.ProcessLimit(max_processes or processes.MAX_PROCESSES) as limit:
                 if self.sandboxed:
