@@ -24,6 +24,18 @@ def events_of(repo: Path, run_id: str) -> list[dict]:
     return list(load_events(runs_dir(repo) / run_id))
 
 
+def run_commands(repo: Path, commands: list[str], policy: Policy):
+    """A completed scripted run of `commands` (a model that takes 0.2 s: time for the change watcher's
+    walk), and each recorded checkpoint's files_changed by step."""
+    script = [tool_turn(("execute_command", {"command": command})) for command in commands]
+    script.append(tool_turn(("attempt_completion", {"result": "ok"})))
+    with FakeMessagesAPI(script, think_seconds=0.2) as api:
+        result = run(repo, api, policy=policy, review=False)
+    assert result.status is Status.COMPLETED, result.summary
+    changed = {e["step"]: e["files_changed"] for e in events_of(repo, result.run_id) if e["event"] == "checkpoint"}
+    return result, changed
+
+
 def test_a_commands_checkpoint_is_recorded_after_the_next_reply_with_what_it_changed(buggy_repo: Path):
     script = [tool_turn(("execute_command", {"command": WRITE})), tool_turn(("attempt_completion", {"result": "ok"}))]
     with FakeMessagesAPI(script, think_seconds=0.3) as api:
@@ -69,14 +81,9 @@ def test_after_the_first_commands_a_checkpoint_looks_only_at_what_the_command_ch
     # from inotify's account of what it changed, and holds exactly that.
     commands = ["echo one > one.txt", "true", "mkdir -p made/deeper && echo two > made/deeper/two.txt",
                 "rm one.txt", "mv made renamed", "echo three >> stats.py"]
-    script = [tool_turn(("execute_command", {"command": command})) for command in commands]
-    script.append(tool_turn(("attempt_completion", {"result": "ok"})))
-    with FakeMessagesAPI(script, think_seconds=0.2) as api:
-        result = run(buggy_repo, api, policy=Policy(command_allow=("echo *", "true", "mkdir *", "rm *", "mv *")),
-                     review=False)
-    assert result.status is Status.COMPLETED, result.summary
+    result, changed = run_commands(buggy_repo, commands,
+                                   Policy(command_allow=("echo *", "true", "mkdir *", "rm *", "mv *")))
     assert result.checkpoints["from_changes"] >= 3, result.checkpoints
-    changed = {e["step"]: e["files_changed"] for e in events_of(buggy_repo, result.run_id) if e["event"] == "checkpoint"}
     assert changed[1] == ["one.txt"]
     assert changed[2] == []
     assert changed[3] == ["made/deeper/two.txt"]
@@ -90,12 +97,7 @@ def test_a_file_a_command_changes_through_a_hard_link_it_removes_is_in_its_check
     # inotify names no path for stats.py here (the write and both link changes went through the other
     # name): the watcher must say it cannot tell, and the checkpoint scan the whole tree.
     commands = ["echo one > one.txt", "echo two >> one.txt", "ln stats.py x && echo '# changed' >> x && rm x"]
-    script = [tool_turn(("execute_command", {"command": command})) for command in commands]
-    script.append(tool_turn(("attempt_completion", {"result": "ok"})))
-    with FakeMessagesAPI(script, think_seconds=0.2) as api:
-        result = run(buggy_repo, api, policy=Policy(command_allow=("echo *", "ln *", "rm *")), review=False)
-    assert result.status is Status.COMPLETED, result.summary
-    changed = {e["step"]: e["files_changed"] for e in events_of(buggy_repo, result.run_id) if e["event"] == "checkpoint"}
+    result, changed = run_commands(buggy_repo, commands, Policy(command_allow=("echo *", "ln *", "rm *")))
     assert changed[2] == ["one.txt"] and result.checkpoints["from_changes"] >= 1  # the watcher was at work
     assert changed[3] == ["stats.py"]
     assert sorted(result.files_changed) == ["one.txt", "stats.py"]
@@ -105,11 +107,7 @@ def test_commands_run_without_the_sandbox_are_checkpointed_by_whole_scans(buggy_
     # Unsandboxed, a command can leave a process behind or write the repository through a hard link from
     # outside it: inotify cannot vouch for what it changed.
     commands = ["echo one > one.txt", "echo two > two.txt", "echo three > three.txt"]
-    script = [tool_turn(("execute_command", {"command": command})) for command in commands]
-    script.append(tool_turn(("attempt_completion", {"result": "ok"})))
-    with FakeMessagesAPI(script, think_seconds=0.2) as api:  # time for a watcher's walk, were one started
-        result = run(buggy_repo, api, policy=Policy(command_allow=("echo *",), sandbox_mode="off"), review=False)
-    assert result.status is Status.COMPLETED, result.summary
+    # (the 0.2 s model leaves time for a watcher's walk, were one started)
+    result, changed = run_commands(buggy_repo, commands, Policy(command_allow=("echo *",), sandbox_mode="off"))
     assert result.checkpoints["from_changes"] == 0
-    changed = {e["step"]: e["files_changed"] for e in events_of(buggy_repo, result.run_id) if e["event"] == "checkpoint"}
     assert changed == {0: [], 1: ["one.txt"], 2: ["two.txt"], 3: ["three.txt"]}
