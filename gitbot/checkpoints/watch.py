@@ -85,6 +85,10 @@ def _inotify() -> ctypes.CDLL:
 class Unknown(Exception):
     """What changed cannot be told from the events (see the module docstring)."""
 
+    @classmethod
+    def hard_linked(cls, relative: str) -> Unknown:
+        return cls(f"{relative} has other hard links, changed without an event of their own")
+
 
 class TreeWatcher:
     """Changes under `repo` (its top-level `.git` aside), as repository-relative paths."""
@@ -268,7 +272,7 @@ class TreeWatcher:
                 if entry.is_dir(follow_symlinks=False):
                     pending.append(child)
                 elif not links_checked_after and entry.stat(follow_symlinks=False).st_nlink > 1:
-                    raise Unknown(f"{child} has other hard links, changed without an event of their own")
+                    raise Unknown.hard_linked(child)
             except FileNotFoundError:
                 continue  # gone again: its event names it
             except OSError as exc:
@@ -376,7 +380,7 @@ class TreeWatcher:
             except OSError:
                 continue
             if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
-                raise Unknown(f"{relative} has other hard links, changed without an event of their own")
+                raise Unknown.hard_linked(relative)
 
 
 def _with_parents(paths: Iterable[str]) -> set[str]:
@@ -418,7 +422,7 @@ def _no_hard_links(repo: str, closing) -> None:
         raise Unknown(f"cannot look for hard links: {problem}")
     if found:
         linked = os.fsdecode(found).removeprefix("./")
-        raise Unknown(f"{linked} has other hard links, changed without an event of their own")
+        raise Unknown.hard_linked(linked)
 
 
 def watch_for(shadow, repo: str | os.PathLike[str], untouchable: Iterable[str]) -> TreeWatcher | None:
