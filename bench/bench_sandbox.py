@@ -5,9 +5,11 @@ variant alike:
   direct      `true` started with subprocess (the floor)
   sandboxed   Runner.run_shell("true") with [sandbox] mode "required" (bubblewrap, the user's
               toolchain mounted, and as root the privilege-dropping helper)
+  contained   Runner.run_shell("true") confined without namespaces (Landlock and seccomp, contain.py: what
+              a container without user namespaces gets), forced here beside a working bubblewrap
   unsandboxed Runner.run_shell("true") with mode "off" (the Landlock helper)
   view        building the toolchain view from this process's environment (once per run)
-Prints the median of each and the ratios against `direct`.
+Prints the median of each and the ratios against `direct`, and contained against sandboxed.
 
 Run: .venv/bin/python bench/bench_sandbox.py [--runs 30]
 """
@@ -45,9 +47,12 @@ def main() -> None:
         subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
         sandboxed = Runner(Policy(repo=repo, sandbox_mode="required"), repo)
         unsandboxed = Runner(Policy(repo=repo, sandbox_mode="off"), repo)
+        contained = Runner(Policy(repo=repo, sandbox_mode="required"), repo)
+        contained.sandboxed, contained.contained = False, True  # what the Runner picks where bwrap cannot start
         variants = {
             "direct": lambda: subprocess.run(["true"], check=True),
             "sandboxed": lambda: sandboxed.run_shell("true", 30),
+            "contained": lambda: contained.run_shell("true", 30),
             "unsandboxed": lambda: unsandboxed.run_shell("true", 30),
             "view": lambda: build_view(repo=repo),
         }
@@ -58,6 +63,7 @@ def main() -> None:
     medians = {name: statistics.median(values) * 1000 for name, values in times.items()}
     for name, ms in medians.items():
         print(f"{name:12s} {ms:8.1f} ms   ({ms / medians['direct']:.1f}x direct)")
+    print(f"contained / sandboxed: {medians['contained'] / medians['sandboxed']:.2f}x")
 
 
 if __name__ == "__main__":

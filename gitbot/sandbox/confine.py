@@ -62,6 +62,8 @@ def helper_command(mode: str, spec: dict, limit: ProcessLimit | None = None) -> 
             fields += [source, name, "1" if is_dir else "0"]
     elif mode == "confine":
         fields.append("1" if spec.get("landlock") else "0")
+    elif mode == "contain":
+        fields += spec["fields"]
     return [python, "-I", "-S", "-c", HELPER_SOURCE, mode, *fields, "--"]
 
 

@@ -33,6 +33,33 @@ def hidden_top_level(shown: list[str]) -> list[str]:
     return found
 
 
+def confinement_name(runner: Runner) -> str:
+    if runner.sandboxed:
+        return "bubblewrap (namespaces)"
+    if runner.contained:
+        return "Landlock and seccomp, without namespaces (bubblewrap cannot start here)"
+    return "none"
+
+
+def guarantees(runner: Runner) -> list[str]:
+    """What the confinement in use guarantees, and what it leaves to the command policy."""
+    if runner.sandboxed:
+        return ["reads: the system, your toolchain and the repository; read_deny files masked; the rest of the host hidden",
+                "writes: the repository only; .git and the protected paths read-only",
+                "no network unless the policy allows it; its own PID namespace; never root on the host",
+                "the command policy: what runs in the sandbox is judged as the README's Policy section says"]
+    if runner.contained:
+        return [("reads (Landlock): the system, your toolchain, /proc and the repository; read_deny files unreadable "
+                "by any name (a rule follows the file, not the path); $HOME and the rest of the host unreadable"),
+                ("writes (Landlock): the repository only, not .git, the protected paths or read_deny files, and no "
+                "entry made, removed or renamed at its top level or beside a read_deny file; a fresh $HOME and $TMPDIR"),
+                ("no socket but netlink unless the policy allows the network; no ptrace, no reading another process's "
+                "memory or environment, no mounts or namespaces, no io_uring or bpf (seccomp); no new privileges"),
+                ("less than bubblewrap: the other processes are visible in /proc, git's history is not filtered, and "
+                "the command policy keeps its allow-list, as without a sandbox")]
+    return ["none: only the allow-listed environment and the command policy's allow-list"]
+
+
 def explain(argv: list[str], repo: Path, policy) -> tuple[str, bool]:
     """The report, and whether the command can start where gitbot runs checks."""
     runner = Runner(policy, repo)
@@ -44,6 +71,7 @@ def explain(argv: list[str], repo: Path, policy) -> tuple[str, bool]:
                                                                 runner.sandboxed)
     lines = [f"gitbot sandbox explain -- {shlex.join(argv)}", f"repository: {real_repo}", f"policy: {policy.source}",
              f"commands run: {runner.receipt_line}", ""]
+    lines += _section(f"Confinement: {confinement_name(runner)}", guarantees(runner))
     how = diagnose.shell_and_sandbox(program, real_repo, user_path, view, real_repo).splitlines()
     if not runner.refusal:
         checked = runner.run_shell(f"command -v {shlex.quote(program)} || echo '(not found)'", 30).output.strip()

@@ -16,12 +16,22 @@ MODE "confine" (no sandbox): no new privileges, a Landlock domain (a process in 
 memory or /proc/<pid>/environ of processes outside it: gitbot and its parents), and as root, no
 capabilities and no way to get them back on exec.
 
+MODE "contain" (a container without user namespaces, where bubblewrap cannot start): the command stays in
+gitbot's namespaces, but in a Landlock domain that lets it read only the paths given, write only the
+paths given, and (ABI 6+) signal or reach no abstract socket outside it; a seccomp filter that refuses
+new sockets but netlink (unless the network is allowed) and the calls that reach other processes or
+the kernel's namespaces and mounts (ptrace, process_vm_*, io_uring, bpf, mount, unshare, setns,
+open_by_handle_at, keyctl, …); no new privileges; as root, no capabilities.
+
 SPEC is plain arguments (`confine.helper_command` writes them; json would double the helper's start-up
 time, paid by every command): first the command's limits, FILE_BYTES NPROC GO_FD ("-" for none), set
 before anything else (GO_FD: wait there for "ok" from gitbot, which puts this process into the
 command's pids cgroup meanwhile; see processes.py); then for "drop", UID STAGE, the number of
 id-mapped directories and a SOURCE NAME pair for each, the number of binds and a SOURCE NAME IS_DIR
-triple for each; for "confine", 1 or 0 (Landlock). Exit status 125 with a message on stderr when a
+triple for each; for "confine", 1 or 0 (Landlock); for "contain", NETWORK (1 or 0) and then
+groups of RIGHTS COUNT PATH..., where RIGHTS is "r" (read and execute beneath), "w" (read, execute
+and every write beneath), "f" (a file's own write rights: write and truncate), "l" (list the
+directory only) or "d" (a device: read and write the file). Exit status 125 with a message on stderr when a
 step fails.
 """
 
@@ -69,6 +79,24 @@ class MountAttr(ctypes.Structure):
 
 class RulesetAttr(ctypes.Structure):
     _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+
+
+class FullRulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
+
+
+class PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+class SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
 
 
 class CapHeader(ctypes.Structure):
@@ -189,6 +217,126 @@ def confine(spec, argv):
         sys.exit(126 if isinstance(exc, PermissionError) else 127)
 
 
+# ---------------------------------------------------------------- "contain": Landlock and seccomp
+
+SYS_LANDLOCK_ADD_RULE = 445
+LANDLOCK_CREATE_RULESET_VERSION = 1
+LANDLOCK_RULE_PATH_BENEATH = 1
+FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1, 1 << 1, 1 << 2, 1 << 3
+FS_REFER, FS_TRUNCATE, FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+# Every file-system right of each Landlock ABI: what is not granted below is refused.
+FS_ALL_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 4: (1 << 15) - 1, 5: (1 << 16) - 1}
+NET_BIND_TCP, NET_CONNECT_TCP = 1, 2
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+SECCOMP_RET_ALLOW = 0x7FFF0000
+SECCOMP_RET_ERRNO = 0x00050000
+EPERM = 1
+AF_NETLINK = 16
+# classic BPF: ld [k], jeq k, ret k, jge k
+BPF_LD_W_ABS, BPF_JEQ_K, BPF_JGE_K, BPF_RET_K = 0x20, 0x15, 0x35, 0x06
+# seccomp_data: nr at 0, arch at 4, args[0] at 16 (its low 32 bits on little-endian machines)
+# The calls refused whatever their arguments: they reach other processes (ptrace, process_vm_*,
+# kcmp, pidfd_getfd), the kernel's namespaces and mounts (unshare, setns, mount and the new mount API,
+# pivot_root, chroot), a way around this filter (io_uring makes sockets without socket()), or the
+# kernel itself (bpf, perf_event_open, keyctl, modules, kexec, userfaultfd, open_by_handle_at: the
+# classic container escape).
+ARCHES = {
+    "x86_64": {"audit": 0xC000003E, "x32_bit": 0x40000000, "socket": 41, "refused": [
+        101, 310, 311, 312, 438, 272, 308, 165, 166, 155, 161, 425, 426, 427, 321, 298, 250, 248, 249, 175, 313,
+        176, 246, 320, 323, 304, 428, 429, 430, 431, 432, 433, 442]},
+    "aarch64": {"audit": 0xC00000B7, "x32_bit": None, "socket": 198, "refused": [
+        117, 270, 271, 272, 438, 97, 268, 40, 39, 41, 51, 425, 426, 427, 280, 241, 219, 217, 218, 105, 273,
+        106, 104, 294, 282, 265, 428, 429, 430, 431, 432, 433, 442]},
+}
+
+
+def seccomp_program(network):
+    arch = ARCHES.get(os.uname().machine)
+    if arch is None:
+        raise Failed(f"no seccomp filter for {os.uname().machine}")
+    refuse = SECCOMP_RET_ERRNO | EPERM
+    program = [(BPF_LD_W_ABS, 0, 0, 4), (BPF_JEQ_K, 1, 0, arch["audit"]), (BPF_RET_K, 0, 0, refuse),
+               (BPF_LD_W_ABS, 0, 0, 0)]
+    if arch["x32_bit"]:
+        program += [(BPF_JGE_K, 0, 1, arch["x32_bit"]), (BPF_RET_K, 0, 0, refuse)]
+    for number in arch["refused"]:
+        program += [(BPF_JEQ_K, 0, 1, number), (BPF_RET_K, 0, 0, refuse)]
+    if not network:
+        # socket(): only netlink (glibc's getaddrinfo asks the kernel for the addresses it has); no
+        # internet, packet or unix socket (a unix socket could reach a container engine's socket).
+        program += [(BPF_JEQ_K, 0, 4, arch["socket"]), (BPF_LD_W_ABS, 0, 0, 16), (BPF_JEQ_K, 1, 0, AF_NETLINK),
+                    (BPF_RET_K, 0, 0, refuse), (BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW)]
+    program.append((BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW))
+    return program
+
+
+def install_seccomp(network):
+    program = seccomp_program(network)
+    filters = (SockFilter * len(program))(*(SockFilter(*instruction) for instruction in program))
+    fprog = SockFprog(len(program), filters)
+    check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp filter")
+
+
+def landlock_abi():
+    return libc.syscall(SYS_LANDLOCK_CREATE_RULESET, None, 0, LANDLOCK_CREATE_RULESET_VERSION)
+
+
+def resolve(program):
+    """`program` as execvp would find it on PATH, looked up before Landlock hides the interpreter's
+    own library (os.execvp imports modules as it searches)."""
+    if "/" in program:
+        return program
+    for directory in os.environ.get("PATH", "/usr/bin:/bin").split(":"):
+        candidate = os.path.join(directory or ".", program)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return program
+
+
+def contain(spec, argv):
+    program = resolve(argv[0])
+    abi = landlock_abi()
+    if abi < 1:
+        raise Failed(f"Landlock is not available: {os.strerror(ctypes.get_errno())}")
+    everything = FS_ALL_BY_ABI.get(abi, FS_ALL_BY_ABI[5])
+    read = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
+    file_write = FS_WRITE_FILE | (FS_TRUNCATE if abi >= 3 else 0)
+    device = FS_IOCTL_DEV if abi >= 5 else 0
+    rights = {"r": read, "w": everything, "f": read | file_write, "l": FS_READ_DIR,
+              "d": FS_READ_FILE | FS_WRITE_FILE | device}
+    attr = FullRulesetAttr(everything, NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 and not spec["network"] else 0,
+                           SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0)
+    size = 8 if abi < 4 else (16 if abi < 6 else 24)
+    ruleset = check(libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), size, 0), "landlock_create_ruleset")
+    for kind, path in spec["rules"]:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except FileNotFoundError:
+            continue  # gone since gitbot looked: nothing to grant
+        try:
+            is_dir = os.path.isdir(f"/proc/self/fd/{fd}")
+            # A rule on a file may carry only the rights that apply to files.
+            allowed = rights[kind] if is_dir else rights[kind] & (FS_EXECUTE | FS_READ_FILE | file_write | device)
+            rule = PathBeneathAttr(allowed, fd)
+            check(libc.syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(rule), 0),
+                  f"landlock rule for {path}")
+        finally:
+            os.close(fd)
+    check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    if os.geteuid() == 0:
+        drop_capabilities()
+    check(libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0), "landlock_restrict_self")
+    os.close(ruleset)
+    install_seccomp(spec["network"])
+    try:
+        os.execv(program, argv)
+    except OSError as exc:
+        sys.stderr.write(f"{argv[0]}: {exc.strerror}\n")
+        sys.exit(126 if isinstance(exc, PermissionError) else 127)
+
+
 def parse_spec(mode, fields):
     limits = {"file_bytes": fields[0], "nproc": fields[1], "go": fields[2]}
     fields = fields[3:]
@@ -202,6 +350,17 @@ def parse_spec(mode, fields):
         return limits, {"uid": uid, "stage": stage, "idmap": idmap, "bind": binds}
     if mode == "confine":
         return limits, {"landlock": fields == ["1"]}
+    if mode == "contain":
+        rules, index = [], 1
+        while index < len(fields):
+            kind, count = fields[index], int(fields[index + 1])
+            if kind not in "rwfld" or len(kind) != 1:
+                raise Failed("malformed contain spec")
+            rules += [(kind, path) for path in fields[index + 2:index + 2 + count]]
+            index += 2 + count
+        if index != len(fields):
+            raise Failed("malformed contain spec")
+        return limits, {"network": fields[0] == "1", "rules": rules}
     return limits, {}
 
 
@@ -235,6 +394,8 @@ def main(args):
             drop(spec, argv)
         elif mode == "confine":
             confine(spec, argv)
+        elif mode == "contain":
+            contain(spec, argv)
         elif mode == "probe":
             attr = RulesetAttr(LANDLOCK_ACCESS_FS_MAKE_BLOCK)
             ruleset = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.sizeof(attr), 0)

@@ -9,10 +9,14 @@ the same mounts:
   "required"): the system and the user's toolchain read-only, nothing else of the host, the
   repository writable with .git and the protected paths read-only, read_deny files masked, no network
   unless the policy allows it, never root on the host (layout.py, toolchain.py, confine.py);
-- with mode "auto" and no working bwrap, or mode "off": the same environment and PATH, unsandboxed,
+- where bubblewrap cannot start (a container without user namespaces) but Landlock and seccomp work:
+  contained (contain.py): it reads only the system, the toolchain and the repository less its read_deny
+  files, writes only the repository less .git and the protected paths, no network, no other process;
+  a lesser sandbox, so the command judge keeps its allow-list (`sandboxed` stays False);
+- with mode "auto" and neither, or mode "off": the same environment and PATH, unsandboxed,
   with a fresh empty $HOME, in a Landlock domain without capabilities (confine.py), said loudly in
   the receipt;
-- with mode "required" and no working bwrap: nothing runs (SandboxRefused).
+- with mode "required" and neither: nothing runs (SandboxRefused).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitbot.errors import ConfigError
-from gitbot.sandbox import bwrap, confine, diagnose, layout, processes
+from gitbot.sandbox import bwrap, confine, contain, diagnose, layout, mounts, processes
 from gitbot.sandbox.command import (
     BoundedOutput,
     CannotStart,
@@ -64,15 +68,23 @@ class Runner:
         self.policy = protected_policy(policy, self.toolchain)
         self.status = bwrap.probe() if self.mode != "off" else None
         self.sandboxed = bool(self.status and self.status.available)
-        self.environ_protected = self.sandboxed or confine.environ_protection()
+        # Without bubblewrap, the confinement that needs no namespace (a container's usual lot).
+        self.contained = self.mode != "off" and not self.sandboxed and contain.probe()[0]
+        self.environ_protected = self.sandboxed or self.contained or confine.environ_protection()
         if self.sandboxed:
             layout.remove_stale_placeholders(os.path.realpath(self.repo))
         # Per directory commands run in: the read-denied files there, kept up to date between commands.
         self._denied_files: dict[str, DeniedFiles] = {}
         self.refusal: str | None = None
-        if self.mode == "required" and not self.sandboxed:
+        if self.mode == "required" and not self.sandboxed and not self.contained:
             self.refusal = (f"commands must run in the sandbox ([sandbox] mode = \"required\"), but "
-                            f"{self.status.description}. {bwrap.FIX_HINT}")
+                            f"{self.status.description}, and the confinement without namespaces does not work "
+                            f"either ({contain.probe()[1]}). {bwrap.FIX_HINT}")
+        elif self.mode == "required" and self.contained and contain.credentials_readable(self.repo):
+            self.refusal = ("commands must run in the sandbox ([sandbox] mode = \"required\"); bubblewrap cannot "
+                            f"start here ({self.status.description}), and under the confinement that can, commands "
+                            "could read the credentials in the repository's .git/config (only bubblewrap can "
+                            "hide them). Remove them from .git/config (use a credential helper).")
 
     @property
     def description(self) -> str:
@@ -80,6 +92,8 @@ class Runner:
         network = "network" if self.network else "no network"
         if self.sandboxed:
             return f"bubblewrap sandbox, your toolchain read-only, allow-listed environment, {network}"
+        if self.contained and not self.refusal:
+            return f"Landlock and seccomp confinement (no bubblewrap here), allow-listed environment, {network}"
         if self.refusal:
             return "not run: the sandbox is required but unavailable"
         if self.mode == "off":
@@ -104,6 +118,15 @@ class Runner:
                     f"hidden, {network}, allow-listed environment, an unprivileged user")
         if self.refusal:
             return f"commands refused: {self.refusal}"
+        if self.contained:
+            network = "with network" if self.network else "no network"
+            config = ("; the repository's .git/config holds credentials, which commands CAN read here"
+                      if contain.credentials_readable(self.repo) else "")
+            return (f"confined without namespaces because {self.status.description}: Landlock (reads only the "
+                    f"system, your toolchain and the repository without its read_deny files; writes only the "
+                    f"repository without .git and the protected paths, and not its top-level entries) and "
+                    f"seccomp ({network}, no ptrace), allow-listed environment, empty $HOME and $TMPDIR; the "
+                    f"command policy's allow-list applies as without a sandbox{config}. {bwrap.FIX_HINT}")
         return (f"WARNING: commands run WITHOUT a sandbox because {self.status.description} ([sandbox] mode = "
                 f"\"auto\"): they can write outside the repository and reach the network; only the allow-listed "
                 f"environment keeps secrets out{environ}. {bwrap.FIX_HINT}")
@@ -147,6 +170,7 @@ class Runner:
             raise SandboxRefused(self.refusal)
         view = self.toolchain if where.resolve() == self.repo.resolve() else self.toolchain.elsewhere(self.repo)
         home = None if self.sandboxed else tempfile.mkdtemp(prefix="gitbot-home-")
+        tmpdir = tempfile.mkdtemp(prefix="gitbot-tmp-") if self.contained else None
         placeholders: list[str] = []
         note = None
         try:
@@ -154,6 +178,8 @@ class Runner:
                 env = build_env(repo=where, toolchain=view, home=bwrap.sandbox_home(view, os.path.realpath(where)))
             else:
                 env = build_env(home=home, repo=where, toolchain=view)
+            if tmpdir is not None:
+                env.update(TMPDIR=tmpdir, TMP=tmpdir, TEMP=tmpdir)
             if checking:
                 problem = diagnose.cannot_start(argv[0], str(where), self.user_environ.get("PATH", ""), view,
                                                 os.path.realpath(where), self.sandboxed)
@@ -172,6 +198,8 @@ class Runner:
                     argv = bwrap.wrap(argv, where, network=self.network, env=env, hidden_files=tuple(hidden),
                                       hidden_directories=tuple(unreadable), read_only=tuple(directories),
                                       status=self.status, toolchain=view, limit=limit)
+                elif self.contained:
+                    argv = contain.wrap(argv, self.grants(where, view, home, tmpdir), limit)
                 else:
                     argv = confine.unsandboxed(argv, limit)
                 run = run_command(argv, where, env=env, timeout=timeout, display=display, output=output,
@@ -179,8 +207,9 @@ class Runner:
         finally:
             layout.remove_placeholders(placeholders)
             layout.finished(note)
-            if home is not None:
-                shutil.rmtree(home, ignore_errors=True)
+            for scratch in (home, tmpdir):
+                if scratch is not None:
+                    shutil.rmtree(scratch, ignore_errors=True)
         if self.sandboxed and _setup_failed(run):
             bwrap.forget_probe()  # what worked when the probe ran does not now: the next process probes again
         if run.exit_code == confine.EXIT_FAILED and run.output.startswith(confine.FAILURE_PREFIX):
@@ -188,6 +217,18 @@ class Runner:
                                  f"{run.output.strip().removeprefix(confine.FAILURE_PREFIX).strip()}")
         return run
 
+
+    def grants(self, where: Path, view: ToolchainView, home: str, tmpdir: str) -> contain.Grants:
+        """What a contained command run in `where` may read and write (contain.py)."""
+        real = os.path.realpath(where)
+        try:
+            hidden, unreadable = self.denied_files(where)
+        except SandboxRefusal as exc:
+            raise SandboxRefused(f"command refused: {exc}") from None
+        git_dirs = [directory for directory in mounts.git_directories(real) if directory]
+        return contain.grants(repo=real, home=home, tmpdir=tmpdir, toolchain=view, network=self.network,
+                              unreadable=[*hidden, *unreadable], read_only=[".git", *self.protected_paths()],
+                              git_dirs=git_dirs)
 
     def protected_paths(self) -> list[str]:
         """Repository paths the sandbox pins read-only for every command; where one is missing, its

@@ -144,8 +144,11 @@ def test_required_sandbox_that_does_not_work_refuses_to_run_the_check(tmp_path, 
     from gitbot.sandbox import bwrap
     from gitbot.sandbox.runner import Runner, SandboxRefused
 
+    from gitbot.sandbox import contain
+
     monkeypatch.setattr(bwrap, "probe", lambda **_: bwrap.SandboxStatus(False, "bwrap is missing"))
-    with pytest.raises(SandboxRefused, match="bwrap is missing"):
+    monkeypatch.setattr(contain, "probe", lambda: (False, "no Landlock here"))
+    with pytest.raises(SandboxRefused, match="bwrap is missing(.|\n)*no Landlock here"):
         Runner(_policy("required"), tmp_path).run_check(["true"], 10)
     assert Runner(_policy("auto"), tmp_path).run_check(["true"], 10).passed  # auto: unsandboxed instead
 

@@ -95,6 +95,15 @@ def test_describe_is_loud_when_commands_are_not_sandboxed(monkeypatch, tmp_path)
     def describe(policy):
         return Runner(policy, tmp_path).receipt_line
 
+    from gitbot.sandbox import contain
+
+    # Where the confinement without namespaces works (this machine), auto and required use it, and say
+    # how bubblewrap could work.
+    for mode in ("auto", "required"):
+        contained = describe(Policy(sandbox_mode=mode))
+        assert contained.startswith("confined without namespaces") and "Landlock" in contained
+        assert "apparmor_restrict_unprivileged_userns=0" in contained
+    monkeypatch.setattr(contain, "probe", lambda: (False, "no Landlock"))
     auto = describe(Policy(sandbox_mode="auto"))
     assert auto.startswith("WARNING") and "WITHOUT a sandbox" in auto
     assert "apparmor_restrict_unprivileged_userns=0" in auto

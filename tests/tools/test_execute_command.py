@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from gitbot.policy import Limits, Policy
-from gitbot.sandbox import bwrap, processes, readdeny
+from gitbot.sandbox import bwrap, contain, processes, readdeny
 from gitbot.secrets import REDACTED, Secrets
 from gitbot.tools.base import ToolContext, ToolDenied, ToolError
 from gitbot.tools.shell import EXECUTE_COMMAND, MAX_OUTPUT_CHARS
@@ -312,10 +312,14 @@ def test_a_fork_bomb_is_contained(sandboxed, monkeypatch):
 def test_required_mode_refuses_without_bwrap_and_says_how_to_fix(shell_repo, secrets, monkeypatch):
     broken = bwrap.SandboxStatus(False, "bubblewrap does not work here: setting up uid map: Permission denied")
     monkeypatch.setattr(bwrap, "probe", lambda refresh=False: broken)
+    # Where Landlock works, auto confines commands without namespaces: nothing written outside.
+    outside = shell_repo.parent / f"auto-{uuid.uuid4().hex}.txt"
+    run(make_ctx(shell_repo, secrets, mode="auto"), f"echo x > {outside}")
+    assert not outside.exists()
+    monkeypatch.setattr(contain, "probe", lambda: (False, "no Landlock"))
     with pytest.raises(ToolDenied, match="apparmor_restrict_unprivileged_userns=0"):
         EXECUTE_COMMAND.function(make_ctx(shell_repo, secrets, mode="required"), {"command": "true"})
-    # auto falls back to a plain process (which can write outside the repository: no sandbox).
-    outside = shell_repo.parent / f"auto-{uuid.uuid4().hex}.txt"
+    # Without either, auto falls back to a plain process (which can write outside the repository).
     run(make_ctx(shell_repo, secrets, mode="auto"), f"echo x > {outside}")
     assert outside.exists()
 
