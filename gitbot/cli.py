@@ -2,7 +2,7 @@
 `register(subparsers)`, which adds its parser and sets `func` to a `main(args) -> int`.
 
 Only the module of the subcommand being run is imported (all of them for --help), and command
-modules import heavy dependencies (the anthropic SDK, GitPython, PyGithub) inside their
+modules import heavy dependencies (the anthropic SDK, PyGithub) inside their
 functions: `gitbot hook run` must start in tens of milliseconds.
 """
 
