@@ -27,9 +27,14 @@ def instead_for(command: str, reason: str, rule: str, commands: Commands) -> str
     if rule == "files.read_deny (git's history)":
         return ("leave the read_deny files out with a pathspec, e.g. `git log -p -- . ':(exclude).env'`, or name "
                 "the paths you need after `--`")
-    if "inside .git/" in reason or "into .git" in reason:
+    if "quote it" in reason:
+        return "quote the word so the program gets it as written (e.g. `'--include=*.py'`), or use search_files"
+    if "inside .git/" in reason or "could be .git/" in reason:
         return ("ask git instead of reading .git: `git log`, `git show REV:PATH`, `git config --get KEY`, "
                 "`git rev-parse --git-dir`")
+    if rule == "files.read_deny" and "only known at run time" in reason:
+        return ("name the files literally (not through xargs, find -exec or a variable), or use search_files, "
+                "which skips read_deny files")
     if rule == "files.read_deny":
         denied = _DENIED_PATH.search(reason + " ")
         name = posixpath.basename(denied.group(1)) if denied else ".env"

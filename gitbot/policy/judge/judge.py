@@ -3,6 +3,7 @@ knows, the allow rule that matches), the judgement of a whole line, and the entr
 
 from __future__ import annotations
 
+import glob
 import posixpath
 import shlex
 from collections.abc import Callable, Sequence
@@ -13,6 +14,7 @@ from tree_sitter import Node
 from gitbot.policy.base import Decision
 from gitbot.policy.judge.arguments import Arguments, program_family
 from gitbot.policy.judge.git import Git
+from gitbot.policy.judge.gitdir import GitDir
 from gitbot.policy.judge.grammar import REDIRECTS, node_text, word_of
 from gitbot.policy.judge.instead import instead_for
 from gitbot.policy.judge.outcome import Denied, Read, Verdicts, deny, snippet
@@ -47,7 +49,7 @@ class Collected:
     unreadable: str | None
 
 
-class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
+class CommandJudge(Statements, Wrappers, Paths, Reads, Git, GitDir, Arguments, Runners):
     """One judgement's worth of state: the rules, the file-rule callbacks, and the functions the
     script being judged has defined. The walk itself lives in the mixins (statements, wrappers,
     arguments, runners, git, paths, reads); this class holds the entry points and the decision for
@@ -188,8 +190,25 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
         program = list(name_node.named_children)
         if len(program) != 1:
             deny(f"unsupported command name `{snippet(node_text(name_node))}`")
-        words = [word_of(program[0])] + [word_of(argument) for argument in arguments]
+        words = [word_of(program[0])] + [self._option_glob(argument, verdicts) for argument in arguments]
         self._simple(words, depth, verdicts)
+
+    def _option_glob(self, node: Node, verdicts: Verdicts) -> Word:
+        """An unquoted glob that starts with `-` (`--include=*.py`) is an option whatever it expands to.
+        Bash leaves it as written when no file matches, which the judge can tell from the repository
+        while nothing in the line has run yet and no `cd` moved it: then it is that literal option
+        (grep's include filter, say). Otherwise it is refused rather than guessed (finding 20.4)."""
+        word = word_of(node)
+        if not word.multi or word.value is None or not word.value.startswith("-") or self.collect_only \
+                or self.sandboxed or node.type != "word" or any(c in node_text(node) for c in "\\{$'\""):
+            return word
+        if self.repo is not None and not verdicts.commands and not verdicts.changes_directory:
+            if not glob.glob(word.value, root_dir=self.repo):
+                return lit(word.value)
+            deny(f"the unquoted glob `{word.text}` matches files in the repository, whose names would become "
+                 f"options; quote it (`'{word.text}'`)")
+        deny(f"the unquoted glob `{word.text}` starts with `-`, and what it expands to cannot be known once an "
+             f"earlier command has run or changed directory; quote it (`'{word.text}'`)")
 
     def _simple(self, words: list[Word], depth: int, verdicts: Verdicts) -> None:
         """Judge one simple command given as words."""
@@ -225,6 +244,8 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
             # and expanding is where bash runs what is hidden in a value. Then a rule must allow it.
             verdicts.allowed.append(f"`{shown}` (a builtin that does nothing)")
             return
+        if location == "name" or (location == "system" and base == "find"):
+            self._check_git_dir(base, words, verdicts, shown)
         if base in ("cd", "pushd", "popd") and location == "name":
             verdicts.changes_directory = True
             verdicts.leaves_repository = verdicts.leaves_repository or self._may_leave(base, words)

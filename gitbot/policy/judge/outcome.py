@@ -36,6 +36,12 @@ class Read:
     hidden: bool = True  # ... hidden files too (ripgrep skips them unless told)
     suffixes: tuple[str, ...] = ()  # ... only files with these endings (ruff, mypy)
     rooted: bool = False  # relative to the repository root whatever the directory (git's REV:PATH)
+    # What a recursive search skips by name (grep's --include, --exclude, --exclude-dir: base names
+    # matched as fnmatch globs), and whether it follows symlinks it meets below (`grep -r` does not).
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    exclude_dirs: tuple[str, ...] = ()
+    follows_links: bool = True
 
 
 @dataclass(frozen=True)
