@@ -118,3 +118,13 @@ def test_every_refusal_names_what_to_do_instead(repositories, command, tool):
                                                                            "git log *", "echo *"))
     assert not decision.allowed
     assert tool in decision.instead, (decision.reason, decision.instead)
+
+
+@pytest.mark.parametrize("command", ["python3", "vim src/app.py", "git log | less", "sh -c 'nano x'",
+                                     "$EDITOR_ARGS; vi x"])
+def test_programs_that_would_wait_for_a_person_are_still_found_in_the_sandbox(repositories, command):
+    from gitbot.tools.shell import interactive_refusal
+
+    decision = _judge(repositories, command)
+    assert decision.allowed  # the judge has nothing against it; the shell tool refuses it as interactive
+    assert interactive_refusal(decision.commands), decision.commands
