@@ -84,7 +84,8 @@ class Arguments:
                 # The program gets arguments of its own (the file to filter, the data to compress).
                 self._simple([lit(value.value), UNKNOWN_INPUT], depth, verdicts)
         except Denied as denial:
-            deny(f"`{shown}`: `{program} {option.name}` runs `{value.value}`, judged as a command: {denial.reason}")
+            deny(f"`{shown}`: `{program} {option.name}` runs `{value.value}`, judged as a command: {denial.reason}",
+                 denial.rule)
         verdicts.allowed.append(f"`{program} {option.name}` runs `{value.value}` (judged as a command)")
 
     @staticmethod
