@@ -7,7 +7,8 @@ each command, the median wall time of N runs of:
     to run it, sandbox aside), and
   - the judge: Policy.check_command(COMMAND) with the default policy, which parses the line, walks
     it, and, when a command needs them, lists the repository's read-denied files (a recursive or
-    run-time read) or asks git which read-denied paths its history holds (cached until a ref moves).
+    run-time read) or asks git which read-denied paths its history holds (cached until a ref moves);
+  - the judge as a sandboxed run asks it (sandboxed=True: deny rules and git's history only).
 The ratio is judge / command: the judge should cost a small part of what running the command does.
 
 Run: .venv/bin/python bench/bench_judge.py [--files 5000] [--runs 7]
@@ -38,6 +39,11 @@ COMMANDS = [
     ("run-time read", "for f in README.md; do cat \"$f\"; done"),
     ("history, patch", "git log -p -3 -- . ':(exclude)deploy'"),
     ("history, show", "git show --stat HEAD"),
+    # What real agents typed most (issue 22): refused without the sandbox, run in it.
+    ("sed range", "sed -n '1,20p' README.md"),
+    ("python -c", "python3 -c 'print(1)'"),
+    ("find | xargs", "find . -name '*.py' | xargs grep -l TODO | head -n 5"),
+    ("grep --include", "grep -rn TODO --include='*.py' . | head -n 5"),
 ]
 
 
@@ -78,14 +84,19 @@ def main() -> None:
         make_repo(repo, options.files)
         _plant_secrets(repo)
         policy = Policy(repo=repo)
-        print(f"{'command':<16} {'run ms':>8} {'judge ms':>9} {'ratio':>6}  decision")
+        print(f"{'command':<16} {'run ms':>8} {'judge ms':>9} {'ratio':>6} {'sandboxed ms':>13}  decision "
+              f"(unsandboxed / sandboxed)")
         for label, command in COMMANDS:
             decision = policy.check_command(command)  # warms git's cached history answer
+            inside = policy.check_command(command, sandboxed=True)
             run = _median(lambda c=command: subprocess.run(["bash", "-c", c], cwd=repo, capture_output=True,
                                                             check=False), options.runs)
             judge = _median(lambda c=command: policy.check_command(c), options.runs)
-            verdict = "allowed" if decision.allowed else "denied: " + decision.reason[:60]
-            print(f"{label:<16} {run * 1000:>8.1f} {judge * 1000:>9.2f} {judge / run:>6.2f}  {verdict}")
+            sandboxed = _median(lambda c=command: policy.check_command(c, sandboxed=True), options.runs)
+            verdict = "allowed" if decision.allowed else "denied: " + decision.reason[:50]
+            verdict += " / " + ("allowed" if inside.allowed else "denied")
+            print(f"{label:<16} {run * 1000:>8.1f} {judge * 1000:>9.2f} {judge / run:>6.2f} {sandboxed * 1000:>13.2f}"
+                  f"  {verdict}")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,9 @@ NOT_AFTER_AN_ERROR = render_prompt("loop/not_after_an_error")
 ALREADY_COMPLETED = render_prompt("loop/already_completed")
 EMPTY_REPLY = render_prompt("loop/empty_reply")  # the API rejects an assistant message without content
 MIN_PROJECTED_OUTPUT_TOKENS = 512
+# New policy refusals in a row (no successful call between) that end a run, per allowed mistake: a model
+# adapting to the rules meets a few; one that only ever meets new ones is not getting anywhere.
+REFUSALS_PER_MISTAKE = 3
 TARGET_ARGS = ("path", "command", "regex", "question")
 
 
@@ -78,6 +81,10 @@ class LoopState:
     steps: int = 0
     tool_calls: int = 0
     mistakes: int = 0
+    # Policy refusals since the last successful tool call, and every refusal seen in this run: a
+    # refusal the model has not met before is it learning the rules, not a mistake (see _count_failure).
+    refusals: int = 0
+    refusals_seen: set[str] = field(default_factory=set)
     usage: Usage = field(default_factory=Usage)
     cost: float | None = 0.0
     # Prompt tokens of the last request that were cached (read or written): readable next time.
@@ -142,8 +149,11 @@ class Agent:
                                                   f"{limits.max_steps}")
         if s.mistakes >= limits.max_consecutive_mistakes:
             return self._limit(Status.MISTAKE_LIMIT, f"stopped after {s.mistakes} consecutive mistakes "
-                                                     f"(replies without a usable tool call, or failed tool "
-                                                     f"calls)")
+                                                     f"(replies without a usable tool call, failed tool calls, "
+                                                     f"or a refusal met again)")
+        if s.refusals >= REFUSALS_PER_MISTAKE * limits.max_consecutive_mistakes:
+            return self._limit(Status.MISTAKE_LIMIT, f"stopped after {s.refusals} refusals by the policy "
+                                                     f"without a successful tool call in between")
         return None
 
     def _limit(self, status: Status, message: str) -> Stop:
@@ -242,7 +252,7 @@ class Agent:
             self._add_user([{"type": "text", "text": NUDGE_NO_TOOL}])
             self.reporter.note(f"request {s.steps}: no tool call (mistake {s.mistakes})")
             return None
-        results, completed, failed = [], None, False
+        results, completed, failed, counts = [], None, False, False
         for tool_use in tool_uses:
             if completed is not None:
                 results.append(self._not_executed(tool_use, ALREADY_COMPLETED))
@@ -250,13 +260,14 @@ class Agent:
             if failed and tool_use.get("name") == "attempt_completion":
                 results.append(self._not_executed(tool_use, NOT_AFTER_AN_ERROR))
                 continue
-            block, completed = self._execute(tool_use)
+            block, completed, refusal = self._execute(tool_use)
             results.append(block)
             # One reply counts at most one mistake; a success after a failure in it clears the slate.
             failed = bool(block.get("is_error"))
+            counts = failed and self._count_failure(refusal)
             if not failed:
-                s.mistakes = 0
-        if failed:
+                s.mistakes = s.refusals = 0
+        if counts:
             s.mistakes += 1
         # A checkpoint still being taken is this response's last step's (only a command's is put off).
         if self.pending_checkpoint is None and self.checkpointer is not None \
@@ -267,6 +278,19 @@ class Agent:
             return Stop(Status.COMPLETED, completed)
         return None
 
+    def _count_failure(self, refusal: str | None) -> bool:
+        """Does this failed call count toward the mistake limit? A policy refusal does only when the
+        same refusal was met before in this run (the model repeats itself: a loop); a new one is the
+        model learning what the policy allows, and counts only toward REFUSALS_PER_MISTAKE times the
+        limit of refusals in a row without a success. Every other failure counts."""
+        if refusal is None:
+            return True
+        s = self.state
+        s.refusals += 1
+        repeated = refusal in s.refusals_seen
+        s.refusals_seen.add(refusal)
+        return repeated
+
     def _add_user(self, blocks: list[dict[str, Any]]) -> None:
         """Append the next user message, and record it so `gitbot resume` can rebuild the conversation."""
         self.conversation.add_user(blocks)
@@ -275,7 +299,9 @@ class Agent:
     def _not_executed(self, tool_use: dict[str, Any], why: str) -> dict[str, Any]:
         return {"type": "tool_result", "tool_use_id": tool_use["id"], "content": why, "is_error": True}
 
-    def _execute(self, tool_use: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    def _execute(self, tool_use: dict[str, Any]) -> tuple[dict[str, Any], str | None, str | None]:
+        """The tool_result block, the completion summary (attempt_completion), and the refusal's text
+        when the policy refused the call."""
         self._finish_pending_checkpoint()
         s = self.state
         s.tool_calls += 1
@@ -332,7 +358,7 @@ class Agent:
         block = {"type": "tool_result", "tool_use_id": tool_use["id"], "content": text}
         if is_error:
             block["is_error"] = True
-        return block, completed
+        return block, completed, text if outcome == "denied" else None
 
     # -- checkpoints ----------------------------------------------------------------------------
     def _checkpoint_after_tool(self, step: int, tool: Tool | None, touched) -> tuple[dict[str, Any], Any]:

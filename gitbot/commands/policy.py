@@ -67,6 +67,8 @@ def main_check(args) -> int:
         decision = policy.check_edit(args.edit)
     reason = decision.reason.removeprefix("allowed: ")
     print(f"{'allowed' if decision.allowed else 'denied'}: {reason}")
+    if decision.instead:
+        print(f"instead: {decision.instead}")
     print(f"(policy: {policy.source})", file=sys.stderr)
     return EXIT_ALLOWED if decision.allowed else EXIT_DENIED
 

@@ -15,6 +15,10 @@ class Decision:
     # only known at run time). Filled by check_command so the shell tool can spot interactive programs
     # with the same parse that judged the command.
     commands: tuple[tuple[str | None, ...], ...] = field(default=(), compare=False)
+    # For commands: the rule that decided (`commands.deny \`curl *\``, `files.read_deny`, `sandbox`, ...),
+    # and on a refusal what to do instead, naming the tool or the form that works.
+    rule: str = field(default="", compare=False)
+    instead: str = field(default="", compare=False)
 
     def __bool__(self) -> bool:
         return self.allowed

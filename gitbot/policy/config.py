@@ -16,13 +16,13 @@ from gitbot import git
 from gitbot.errors import GitError
 from gitbot.llm.settings import PROVIDERS, ModelSettings
 from gitbot.policy.base import Limits, PolicyError
-from gitbot.policy.defaults import DEFAULT_POLICY_PATH, SANDBOX_MODES
+from gitbot.policy.defaults import DEFAULT_POLICY_PATH, SANDBOX_MODES, SANDBOXED_COMMANDS
 from gitbot.policy.files import GlobError, validate_path_glob
 
 # table -> key -> kind
 SCHEMA: dict[str, dict[str, str]] = {
     "files": {"read_deny": "file_globs", "edit_allow": "file_globs", "edit_deny": "file_globs"},
-    "commands": {"allow": "command_patterns", "deny": "command_patterns"},
+    "commands": {"allow": "command_patterns", "deny": "command_patterns", "sandboxed": "sandboxed_commands"},
     "sandbox": {"mode": "sandbox_mode", "network": "bool", "read_only": "host_paths"},
     "limits": {"max_steps": "positive_int", "max_cost_usd": "positive_number",
                "max_consecutive_mistakes": "positive_int", "max_wall_seconds": "positive_number",
@@ -38,6 +38,7 @@ KIND_DESCRIPTIONS = {
     "command_patterns": "a list of command patterns (strings such as \"pytest *\")",
     "host_paths": "a list of absolute paths (or ~/…) on this machine",
     "sandbox_mode": "one of " + ", ".join(f'"{mode}"' for mode in SANDBOX_MODES),
+    "sandboxed_commands": "one of " + ", ".join(f'"{rules}"' for rules in SANDBOXED_COMMANDS),
     "bool": "true or false",
     "positive_int": "a whole number greater than 0",
     "positive_number": "a number greater than 0",
@@ -160,6 +161,8 @@ def parse_policy(text: str, *, source: str, repo: Path | None = None):
         kwargs["command_allow"] = tuple(commands["allow"])
     if "deny" in commands:
         kwargs["command_deny"] = tuple(commands["deny"])
+    if "sandboxed" in commands:
+        kwargs["command_sandboxed"] = commands["sandboxed"]
     if "mode" in sandbox:
         kwargs["sandbox_mode"] = sandbox["mode"]
     if "network" in sandbox:
@@ -223,8 +226,8 @@ def _validate(value: Any, kind: str, table: str, key: str, source: str, locate: 
             if not item.startswith(("/", "~/")) or "\0" in item:
                 raise fail(f"{where} must be {expected}, but it contains {item!r}", locate.item(table, key, item))
         return value
-    if kind == "sandbox_mode":
-        if value not in SANDBOX_MODES:
+    if kind in ("sandbox_mode", "sandboxed_commands"):
+        if value not in (SANDBOX_MODES if kind == "sandbox_mode" else SANDBOXED_COMMANDS):
             raise fail(f"{where} must be {expected}, got {value!r}")
         return value
     if kind in ("provider", "text"):

@@ -26,9 +26,16 @@ DEFAULT_COMMAND_ALLOW: tuple[str, ...] = (
     # git, reading only
     "git status *", "git diff *", "git log *", "git show *", "git blame *", "git grep *", "git ls-files *",
     "git ls-tree *", "git rev-parse *", "git shortlog *", "git describe *", "git merge-base *",
-    "git branch --list *", "git tag --list *",
+    "git branch --list *", "git branch --show-current", "git tag --list *",
 )
 DEFAULT_COMMAND_DENY: tuple[str, ...] = ()
+
+# Inside the sandbox the sandbox is the boundary (no network, writes only to the repository minus the
+# protected paths, read_deny files masked, $HOME and /tmp private), so a command runs unless a deny rule
+# refuses it ("deny-list"); "allow-list" holds sandboxed commands to commands.allow as well. The
+# allow-list always governs commands that run without the sandbox.
+DEFAULT_SANDBOXED_COMMANDS = "deny-list"
+SANDBOXED_COMMANDS = ("deny-list", "allow-list")
 
 DEFAULT_SANDBOX_MODE = "auto"
 SANDBOX_MODES = ("required", "auto", "off")

@@ -17,6 +17,7 @@ from gitbot.policy.defaults import (
     DEFAULT_NETWORK,
     DEFAULT_READ_DENY,
     DEFAULT_SANDBOX_MODE,
+    DEFAULT_SANDBOXED_COMMANDS,
 )
 from gitbot.policy.files import FileRules
 
@@ -33,6 +34,9 @@ class Policy:
     edit_deny: tuple[str, ...] = DEFAULT_EDIT_DENY
     command_allow: tuple[str, ...] = DEFAULT_COMMAND_ALLOW
     command_deny: tuple[str, ...] = DEFAULT_COMMAND_DENY
+    # What holds a command that runs in the sandbox: "deny-list" (it runs unless commands.deny refuses it)
+    # or "allow-list" (commands.allow too, as without the sandbox). See defaults.py.
+    command_sandboxed: str = DEFAULT_SANDBOXED_COMMANDS
     sandbox_mode: str = DEFAULT_SANDBOX_MODE  # "required" | "auto" | "off"
     network: bool = DEFAULT_NETWORK
     # Host paths (absolute or ~/…) the sandbox shows read-only besides the detected toolchain.
@@ -70,16 +74,21 @@ class Policy:
     def check_edit(self, relpath: str) -> Decision:
         return self.file_rules.check_edit(relpath)
 
-    def check_command(self, command: str, extra_allowed: tuple[str, ...] = ()) -> Decision:
-        """Judge a command line; `extra_allowed` holds the run's check command(s), allowed as written
-        and with extra arguments."""
+    def check_command(self, command: str, extra_allowed: tuple[str, ...] = (), *, sandboxed: bool = False) -> Decision:
+        """Judge a command line as a run would: the one entry point for the shell tool and for `gitbot
+        policy check`. `extra_allowed` holds the run's check command(s), allowed as written and with
+        extra arguments; `sandboxed` says whether the run's commands run in the sandbox (the run's
+        sandbox.Runner decides that once; the judge is told, never guesses). Unsandboxed is the default
+        because it is the stricter answer. The Decision carries `rule` (what decided) and, on a
+        refusal, `instead` (what to do instead)."""
         from gitbot.policy.judge import judge_command
 
         repo = os.path.realpath(self.repo) if self.repo is not None else None
         return judge_command(command, self.allow_rules, self.deny_rules, check_edit=self.check_edit, repo=repo,
                              extra_allowed=tuple(extra_allowed), check_read=self.check_read,
                              shelters=self.file_rules.shelters, denied_files=self.file_rules.existing_read_denied,
-                             denied_name=self.file_rules.denies_read_by_name)
+                             denied_name=self.file_rules.denies_read_by_name,
+                             sandboxed=sandboxed and self.command_sandboxed == "deny-list")
 
     def protected_directories(self, repo: Path | None = None) -> list[Path]:
         """Existing directories the edit rules protect whole (`dir/**` in edit_deny), for the sandbox

@@ -34,7 +34,8 @@ class ToolError(Exception):
 
 
 class ToolDenied(ToolError):
-    """The policy refused the call. Counts as a mistake, like any tool error."""
+    """The policy refused the call. Counts as a mistake only when the same refusal was met before in
+    the run: a new one is the model learning the rules (agent/loop.py)."""
 
 
 @dataclass

@@ -9,12 +9,13 @@ def all_tools() -> list[Tool]:
     # Imported here so importing gitbot.tools does not pull in tree-sitter for fast paths.
     from gitbot.tools.completion import ASK_FOLLOWUP_QUESTION, ATTEMPT_COMPLETION
     from gitbot.tools.definitions import LIST_CODE_DEFINITION_NAMES
+    from gitbot.tools.delete import DELETE_FILE
     from gitbot.tools.edit import REPLACE_IN_FILE
     from gitbot.tools.files import LIST_FILES, READ_FILE, WRITE_TO_FILE
     from gitbot.tools.search import SEARCH_FILES
     from gitbot.tools.shell import EXECUTE_COMMAND
 
-    return [READ_FILE, WRITE_TO_FILE, REPLACE_IN_FILE, SEARCH_FILES, LIST_FILES, LIST_CODE_DEFINITION_NAMES,
+    return [READ_FILE, WRITE_TO_FILE, REPLACE_IN_FILE, DELETE_FILE, SEARCH_FILES, LIST_FILES, LIST_CODE_DEFINITION_NAMES,
             EXECUTE_COMMAND, ATTEMPT_COMPLETION, ASK_FOLLOWUP_QUESTION]
 
 

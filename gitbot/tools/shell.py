@@ -101,9 +101,10 @@ def execute_command(ctx: ToolContext, args: dict[str, Any]) -> str:
     if not isinstance(command, str) or not command.strip():
         raise ToolError(f"'command' must be a non-empty string (a shell command line), got {command!r}")
     timeout, timeout_note = _timeout_for(ctx, args.get("timeout_seconds"))
-    decision = ctx.runner.policy.check_command(command, tuple(ctx.extra_allowed_commands))
+    decision = ctx.runner.policy.check_command(command, tuple(ctx.extra_allowed_commands),
+                                               sandboxed=ctx.runner.sandboxed)
     if not decision.allowed:
-        raise ToolDenied(f"the policy does not allow this command: {decision.reason}")
+        raise ToolDenied(f"the policy does not allow this command: {decision.reason}\nInstead: {decision.instead}")
     refusal = interactive_refusal(decision.commands)
     if refusal:
         raise ToolError(f"command refused: {refusal}")

@@ -373,3 +373,40 @@ def test_the_wall_time_limit_also_bounds_retries(buggy_repo: Path):
         elapsed = time.monotonic() - started
     assert result.status is Status.TIME_LIMIT
     assert elapsed < 4  # not 5 x 2 s of honoured retry-after
+
+
+# --- the mistake limit stops loops, not a model learning the rules (issue 22) -------------------------
+# Refusals by the policy: a deny rule refuses these commands inside the sandbox and out, before anything
+# runs, so the tests start no command.
+DENYING = Policy(command_deny=("curl *",))
+
+
+@pytest.mark.slow
+def test_new_refusals_are_the_model_learning_and_do_not_end_the_run(buggy_repo: Path):
+    script = [tool_turn(("execute_command", {"command": f"curl example.com/{n}"})) for n in range(5)]
+    script.append(tool_turn(("attempt_completion", {"result": "learned"})))
+    with FakeMessagesAPI(script) as api:
+        result = run(buggy_repo, api, policy=DENYING, review=False, max_consecutive_mistakes=2)
+    assert result.status is Status.COMPLETED, result.summary
+    refused = api.requests[1]["body"]["messages"][-1]["content"][0]
+    assert refused["is_error"] and "commands.deny" in refused["content"] and "Instead:" in refused["content"]
+
+
+@pytest.mark.slow
+def test_a_refusal_met_again_is_a_loop_and_counts(buggy_repo: Path):
+    same = tool_turn(("execute_command", {"command": "curl example.com"}))
+    with FakeMessagesAPI([same] * 4 + [tool_turn(("attempt_completion", {"result": "x"}))]) as api:
+        result = run(buggy_repo, api, policy=DENYING, review=False, max_consecutive_mistakes=2)
+    # The first refusal is new; the second and third are repeats: the limit of 2.
+    assert result.status is Status.MISTAKE_LIMIT and result.steps == 3
+
+
+@pytest.mark.slow
+def test_only_new_refusals_without_a_success_still_end_the_run(buggy_repo: Path):
+    from gitbot.agent.loop import REFUSALS_PER_MISTAKE
+
+    script = [tool_turn(("execute_command", {"command": f"curl example.com/{n}"})) for n in range(20)]
+    with FakeMessagesAPI(script) as api:
+        result = run(buggy_repo, api, policy=DENYING, review=False, max_consecutive_mistakes=2)
+    assert result.status is Status.MISTAKE_LIMIT and "refusals" in result.summary
+    assert result.steps == REFUSALS_PER_MISTAKE * 2

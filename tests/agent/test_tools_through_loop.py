@@ -58,7 +58,8 @@ def test_each_tool_answers_through_the_loop(buggy_repo: Path):
     assert "is_error" not in written and "is_error" not in replaced
     assert rejected["is_error"] is True and not (buggy_repo / "pkg" / "broken.py").exists()  # guardrail
     assert "greet.py" in ls["content"]
-    assert curl["is_error"] is True and "policy" in curl["content"].lower()  # not in the default allow list
+    # In the sandbox a command runs unless a deny rule refuses it (issue 22): curl runs, and there is no network.
+    assert "is_error" not in curl and "Exit code: 0" not in curl["content"]
     assert "No human is available" in question["content"]
     assert "hello, {name}!" in review["content"]  # the review shows the diff of the work
     assert (buggy_repo / "pkg" / "greet.py").read_text() == NEW_MODULE.replace("hello {name}", "hello, {name}!")

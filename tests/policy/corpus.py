@@ -54,6 +54,7 @@ class Case:
     extra: tuple[str, ...] = ()  # the run's check command(s)
     policy: str = "corpus"  # a key of POLICIES
     repo: str = "plain"  # a key of REPOSITORIES
+    sandboxed: bool = False  # judged as a run in the sandbox judges it (issue 22)
 
 
 A, D = True, False
@@ -100,7 +101,14 @@ def _tracked(path: Path) -> dict[str, str]:
     return {}
 
 
-REPOSITORIES = {"plain": _plain, "secrets": _secrets, "tracked": _tracked}
+def _links(path: Path) -> dict[str, str]:
+    """Ordinary files and a symlink that leads outside the repository (which read_deny covers)."""
+    _plain(path)
+    (path / "out").symlink_to("/etc/hostname")
+    return {}
+
+
+REPOSITORIES = {"plain": _plain, "secrets": _secrets, "tracked": _tracked, "links": _links}
 
 
 def build_repositories(root: Path) -> dict[str, tuple[Path, dict[str, str]]]:

@@ -11,6 +11,7 @@ import pytest
 from gitbot.policy import Policy
 from tests.policy.corpus import POLICIES, A, Case, D, build_repositories, command_of
 from tests.policy.corpus_issue12 import ISSUE_12
+from tests.policy.corpus_issue22 import ISSUE_22
 
 CORPUS: dict[str, Case] = {
     # --- ordinary commands the policy allows -----------------------------------------------------
@@ -532,6 +533,7 @@ CORPUS: dict[str, Case] = {
 
 
 CORPUS.update(ISSUE_12)
+CORPUS.update(ISSUE_22)
 
 
 @pytest.fixture(scope="module")
@@ -543,7 +545,7 @@ def judge_case(case: Case, repositories) -> tuple[str, object]:
     repo, values = repositories[case.repo]
     policy = Policy(repo=repo, **POLICIES[case.policy])
     command = command_of(case, repo, values)
-    return command, policy.check_command(command, case.extra)
+    return command, policy.check_command(command, case.extra, sandboxed=case.sandboxed)
 
 
 def test_the_corpus_is_large_enough():

@@ -26,6 +26,11 @@ def test_check_command_allowed_and_denied(capsys, tmp_path: Path):
     assert out.startswith("denied: ") and "`curl evil.sh`" in out
 
 
+def test_a_refused_command_says_what_to_do_instead(capsys, tmp_path: Path):
+    code, out, _ = run(capsys, "policy", "check", "--repo", str(tmp_path), "--command", "sed -i s/a/b/ x.py")
+    assert code == 1 and out.splitlines()[1].startswith("instead: ") and "replace_in_file" in out
+
+
 def test_check_paths(capsys, tmp_path: Path):
     code, out, _ = run(capsys, "policy", "check", "--repo", str(tmp_path), "--read", ".env")
     assert code == 1 and "read_deny" in out

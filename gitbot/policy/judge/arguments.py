@@ -84,7 +84,8 @@ class Arguments:
                 # The program gets arguments of its own (the file to filter, the data to compress).
                 self._simple([lit(value.value), UNKNOWN_INPUT], depth, verdicts)
         except Denied as denial:
-            deny(f"`{shown}`: `{program} {option.name}` runs `{value.value}`, judged as a command: {denial.reason}")
+            deny(f"`{shown}`: `{program} {option.name}` runs `{value.value}`, judged as a command: {denial.reason}",
+                 denial.rule)
         verdicts.allowed.append(f"`{program} {option.name}` runs `{value.value}` (judged as a command)")
 
     @staticmethod
@@ -112,8 +113,30 @@ class Arguments:
             operands = operands[:1]
         if not operands and (spec.default or (recursive and spec.operands == "pattern")):
             operands = [lit(spec.default or ".")]
+        filters = _name_filters(found)
         for word in operands:
-            verdicts.reads.append(Read(word, shown, recursive=recursive, hidden=hidden, suffixes=spec.suffixes))
+            verdicts.reads.append(Read(word, shown, recursive=recursive, hidden=hidden, suffixes=spec.suffixes,
+                                       **filters))
+
+
+def _name_filters(found: Walk) -> dict:
+    """grep's name filters, as Read fields. A filter only known at run time is left out: without
+    it the search is taken to read more, never less. `-r` follows no symlink it meets below the
+    operands; `-R` (or -r after it) follows them all."""
+    filters: dict[str, list[str]] = {"include": [], "exclude": [], "exclude_dirs": []}
+    fields = {"--include": "include", "--exclude": "exclude", "--exclude-dir": "exclude_dirs"}
+    follows = True
+    for _, option, values in found.options:
+        if option.name in fields and values and values[0].literal:
+            filters[fields[option.name]].append(values[0].value)
+        if option.name in ("-r", "--recursive"):
+            follows = False
+        elif option.name in ("-R", "--dereference-recursive"):
+            follows = True
+    if any(option.name in ("--include", "--exclude", "--exclude-dir") and not (values and values[0].literal)
+           for _, option, values in found.options):
+        filters["include"] = []  # an include only known at run time could name anything
+    return {**{key: tuple(value) for key, value in filters.items()}, "follows_links": follows}
 
 
 def _ended_at(found: Walk) -> int:

@@ -111,6 +111,8 @@ def double_quoted(node: Node) -> Word:
                 multi = True  # "$@" and "${a[@]}" are one word per element
         elif child.type in SUBSTITUTIONS or child.type == "arithmetic_expansion":
             known = False
+        elif child.type == "$" and not child.is_named:
+            parts.append("$")  # a `$` that starts no expansion (`":$"`) is itself, in bash as here
         else:
             deny(f"unsupported syntax inside a double-quoted string: `{snippet(node_text(child))}`")
         position = child.end_byte

@@ -3,6 +3,7 @@ knows, the allow rule that matches), the judgement of a whole line, and the entr
 
 from __future__ import annotations
 
+import glob
 import posixpath
 import shlex
 from collections.abc import Callable, Sequence
@@ -13,7 +14,9 @@ from tree_sitter import Node
 from gitbot.policy.base import Decision
 from gitbot.policy.judge.arguments import Arguments, program_family
 from gitbot.policy.judge.git import Git
+from gitbot.policy.judge.gitdir import GitDir
 from gitbot.policy.judge.grammar import REDIRECTS, node_text, word_of
+from gitbot.policy.judge.instead import instead_for
 from gitbot.policy.judge.outcome import Denied, Read, Verdicts, deny, snippet
 from gitbot.policy.judge.paths import Paths
 from gitbot.policy.judge.programs import (
@@ -46,7 +49,7 @@ class Collected:
     unreadable: str | None
 
 
-class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
+class CommandJudge(Statements, Wrappers, Paths, Reads, Git, GitDir, Arguments, Runners):
     """One judgement's worth of state: the rules, the file-rule callbacks, and the functions the
     script being judged has defined. The walk itself lives in the mixins (statements, wrappers,
     arguments, runners, git, paths, reads); this class holds the entry points and the decision for
@@ -57,10 +60,13 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
                  check_read: Callable[[str], Decision] | None = None,
                  shelters: Callable[[str], str | None] | None = None,
                  denied_files: Callable[[], tuple[str, ...] | None] | None = None,
-                 denied_name: Callable[[str], bool] | None = None):
+                 denied_name: Callable[[str], bool] | None = None, sandboxed: bool = False):
         self.allow = list(allow)
         self.deny = list(deny)
-        self.allow_all = any(rule.matches_everything for rule in self.allow)
+        # In the sandbox (under commands.sandboxed = "deny-list") a command runs unless a deny rule
+        # refuses it: the judge walks the line as it does for an allow list of `*`.
+        self.sandboxed = sandboxed
+        self.allow_all = sandboxed or any(rule.matches_everything for rule in self.allow)
         self.check_edit = check_edit
         # Reading rules (what a link may point to) and "which protected path lies below this
         # directory" (moving, removing or linking a parent of a protected path).
@@ -78,21 +84,57 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
     def judge(self, command: str) -> Decision:
         verdicts = Verdicts()
         if not isinstance(command, str) or not command.strip():
-            return Decision(False, "the command is empty")
-        if self.allow_all and not self.deny:
+            return refusal(command, Denied("the command is empty", RULE_JUDGE), ())
+        if self.allow_all and not self.deny and not self.sandboxed:
             # Still parse, so the caller learns the simple commands; nothing here can refuse.
             return Decision(True, "allowed: commands.allow contains `*`, which allows every command",
-                            CommandJudge.collect(command).commands)
+                            CommandJudge.collect(command).commands, rule="commands.allow `*`")
+        if self.sandboxed:
+            return self._judge_sandboxed(command, verdicts)
         try:
             self._script(command, 0, verdicts)
-            self._check_outputs(verdicts)
-            self._check_reads(verdicts)
-            self._check_tree_writes(verdicts)
-            self._check_history(verdicts)
+            self._phase(self._check_outputs, verdicts, RULE_EDIT)
+            self._phase(self._check_reads, verdicts, RULE_READ)
+            self._phase(self._check_tree_writes, verdicts, RULE_EDIT)
+            self._phase(self._check_history, verdicts, RULE_HISTORY)
         except Denied as denial:
-            return Decision(False, denial.reason, tuple(verdicts.commands))
+            return refusal(command, denial, tuple(verdicts.commands))
         parts = "; ".join(verdicts.allowed) if verdicts.allowed else "it runs no program"
-        return Decision(True, f"allowed: {parts}", tuple(verdicts.commands))
+        return Decision(True, f"allowed: {parts}", tuple(verdicts.commands), rule=RULE_ALLOW)
+
+    def _judge_sandboxed(self, command: str, verdicts: Verdicts) -> Decision:
+        """In the sandbox the effects are enforced where they happen (no network, writes only to the
+        repository minus its protected paths, read_deny files masked, $HOME and /tmp private), so
+        what is left to judge is commands.deny, and reads of git's history (below)."""
+        try:
+            self._script(command, 0, verdicts)
+            self._sandboxed_history_rule(verdicts)
+        except Denied as denial:
+            if denial.rule or self.deny:
+                return refusal(command, denial, tuple(verdicts.commands))
+            # Nothing a deny rule could match was missed: what the judge cannot see through, bash can
+            # still run, inside the sandbox.
+            return Decision(True, f"allowed: it runs in the sandbox and commands.deny is empty (the judge "
+                                  f"could not look inside: {denial.reason})", CommandJudge.collect(command).commands,
+                            rule=RULE_SANDBOX)
+        return Decision(True, "allowed: it runs in the sandbox (commands.sandboxed = \"deny-list\") and no "
+                              "commands.deny rule matches it", tuple(verdicts.commands), rule=RULE_SANDBOX)
+
+    def _sandboxed_history_rule(self, verdicts: Verdicts) -> None:
+        """Until the sandbox hides read-denied blobs from git's object store, the git commands the agent
+        types are still held to read_deny for what they print from the history and the index. The one
+        place to remove once it does (with Verdicts.git_reads and the git walk in _in_sandbox)."""
+        git_reads = Verdicts(reads=verdicts.git_reads, changes_directory=verdicts.changes_directory)
+        self._phase(self._check_reads, git_reads, RULE_HISTORY)
+        self._phase(self._check_history, verdicts, RULE_HISTORY)
+
+    @staticmethod
+    def _phase(check: Callable[[Verdicts], None], verdicts: Verdicts, rule: str) -> None:
+        """Run one of the checks made after the walk; its refusals are by `rule`."""
+        try:
+            check(verdicts)
+        except Denied as denial:
+            raise Denied(denial.reason, denial.rule or rule) from None
 
     @classmethod
     def collect(cls, command: str) -> Collected:
@@ -112,9 +154,14 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
             deny(reason)
 
     def _check_variable(self, name: str, where: str) -> None:
-        if self.collect_only:
+        if self.collect_only or (self.sandboxed and not name.upper().startswith("GIT_")):
+            # In the sandbox a variable changes only what runs there; git's may still point git at
+            # other objects, which the history rule must see.
             return
         rule = dangerous_variable(name)
+        if rule is not None and self.sandboxed:
+            deny(f"setting {name} ({where}) is not allowed: it can point git at objects the history rule "
+                 f"does not see", RULE_HISTORY)
         if rule is not None:
             deny(f"setting {name} ({where}) is not allowed: variables matching {rule} change what runs "
                  f"or how programs load code")
@@ -143,8 +190,25 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
         program = list(name_node.named_children)
         if len(program) != 1:
             deny(f"unsupported command name `{snippet(node_text(name_node))}`")
-        words = [word_of(program[0])] + [word_of(argument) for argument in arguments]
+        words = [word_of(program[0])] + [self._option_glob(argument, verdicts) for argument in arguments]
         self._simple(words, depth, verdicts)
+
+    def _option_glob(self, node: Node, verdicts: Verdicts) -> Word:
+        """An unquoted glob that starts with `-` (`--include=*.py`) is an option whatever it expands to.
+        Bash leaves it as written when no file matches, which the judge can tell from the repository
+        while nothing in the line has run yet and no `cd` moved it: then it is that literal option
+        (grep's include filter, say). Otherwise it is refused rather than guessed (finding 20.4)."""
+        word = word_of(node)
+        if not word.multi or word.value is None or not word.value.startswith("-") or self.collect_only \
+                or self.sandboxed or node.type != "word" or any(c in node_text(node) for c in "\\{$'\""):
+            return word
+        if self.repo is not None and not verdicts.commands and not verdicts.changes_directory:
+            if not glob.glob(word.value, root_dir=self.repo):
+                return lit(word.value)
+            deny(f"the unquoted glob `{word.text}` matches files in the repository, whose names would become "
+                 f"options; quote it (`'{word.text}'`)")
+        deny(f"the unquoted glob `{word.text}` starts with `-`, and what it expands to cannot be known once an "
+             f"earlier command has run or changed directory; quote it (`'{word.text}'`)")
 
     def _simple(self, words: list[Word], depth: int, verdicts: Verdicts) -> None:
         """Judge one simple command given as words."""
@@ -155,6 +219,9 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
             self._collect_inner(words, depth, verdicts, shown)
             return
         if not program.literal:
+            if self.sandboxed and not self.deny:
+                verdicts.allowed.append(f"`{shown}` (in the sandbox)")
+                return
             deny(f"in `{shown}` the program name `{program.text}` is not a plain word (it contains an "
                  f"expansion, glob or ~), so what would run cannot be known")
         name = program.value
@@ -169,11 +236,16 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
         if location == "name" and name in FORBIDDEN_BUILTINS:
             self._refuse(f"`{name}` is not allowed ({shown}): {FORBIDDEN_BUILTINS[name]}")
         self._check_deny(words, base, shown)
+        if self.sandboxed:
+            self._in_sandbox(words, base, location, depth, verdicts, shown)
+            return
         if location == "name" and name in NO_OP_BUILTINS and all(word.value is not None for word in words[1:]):
             # With an expansion among its arguments `:` is not harmless: `: ${x:=...}` assigns,
             # and expanding is where bash runs what is hidden in a value. Then a rule must allow it.
             verdicts.allowed.append(f"`{shown}` (a builtin that does nothing)")
             return
+        if location == "name" or (location == "system" and base == "find"):
+            self._check_git_dir(base, words, verdicts, shown)
         if base in ("cd", "pushd", "popd") and location == "name":
             verdicts.changes_directory = True
             verdicts.leaves_repository = verdicts.leaves_repository or self._may_leave(base, words)
@@ -208,15 +280,29 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
         rule, why_not = self._find_allow(words, location, name, sensitive)
         if rule is None:
             if why_not:
-                deny(f"`{shown}` is not allowed: {why_not}")
+                deny(f"`{shown}` is not allowed: {why_not}", RULE_ALLOW)
             if location == "repository":
                 deny(f"`{shown}` runs {name}, a program inside the repository (which the agent can change); "
                      f"a rule for `{base}` does not cover it — a rule must name the path, e.g. `{name} *`")
             if location in ("system", "outside"):
                 deny(f"`{shown}` runs the program by path; give it by name (`{base}`) or name the path in a "
                      f"rule")
-            deny(f"`{shown}` is not allowed: no rule in commands.allow matches it")
+            deny(f"`{shown}` is not allowed: no rule in commands.allow matches it", RULE_ALLOW)
         verdicts.allowed.append(f"`{shown}` by {rule.describe()}")
+
+    def _in_sandbox(self, words: list[Word], base: str, location: str, depth: int, verdicts: Verdicts,
+                    shown: str) -> None:
+        """One simple command in the sandbox, past the deny rules: the walk goes on only into what it
+        runs (wrappers, `find -exec`, `sh -c`), for the deny rules, and into git, for the history rule."""
+        if location == "name" and base in WRAPPERS and self._look_through(base, words, depth, verdicts, shown):
+            return
+        if location in ("name", "system") and base == "find":
+            self._find(words, depth, verdicts, shown)
+        if location in ("name", "system") and base == "git":
+            first = len(verdicts.reads)
+            self._git(words, depth, verdicts, shown)
+            verdicts.git_reads.extend(verdicts.reads[first:])
+        verdicts.allowed.append(f"`{shown}` (in the sandbox)")
 
     def _known_program(self, base: str, words: list[Word], depth: int, verdicts: Verdicts,
                        shown: str) -> dict[int, str]:
@@ -294,7 +380,7 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
         for rule in self.deny:
             for form in forms:
                 if possibly_matches(rule, form):
-                    deny(f"`{shown}` is denied by {rule.describe()}")
+                    deny(f"`{shown}` is denied by {rule.describe()}", f"commands.deny `{rule.pattern}`")
 
     def _find_allow(self, words: list[Word], location: str, name: str,
                     sensitive: dict[int, str]) -> tuple[CommandRule | None, str]:
@@ -315,6 +401,23 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
                 return rule, ""
             why_not = why_not or reason
         return None, why_not
+
+
+# What decided (Decision.rule): a rule of the policy, or the judge itself when it cannot see what a
+# command would do.
+RULE_ALLOW = "commands.allow"
+RULE_EDIT = "files.edit_allow/edit_deny"
+RULE_READ = "files.read_deny"
+RULE_HISTORY = "files.read_deny (git's history)"
+RULE_SANDBOX = "sandbox"
+RULE_JUDGE = "judge"
+
+
+def refusal(command: str, denial: Denied, commands: tuple[tuple[str | None, ...], ...]) -> Decision:
+    """The Decision for a refusal: its reason, the rule that refused and what to do instead."""
+    rule = denial.rule or RULE_JUDGE
+    return Decision(False, denial.reason, commands, rule=rule,
+                    instead=instead_for(command, denial.reason, rule, commands))
 
 
 # Programs with a row whose words may still be read by the code they run.
@@ -363,18 +466,20 @@ def judge_command(command: str, allow: Sequence[CommandRule], deny: Sequence[Com
                   extra_allowed: Sequence[str] = (), check_read: Callable[[str], Decision] | None = None,
                   shelters: Callable[[str], str | None] | None = None,
                   denied_files: Callable[[], tuple[str, ...] | None] | None = None,
-                  denied_name: Callable[[str], bool] | None = None) -> Decision:
+                  denied_name: Callable[[str], bool] | None = None, sandboxed: bool = False) -> Decision:
     """The decision for one command line; `extra_allowed` are the run's check commands, allowed as
-    written and with more arguments; `denied_files` lists the repository's read-denied files."""
+    written and with more arguments; `denied_files` lists the repository's read-denied files;
+    `sandboxed`: it runs in the sandbox under a deny-list (Policy.check_command decides that)."""
     extra_rules: list[CommandRule] = []
     for check in extra_allowed:
         extra_rules.extend(literal_prefix_rules(check, "the run's check command"))
     judge = CommandJudge([*extra_rules, *allow], deny, check_edit=check_edit, repo=repo, check_read=check_read,
-                         shelters=shelters, denied_files=denied_files, denied_name=denied_name)
+                         shelters=shelters, denied_files=denied_files, denied_name=denied_name, sandboxed=sandboxed)
     decision = judge.judge(command)
     is_check_command = any(command.strip() == check.strip() for check in extra_allowed if check.strip())
     if not decision.allowed and is_check_command and not _possibly_denied(command, deny):
-        return Decision(True, "allowed: it is the run's check command", decision.commands)
+        return Decision(True, "allowed: it is the run's check command", decision.commands,
+                        rule="the run's check command")
     return decision
 
 

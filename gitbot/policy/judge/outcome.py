@@ -8,13 +8,17 @@ from gitbot.policy.judge.words import Word
 
 
 class Denied(Exception):
-    def __init__(self, reason: str):
+    """A refusal: why, and which rule refused (empty: the judge itself, which cannot see through
+    the command; judge.py fills in the rule of each later check)."""
+
+    def __init__(self, reason: str, rule: str = ""):
         super().__init__(reason)
         self.reason = reason
+        self.rule = rule
 
 
-def deny(reason: str) -> None:
-    raise Denied(reason)
+def deny(reason: str, rule: str = "") -> None:
+    raise Denied(reason, rule)
 
 
 def snippet(text: str, limit: int = 60) -> str:
@@ -32,6 +36,12 @@ class Read:
     hidden: bool = True  # ... hidden files too (ripgrep skips them unless told)
     suffixes: tuple[str, ...] = ()  # ... only files with these endings (ruff, mypy)
     rooted: bool = False  # relative to the repository root whatever the directory (git's REV:PATH)
+    # What a recursive search skips by name (grep's --include, --exclude, --exclude-dir: base names
+    # matched as fnmatch globs), and whether it follows symlinks it meets below (`grep -r` does not).
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    exclude_dirs: tuple[str, ...] = ()
+    follows_links: bool = True
 
 
 @dataclass(frozen=True)
@@ -73,3 +83,6 @@ class Verdicts:
     reads: list[Read] = field(default_factory=list)  # files and directories read
     history: list[HistoryRead] = field(default_factory=list)  # contents printed by git
     tree_writes: list[TreeWrite] = field(default_factory=list)
+    # The reads git commands make (REV:PATH, blame, -L): in the sandbox the work tree's read-denied
+    # files are masked but git's object store is not, so these are still held to read_deny there.
+    git_reads: list[Read] = field(default_factory=list)

@@ -119,7 +119,7 @@ class Reads:
                     read.recursive and (not path or f"/{denied}".find(f"/{path}/") >= 0))
             else:
                 reached = read.recursive and (not path or denied.startswith(path + "/"))
-            if reached and self._searched(read, denied, path):
+            if reached and self._searched(read, denied, path) and self._followed(read, denied, path):
                 where = "below " + (path or "the repository root") if read.recursive else path
                 if anywhere:
                     deny(f"`{read.shown}` may read {denied} ({where} from a directory the command changed to), "
@@ -133,9 +133,23 @@ class Reads:
         if not read.recursive or denied == below:
             return True
         inside = denied[len(below):].lstrip("/") if below and denied.startswith(below + "/") else denied
-        if not read.hidden and any(part.startswith(".") for part in inside.split("/")):
+        parts = inside.split("/")
+        if not read.hidden and any(part.startswith(".") for part in parts):
+            return False
+        name = parts[-1]
+        if read.include and not any(fnmatch.fnmatchcase(name, glob) for glob in read.include):
+            return False
+        if any(fnmatch.fnmatchcase(name, glob) for glob in read.exclude) or any(
+                fnmatch.fnmatchcase(part, glob) for part in parts[:-1] for glob in read.exclude_dirs):
             return False
         return not read.suffixes or denied.endswith(read.suffixes)
+
+    def _followed(self, read: Read, denied: str, below: str) -> bool:
+        """Does the search reach `denied` (listed because it is a symlink that leads somewhere denied,
+        or a denied name) through the links it follows? `grep -r` reads no symlink met below."""
+        if read.follows_links or denied == below or self.repo is None:
+            return True
+        return not os.path.islink(posixpath.join(self.repo, denied))
 
     def _check_glob_read(self, read: Read, pattern: str, moved: bool) -> None:
         listing = self._denied_listing()

@@ -25,7 +25,9 @@ PYTEST = table(
     "log-level= log-format= log-date-format= log-cli-level= log-cli-format= log-cli-date-format= "
     "log-file-level= log-file-format= log-file-date-format= log-file-mode= doctest-glob= doctest-report= "
     "cov=? n|numprocesses= dist= maxprocesses= color= code-highlight= junit-prefix= x|exitfirst "
-    "rs|reruns= timeout= randomly-seed=")
+    "rs|reruns= timeout= randomly-seed= "
+    # Flags that are a prefix of an option above: listed, so that they are not read as its abbreviation.
+    "pdb trace co collect-only")
 # `-o NAME=VALUE` settings that only change what is reported or selected.
 PYTEST_SAFE_INI = {"console_output_style", "log_cli", "log_cli_level", "log_level", "log_format", "markers",
                    "xfail_strict", "filterwarnings", "python_files", "python_classes", "python_functions",

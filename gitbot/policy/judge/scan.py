@@ -22,6 +22,13 @@ def check_raw_text(text: str) -> None:
         if category == "Cc" or category.startswith("Z"):
             deny(f"the command contains the control or space character U+{ord(ch):04X}; "
                  f"bash and the parser may split words differently around it")
+
+
+def word_splitting_continuations(text: str) -> list[int]:
+    """Where a backslash-newline sits between two non-blank characters (offsets of the backslash):
+    outside quotes bash joins the two parts into one word, which the grammar may not. Inside single
+    quotes it is two literal characters (the caller asks the parsed tree which these are)."""
+    found = []
     for match in re.finditer(r"\\\n", text):
         start = match.start()
         backslashes = len(text[:start + 1]) - len(text[:start + 1].rstrip("\\"))
@@ -30,7 +37,8 @@ def check_raw_text(text: str) -> None:
         before = text[start - backslashes] if start - backslashes >= 0 else " "
         after = text[match.end()] if match.end() < len(text) else " "
         if not before.isspace() and not after.isspace():
-            deny("a backslash-newline splits a word in two; write the word on one line")
+            found.append(start)
+    return found
 
 
 _METACHARACTERS = " \t\n;&|()<>"

@@ -23,7 +23,7 @@ from gitbot.policy.judge.grammar import (
 )
 from gitbot.policy.judge.outcome import Read, Verdicts, deny, snippet
 from gitbot.policy.judge.programs import NAME_BUILTINS
-from gitbot.policy.judge.scan import check_raw_text, scan_substitutions
+from gitbot.policy.judge.scan import check_raw_text, scan_substitutions, word_splitting_continuations
 from gitbot.policy.judge.words import (
     ARRAY_KEY,
     INTEGER,
@@ -54,6 +54,7 @@ class Statements:
                 deny(f"the command could not be parsed as shell (line {line + 1}, column {column + 1}: "
                      f"{what})")
             deny("the command could not be parsed as shell")
+        self._check_continuations(text, root)
         substitutions: list[Node] = []
         seen: set[int] = set()  # where the tree has substitutions, as byte offsets
         expansions: list[Node] = []
@@ -85,6 +86,16 @@ class Statements:
         for node in substitutions:  # only reached when the policy allows `*`: deny rules still apply
             for child in node.named_children:
                 self._statement(child, depth, verdicts)
+
+    @staticmethod
+    def _check_continuations(text: str, root: Node) -> None:
+        """A backslash-newline inside a word is refused (bash joins the parts, the grammar may not),
+        except inside single quotes, where both characters are literal in bash and in the grammar."""
+        for offset in word_splitting_continuations(text):
+            at = len(text[:offset].encode("utf-8", errors="surrogateescape"))
+            node = root.descendant_for_byte_range(at, at + 1)
+            if node is None or node.type not in ("raw_string", "comment"):
+                deny("a backslash-newline splits a word in two; write the word on one line")
 
     def _check_substitutions_in_text(self, text: str, seen: set[int]) -> None:
         """The lexer's second opinion: a substitution the tree did not show (`${x:-`cmd`}` parses

@@ -4,6 +4,8 @@ CommandJudge."""
 
 from __future__ import annotations
 
+import posixpath
+
 import re
 
 from gitbot.policy.judge.outcome import Read, Verdicts, deny
@@ -217,8 +219,9 @@ class Wrappers:
                 if j >= n:
                     deny(f"find {value} without a terminating `;` or `+`")
                 batch = words[j].value == "+"
-                inner = [Word(None, batch, w.text) if (w.value is not None and "{}" in w.value) else w
-                         for w in words[i + 1:j]]
+                found = _found_path_text(words)
+                inner = [Word(None, batch, found if w.value == "{}" else w.text)
+                         if (w.value is not None and "{}" in w.value) else w for w in words[i + 1:j]]
                 if not inner:
                     deny(f"find {value} without a command")
                 self._simple(inner, depth, verdicts)
@@ -235,3 +238,17 @@ class Wrappers:
                 verdicts.reads.append(Read(words[i + 1], shown))
             i += 1
         return sensitive
+
+
+def _found_path_text(words: list[Word]) -> str:
+    """How a lone `{}` of `find -exec` is shown to the option tables: a path that starts with find's
+    first start point (`./…` for `find .` or no start point), so that it is not taken for an option
+    when no start point can begin with `-`; `{}` itself (an option, perhaps) otherwise."""
+    starts = []
+    for word in words[1:]:
+        if not word.literal:
+            return "{}"
+        if word.value.startswith(("-", "(", "!", ")")):
+            break
+        starts.append(word.value)
+    return posixpath.join(starts[0], "{}") if starts else "./{}"
