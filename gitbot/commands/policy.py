@@ -72,6 +72,9 @@ def main_check(args) -> int:
     except PolicyError as exc:
         print(exc, file=sys.stderr)
         return EXIT_BAD_POLICY
+    from gitbot.policy.init import newcomer_policy
+
+    policy, _ = newcomer_policy(repo, policy)  # what `gitbot run` allows with no policy file
     if args.batch is not None or args.run is not None:
         from gitbot.commands.policy_batch import main_batch, main_replay
 

@@ -48,6 +48,23 @@ def detect_commands(repo: Path) -> list[tuple[str, str]]:
     return list(unique.items())
 
 
+def newcomer_policy(repo: Path, policy):
+    """With no policy file, the test and lint commands `gitbot policy init` would write into one are
+    allowed for a `gitbot run` too (and `gitbot policy check` answers the same), so a first run can
+    check its own work: (policy, [(pattern, why)])."""
+    from dataclasses import replace
+
+    from gitbot.policy.defaults import DEFAULT_POLICY_PATH
+
+    if not policy.source.startswith("built-in defaults"):
+        return policy, []
+    detected = [(pattern, f"no {DEFAULT_POLICY_PATH}; `gitbot policy init` would allow it: {why}")
+                for pattern, why in detect_commands(repo) if pattern not in policy.command_allow]
+    if not detected:
+        return policy, []
+    return replace(policy, command_allow=(*policy.command_allow, *(p for p, _ in detected))), detected
+
+
 def _toml_list(items: list[str] | tuple[str, ...], comments: dict[str, str] | None = None, indent: str = "  ") -> str:
     comments = comments or {}
     lines = ["["]

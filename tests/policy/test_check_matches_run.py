@@ -109,3 +109,20 @@ def test_policy_check_decides_what_a_run_decides(tmp_path: Path, capsys, policy_
     replayed = [json.loads(line) for line in out.splitlines()]
     assert code == 0 and [r["allowed"] for r in replayed] == [ran for _, ran in decisions]
     assert [r["then"] == "ok" for r in replayed] == [ran for _, ran in decisions]
+
+
+@pytest.mark.slow
+def test_with_no_policy_file_policy_check_allows_what_gitbot_run_adds(tmp_path: Path, capsys):
+    """`gitbot run` with no policy file allows the test commands `policy init` would write: so does check."""
+    repo = make_repo(tmp_path / "repo", {"app.py": "print(1)\n", "tests/test_app.py": "def test_x():\n    pass\n",
+                                         "pyproject.toml": "[project]\nname = 'app'\n"})
+    commands = ["python -m pytest -q", "ls", "echo x > AGENTS.md", "ls", "curl http://example.invalid", "ls"]
+    script = [tool_turn(("execute_command", {"command": c})) for c in commands]
+    with FakeMessagesAPI(script + [tool_turn(("attempt_completion", {"result": "done"}))] * 2) as api:
+        proc = run_gitbot(["run", "--task", "try things", "--repo", str(repo), "--json"], env=api.env())
+    assert proc.returncode == 0, proc.stderr
+    _, decisions = _run_decisions(repo)
+    assert [ran for _, ran in decisions] == [True, True, False, True, False, True]
+    for tool_input, ran in decisions:
+        code, out = _cli(capsys, "policy", "check", "--repo", str(repo), "--command", tool_input["command"])
+        assert (code == 0) == ran, (tool_input, out)
