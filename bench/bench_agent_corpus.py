@@ -92,13 +92,16 @@ class Gitbot:
     """The gitbot under test: `python -m gitbot` from `source`, in this interpreter."""
 
     def __init__(self, source: Path):
+        # `python -m` puts its working directory first on sys.path: run from the source, not from here.
+        self.source = source
         self.env = {**os.environ, "PYTHONPATH": str(source)}
         help_text = self.run(["policy", "check", "--help"]).stdout
         self.has_batch = "--batch" in help_text
 
     def run(self, argv: list[str], stdin: str | None = None, module: bool = True) -> subprocess.CompletedProcess:
         head = [sys.executable, "-m", "gitbot"] if module else [sys.executable]
-        return subprocess.run([*head, *argv], input=stdin, capture_output=True, text=True, env=self.env, check=False)
+        return subprocess.run([*head, *argv], input=stdin, capture_output=True, text=True, env=self.env,
+                              cwd=self.source, check=False)
 
     def judge(self, repo: Path, check: str, rows: list[dict], sandbox: str) -> list[dict]:
         lines = "".join(json.dumps({"id": i, "command": row["command"]}) + "\n" for i, row in enumerate(rows))
@@ -180,7 +183,8 @@ def main() -> int:
     models = Counter(r["model"] for r in rows)
     print(f"corpus: {len(rows):,} commands, {len({r['trajectory'] for r in rows}):,} trajectories, "
           f"{len({r['project'] for r in rows})} projects, models {dict(models)}")
-    print(f"gitbot: {args.source} ({'--batch' if gitbot.has_batch else 'no --batch: Policy.check_command, as its CLI'})")
+    print(f"gitbot: {gitbot.run(['-c', 'import gitbot; print(gitbot.__file__)'], module=False).stdout.strip()} "
+          f"({'--batch' if gitbot.has_batch else 'no --batch: Policy.check_command, as its CLI'})")
     by_project: dict[str, list[int]] = defaultdict(list)
     for index, row in enumerate(rows):
         by_project[row["project"]].append(index)
