@@ -36,7 +36,6 @@ class Verdict:
     rule: str | None = None
     instead: str | None = None  # what to do instead; set on a refusal when known
     refused_by: str | None = None  # POLICY, INTERACTIVE, SANDBOX or PATH on a refusal
-    decision: Decision | None = None
 
     def to_json(self) -> dict:
         return {"allowed": self.allowed, "reason": self.reason, "rule": self.rule, "instead": self.instead}
@@ -71,16 +70,16 @@ def command_verdict(ctx: ToolContext, command: str, *, sandboxed: bool | None = 
                              sandboxed=sandboxed)
     rule = getattr(decision, "rule", None) or _rule_in(decision.reason)
     if not decision.allowed:
-        return Verdict(False, decision.reason, rule, getattr(decision, "instead", None), POLICY, decision)
+        return Verdict(False, decision.reason, rule, getattr(decision, "instead", None), POLICY)
     refusal = interactive_refusal(decision.commands)
     if refusal:
-        return Verdict(False, refusal, None, refusal, INTERACTIVE, decision)
+        return Verdict(False, refusal, None, refusal, INTERACTIVE)
     if not sandboxed and runner.mode == "required":
         from gitbot.sandbox.bwrap import FIX_HINT
 
         reason = runner.refusal or 'commands must run in the sandbox ([sandbox] mode = "required")'
-        return Verdict(False, reason, None, FIX_HINT, SANDBOX, decision)
-    return Verdict(True, decision.reason, rule, None, None, decision)
+        return Verdict(False, reason, None, FIX_HINT, SANDBOX)
+    return Verdict(True, decision.reason, rule)
 
 
 def path_verdict(ctx: ToolContext, path: str, *, for_edit: bool) -> Verdict:
