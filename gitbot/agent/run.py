@@ -24,8 +24,8 @@ from gitbot.policy import Policy
 from gitbot.record import RunRecord, new_run_id
 from gitbot.secrets import Secrets
 from gitbot.task import Task
-from gitbot.tools.base import ToolContext
 from gitbot.tools.registry import all_tools
+from gitbot.tools.verdicts import run_context
 
 DEFAULT_MAX_TOKENS = 32_000
 # Requests stay under this many prompt tokens unless the model's window is smaller: long prompts
@@ -144,11 +144,8 @@ def bind_policy(policy: Policy, repo: Path) -> Policy:
 def tool_context(repo: Path, policy: Policy, secrets: Secrets | None, check_command: str | None,
                  review_on_submit: bool):
     tools = all_tools()
-    ctx = ToolContext(repo=repo, policy=policy, secrets=secrets or Secrets.from_environment(),
-                      extra_allowed_commands=(check_command,) if check_command else ())
-    # The policy as the sandbox enforces it (policy and instruction files, in-repository toolchain
-    # directories): the file tools and the command judge refuse what the sandbox keeps read-only.
-    ctx.policy = ctx.runner.policy
+    # The same context `gitbot policy check` judges with (tools/verdicts.py).
+    ctx = run_context(repo, policy, check_command=check_command, secrets=secrets)
     ctx.state["review_on_submit"] = review_on_submit
     return tools, ctx
 

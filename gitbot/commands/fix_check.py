@@ -31,8 +31,31 @@ def register(subparsers) -> None:
                         "tree untouched), then re-run the check on that commit alone; exit 1 if it fails there")
     p.add_argument("--no-confirm", dest="confirm", action="store_false",
                    help="do not re-run a failing check once before calling the model (the flakiness guard)")
-    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS…]", help="the check command")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS…]",
+                   help="the check command (default: the project's own test runner, as `gitbot policy init` finds "
+                        "it: ./tests/runtests.py, bin/test, pytest, make test, npm test, cargo test, go test, nox, tox)")
     p.set_defaults(func=main)
+
+
+def detected_check(repo) -> list[str]:
+    """The project's first test runner as argv, said on stderr; [] when there is none."""
+    import shlex
+    import sys
+
+    from gitbot import git
+    from gitbot.errors import GitError
+    from gitbot.policy.test_runners import detect_test_runners
+
+    try:
+        root = git.repo_root(repo)
+    except GitError:
+        return []  # the flow says what is wrong with the repository
+    runners = detect_test_runners(root)
+    if not runners:
+        return []
+    print(f"gitbot fix-check: no check command given; running `{runners[0].command}` ({runners[0].why})",
+          file=sys.stderr)
+    return shlex.split(runners[0].command)
 
 
 def main(args) -> int:
@@ -42,7 +65,10 @@ def main(args) -> int:
     if argv and argv[0] == "--":
         argv = argv[1:]
     if not argv:
-        return config_error("no check command given: gitbot fix-check [options] -- CMD [ARGS…]")
+        argv = detected_check(args.repo)
+        if not argv:
+            return config_error("no check command given, and no test runner found in the repository: "
+                                "gitbot fix-check [options] -- CMD [ARGS…]")
     if args.timeout is not None and args.timeout <= 0:
         return config_error("--timeout must be a positive number of seconds")
     outcome = fix_check_flow(args.repo, argv, model=args.model, provider=args.provider, base_url=args.base_url,

@@ -79,6 +79,8 @@ def execute(task, args) -> int:
     run = prepare_run(args.repo, policy_file=args.policy, model=args.model, replay=args.replay,
                       provider_name=args.provider, base_url=args.base_url, max_steps=args.max_steps,
                       max_cost_usd=args.max_cost, min_command_timeout=DEFAULT_TIMEOUT_SECONDS if check else None)
+    from gitbot.policy.init import newcomer_policy
+
     policy, allowed = newcomer_policy(run.repo, run.policy)
     before = runner = None
     if check:
@@ -101,23 +103,6 @@ def execute(task, args) -> int:
     if args.json:
         print(render_json(result))
     return code
-
-
-def newcomer_policy(repo: Path, policy):
-    """With no policy file, the test and lint commands `gitbot policy init` would write into one are
-    allowed for this run too, so a first run can check its own work: (policy, [(pattern, why)])."""
-    from dataclasses import replace
-
-    from gitbot.policy.defaults import DEFAULT_POLICY_PATH
-    from gitbot.policy.init import detect_commands
-
-    if not policy.source.startswith("built-in defaults"):
-        return policy, []
-    detected = [(pattern, f"no {DEFAULT_POLICY_PATH}; `gitbot policy init` would allow it: {why}")
-                for pattern, why in detect_commands(repo) if pattern not in policy.command_allow]
-    if not detected:
-        return policy, []
-    return replace(policy, command_allow=(*policy.command_allow, *(p for p, _ in detected))), detected
 
 
 def check_before(repo: Path, policy, check: str):

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
-import shutil
-import tomllib
 from pathlib import Path
 
 from gitbot.policy.base import Limits
@@ -17,104 +14,55 @@ from gitbot.policy.defaults import (
     DEFAULT_READ_DENY,
     DEFAULT_SANDBOX_MODE,
 )
+from gitbot.policy.test_runners import detect_test_runners, make_target, package_scripts, pyproject
 
 DEFAULT_DENY_SUGGESTIONS = ("git push *", "curl *", "wget *", "sudo *", "ssh *", "scp *")
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-
-
-def _pyproject(repo: Path) -> dict:
-    try:
-        return tomllib.loads(_read(repo / "pyproject.toml"))
-    except tomllib.TOMLDecodeError:
-        return {}
-
-
 def detect_commands(repo: Path) -> list[tuple[str, str]]:
-    """(pattern, why) for the test and lint commands this repository appears to use."""
+    """(pattern, why) for the test and lint commands this repository appears to use: its test runners
+    (policy/test_runners.py, which fix-check reads too) and its linters."""
     repo = Path(repo)
-    found: list[tuple[str, str]] = []
-    pyproject = _pyproject(repo)
-    tool = pyproject.get("tool", {}) if isinstance(pyproject.get("tool"), dict) else {}
-
-    pytest_signals = []
-    if (repo / "tests").is_dir() or (repo / "test").is_dir():
-        pytest_signals.append("a tests/ directory")
-    if (repo / "pytest.ini").is_file() or (repo / "conftest.py").is_file():
-        pytest_signals.append("pytest.ini/conftest.py")
-    if "pytest" in tool:
-        pytest_signals.append("[tool.pytest] in pyproject.toml")
-    if "[tool:pytest]" in _read(repo / "setup.cfg") or "[pytest]" in _read(repo / "tox.ini"):
-        pytest_signals.append("pytest configuration in setup.cfg/tox.ini")
-    python_project = pytest_signals or (repo / "pyproject.toml").is_file() or (repo / "setup.py").is_file()
-    if pytest_signals and python_project:
-        why = "pytest: " + ", ".join(pytest_signals)
-        found += [(f"{_python_name(repo)} -m pytest *", why), ("pytest *", why)]
+    found = [(pattern, runner.why) for runner in detect_test_runners(repo) for pattern in runner.allow]
+    tool = pyproject(repo).get("tool", {})
+    tool = tool if isinstance(tool, dict) else {}
     if "ruff" in tool or (repo / "ruff.toml").is_file() or (repo / ".ruff.toml").is_file():
         found += [("ruff check *", "ruff is configured"), ("ruff format *", "ruff is configured")]
     if "mypy" in tool or (repo / "mypy.ini").is_file():
         found.append(("mypy *", "mypy is configured"))
-
-    package_json = repo / "package.json"
-    if package_json.is_file():
-        try:
-            scripts = json.loads(_read(package_json)).get("scripts", {}) or {}
-        except (json.JSONDecodeError, AttributeError):
-            scripts = {}
-        if isinstance(scripts, dict):
-            if "test" in scripts:
-                found += [("npm test *", "package.json has a test script"),
-                          ("npm run test *", "package.json has a test script")]
-            for name in ("lint", "typecheck", "build"):
-                if name in scripts:
-                    found.append((f"npm run {name} *", f"package.json has a {name} script"))
-
+    scripts = package_scripts(repo)
+    for name in ("lint", "typecheck", "build"):
+        if name in scripts:
+            found.append((f"npm run {name} *", f"package.json has a {name} script"))
     if (repo / "go.mod").is_file():
-        found += [("go test *", "go.mod"), ("go vet *", "go.mod"), ("go build *", "go.mod")]
+        found += [("go vet *", "go.mod"), ("go build *", "go.mod")]
     if (repo / "Cargo.toml").is_file():
-        found += [("cargo test *", "Cargo.toml"), ("cargo check *", "Cargo.toml"),
-                  ("cargo clippy *", "Cargo.toml")]
-    for makefile in ("Makefile", "makefile", "GNUmakefile"):
-        text = _read(repo / makefile)
-        for target in ("test", "check", "lint"):
-            if re.search(rf"^{target}\s*:", text, flags=re.MULTILINE):
-                found.append((f"make {target} *", f"{makefile} has a {target} target"))
-        if text:
-            break
+        found += [("cargo check *", "Cargo.toml"), ("cargo clippy *", "Cargo.toml")]
+    for target in ("check", "lint"):
+        makefile = make_target(repo, target)
+        if makefile:
+            found.append((f"make {target} *", f"{makefile} has a {target} target"))
     unique: dict[str, str] = {}
     for pattern, why in found:
         unique.setdefault(pattern, why)
     return list(unique.items())
 
 
-# Where a project says how it runs its tests.
-_USAGE_FILES = ("Makefile", "makefile", "GNUmakefile", "tox.ini", "noxfile.py", "setup.cfg", "pyproject.toml",
-                "package.json", "README.md", "README.rst", "README", "CONTRIBUTING.md", ".gitlab-ci.yml",
-                ".pre-commit-config.yaml", "justfile", "Justfile")
-_PYTHON_PYTEST = re.compile(r"\b(python(?:3(?:\.\d+)?)?)\s+-m\s+pytest\b")
+def newcomer_policy(repo: Path, policy):
+    """With no policy file, the test and lint commands `gitbot policy init` would write into one are
+    allowed for a `gitbot run` too (and `gitbot policy check` answers the same), so a first run can
+    check its own work: (policy, [(pattern, why)])."""
+    from dataclasses import replace
 
+    from gitbot.policy.defaults import DEFAULT_POLICY_PATH
 
-def _python_name(repo: Path) -> str:
-    """`python` or `python3`, as the project itself writes `-m pytest` (in its Makefile, tox.ini, CI
-    workflows, README ...); else whichever this machine has. The judge treats the two alike; the file
-    just reads like the project."""
-    texts = [_read(repo / name) for name in _USAGE_FILES]
-    workflows = repo / ".github" / "workflows"
-    if workflows.is_dir():
-        texts += [_read(path) for path in sorted(workflows.glob("*.y*ml"))[:20]]
-    counts: dict[str, int] = {}
-    for text in texts:
-        for match in _PYTHON_PYTEST.finditer(text):
-            name = "python" if match.group(1) == "python" else "python3"
-            counts[name] = counts.get(name, 0) + 1
-    if counts:
-        return max(sorted(counts), key=lambda name: counts[name])
-    return "python" if shutil.which("python") else "python3"
+    if not policy.source.startswith("built-in defaults"):
+        return policy, []
+    detected = [(pattern, f"no {DEFAULT_POLICY_PATH}; `gitbot policy init` would allow it: {why}")
+                for pattern, why in detect_commands(repo) if pattern not in policy.command_allow]
+    if not detected:
+        return policy, []
+    return replace(policy, command_allow=(*policy.command_allow, *(p for p, _ in detected))), detected
 
 
 def _toml_list(items: list[str] | tuple[str, ...], comments: dict[str, str] | None = None, indent: str = "  ") -> str:

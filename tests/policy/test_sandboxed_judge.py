@@ -123,7 +123,7 @@ def test_every_refusal_names_what_to_do_instead(repositories, command, tool):
 @pytest.mark.parametrize("command", ["python3", "vim src/app.py", "git log | less", "sh -c 'nano x'",
                                      "$EDITOR_ARGS; vi x"])
 def test_programs_that_would_wait_for_a_person_are_still_found_in_the_sandbox(repositories, command):
-    from gitbot.tools.shell import interactive_refusal
+    from gitbot.tools.interactive import interactive_refusal
 
     decision = _judge(repositories, command)
     assert decision.allowed  # the judge has nothing against it; the shell tool refuses it as interactive

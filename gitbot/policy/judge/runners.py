@@ -76,6 +76,13 @@ CARGO = table(
     "config=:load Z=:load manifest-path=:read target-dir=:write artifact-dir=:write out-dir=:write "
     "lockfile-path=:write message-format= color= j|jobs= features= F= p|package= exclude= target= profile= "
     "bin= example= test= bench= timings=? C=:load")
+# tox and nox run the sessions their configuration names (tox.ini, noxfile.py: the project's own files);
+# these options load another configuration, run another program, or write outside their usual place.
+TOX = table("c|conf=:load root=:load x|override=:load installpkg=:run discover=:run workdir=:write "
+            "result-json=:write report-json=:write e= m= f= p|parallel=? r|recreate q|quiet v|verbose")
+NOX = table("f|noxfile=:load envdir=:write report=:write s|session= sessions= k|keywords= t|tags= p|python= "
+            "pythons= extra-python= extra-pythons= force-python= default-venv-backend= force-venv-backend= "
+            "r|reuse-existing-virtualenvs R no-venv l|list")
 # tar: options that run a program, and the archive, which it reads or (creating) writes.
 TAR = table(
     "to-command=:run I=:run use-compress-program=:run checkpoint-action=:named info-script=:run F=:run "
@@ -177,6 +184,16 @@ class Runners:
             if "=" in (word.value or word.text) and (name in MAKE_VARIABLES or not word.literal):
                 sensitive[index] = (f"`make {word.text}` changes how every recipe runs; a rule must name it "
                                     f"exactly")
+        return sensitive
+
+    def _runner_tox(self, words: list[Word], depth: int, verdicts: Verdicts, shown: str) -> dict[int, str]:
+        sensitive: dict[int, str] = {}
+        self._apply_options(walk(words, 1, TOX, GNU), words, depth, verdicts, shown, sensitive, "tox")
+        return sensitive
+
+    def _runner_nox(self, words: list[Word], depth: int, verdicts: Verdicts, shown: str) -> dict[int, str]:
+        sensitive: dict[int, str] = {}
+        self._apply_options(walk(words, 1, NOX, GNU), words, depth, verdicts, shown, sensitive, "nox")
         return sensitive
 
     def _runner_npm(self, words: list[Word], depth: int, verdicts: Verdicts, shown: str) -> dict[int, str]:
