@@ -37,7 +37,13 @@ def difference_paired(both: int, only_a: int, only_b: int, neither: int) -> tupl
     l1, u1 = wilson(both + only_a, n)
     l2, u2 = wilson(both + only_b, n)
     product = (both + only_a) * (only_b + neither) * (both + only_b) * (only_a + neither)
-    phi = (both * neither - only_a * only_b) / math.sqrt(product) if product > 0 else 0.0
+    # Newcombe's correlation term, corrected for continuity: 0 for a small positive association.
+    association = both * neither - only_a * only_b
+    if association > n / 2:
+        association -= n / 2
+    elif association > 0:
+        association = 0
+    phi = association / math.sqrt(product) if product > 0 else 0.0
     d = p1 - p2
     lower = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
     upper = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))

@@ -14,7 +14,7 @@ import shlex
 
 DEFAULT_TEST_CMD = "python3 -m pytest -q -rA -p no:cacheprovider"
 PASSING = {"PASSED", "XFAIL", "ok", "expected failure"}
-_PYTEST = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (.+?)(?: - .*)?$")
+_PYTEST = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (.+)$")
 _UNITTEST = re.compile(r"^(\w+) \(([\w.]+)\)(?:\n[^\n]*)? \.\.\. (ok|FAIL|ERROR|expected failure|unexpected success"
                        r"|skipped.*)$", re.MULTILINE)
 
@@ -33,13 +33,24 @@ def outcomes(output: str) -> dict[str, bool]:
     for line in output.splitlines():
         match = _PYTEST.match(line.rstrip())
         if match:
-            note(match.group(2), match.group(1) in PASSING)
+            note(_pytest_id(match.group(1), match.group(2)), match.group(1) in PASSING)
     for match in _UNITTEST.finditer(output):
         name, where, status = match.groups()
         # Python 3.11+ prints module.Class.test; older ones module.Class.
         test_id = where if where.endswith(f".{name}") else f"{where}.{name}"
         note(test_id, status in PASSING)
     return found
+
+
+def _pytest_id(status: str, rest: str) -> str:
+    """`FAILED id - why`: the id ends before " - ", unless that is inside its [parameters]."""
+    if status == "PASSED":
+        return rest
+    head = rest.split(" - ", 1)[0]
+    if "[" in head and "]" not in head[head.index("["):]:
+        closing = rest.find("]", rest.index("["))
+        return rest[:closing + 1] if closing != -1 else rest
+    return head
 
 
 def failing(ids: list[str], seen: dict[str, bool]) -> list[str]:

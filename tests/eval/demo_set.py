@@ -81,40 +81,40 @@ if __name__ == "__main__":
 
 # (commit message, [(file, search, replace)]): each edit replaces one exact piece of text.
 FIXES = [
-    ("mean([1, 2, 3]) is 3, not 2\n\nmean() of three numbers gives 3 instead of 2, and mean([5]) divides by "
-     "zero.\n\nThe divisor in stats.py was len(values) - 1; it is len(values).\n\nFixes #1\n",
+    (("mean([1, 2, 3]) is 3, not 2\n\nmean() of three numbers gives 3 instead of 2, and mean([5]) divides by "
+     "zero.\n\nThe divisor in stats.py was len(values) - 1; it is len(values).\n\nFixes #1\n"),
      [("stats.py", "    return sum(values) / (len(values) - 1)\n", "    return sum(values) / len(values)\n"),
       ("test_stats.py", "            mean([])\n",
-       "            mean([])\n\n    def test_mean_of_three(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n\n"
-       "    def test_mean_of_one(self):\n        self.assertEqual(mean([5]), 5)\n")]),
-    ("median() of an even number of values is wrong\n\nmedian([4, 1, 3, 2]) gives 3; the median of an even "
-     "count is the mean of the middle two, 2.5.\n",
+       ("            mean([])\n\n    def test_mean_of_three(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n\n"
+       "    def test_mean_of_one(self):\n        self.assertEqual(mean([5]), 5)\n"))]),
+    (("median() of an even number of values is wrong\n\nmedian([4, 1, 3, 2]) gives 3; the median of an even "
+     "count is the mean of the middle two, 2.5.\n"),
      [("stats.py", "    middle = len(ordered) // 2\n    return ordered[middle]\n",
-       "    middle = len(ordered) // 2\n    if len(ordered) % 2:\n        return ordered[middle]\n"
-       "    return (ordered[middle - 1] + ordered[middle]) / 2\n"),
+       ("    middle = len(ordered) // 2\n    if len(ordered) % 2:\n        return ordered[middle]\n"
+       "    return (ordered[middle - 1] + ordered[middle]) / 2\n")),
       ("test_stats.py", "        self.assertEqual(median([3, 1, 2]), 2)\n",
-       "        self.assertEqual(median([3, 1, 2]), 2)\n\n    def test_even(self):\n"
-       "        self.assertEqual(median([4, 1, 3, 2]), 2.5)\n")]),
-    ("spread() is always 0\n\nspread([1, 5, 3]) should be 4.\n\nIt subtracted max(values) from itself; "
-     "use min(values).\n\nCloses #3\n",
+       ("        self.assertEqual(median([3, 1, 2]), 2)\n\n    def test_even(self):\n"
+       "        self.assertEqual(median([4, 1, 3, 2]), 2.5)\n"))]),
+    (("spread() is always 0\n\nspread([1, 5, 3]) should be 4.\n\nIt subtracted max(values) from itself; "
+     "use min(values).\n\nCloses #3\n"),
      [("stats.py", "    return max(values) - max(values)\n", "    return max(values) - min(values)\n"),
       ("test_stats.py", "        self.assertEqual(spread([4, 4]), 0)\n",
-       "        self.assertEqual(spread([4, 4]), 0)\n\n    def test_spread(self):\n"
-       "        self.assertEqual(spread([1, 5, 3]), 4)\n")]),
+       ("        self.assertEqual(spread([4, 4]), 0)\n\n    def test_spread(self):\n"
+       "        self.assertEqual(spread([1, 5, 3]), 4)\n"))]),
     ("median([]) raises IndexError, unlike mean([])\n\nBoth should raise ValueError for an empty sequence.\n",
      [("stats.py", '    """Middle value of a non-empty sequence of numbers."""\n',
-       '    """Middle value of a non-empty sequence of numbers."""\n    if not values:\n'
-       '        raise ValueError("median() of an empty sequence")\n'),
+       ('    """Middle value of a non-empty sequence of numbers."""\n    if not values:\n'
+       '        raise ValueError("median() of an empty sequence")\n')),
       ("test_stats.py", "class MedianTest(unittest.TestCase):\n",
-       "class MedianTest(unittest.TestCase):\n    def test_empty(self):\n        with self.assertRaises(ValueError):\n"
-       "            median([])\n\n")]),
-    ("variance() is the population variance, documented as the sample variance\n\nvariance([1, 2, 3, 4]) "
-     "gives 1.25; the sample variance is 5/3.\n",
+       ("class MedianTest(unittest.TestCase):\n    def test_empty(self):\n        with self.assertRaises(ValueError):\n"
+       "            median([])\n\n"))]),
+    (("variance() is the population variance, documented as the sample variance\n\nvariance([1, 2, 3, 4]) "
+     "gives 1.25; the sample variance is 5/3.\n"),
      [("stats.py", "    return sum((value - centre) ** 2 for value in values) / len(values)\n",
        "    return sum((value - centre) ** 2 for value in values) / (len(values) - 1)\n"),
       ("test_stats.py", "        self.assertEqual(variance([2, 2]), 0)\n",
-       "        self.assertEqual(variance([2, 2]), 0)\n\n    def test_sample(self):\n"
-       "        self.assertAlmostEqual(variance([1, 2, 3, 4]), 5 / 3)\n")]),
+       ("        self.assertEqual(variance([2, 2]), 0)\n\n    def test_sample(self):\n"
+       "        self.assertAlmostEqual(variance([1, 2, 3, 4]), 5 / 3)\n"))]),
 ]
 # Not fixes: a refactor whose new test passes before it too, and a change to the docs only.
 REFACTOR = ("stats: name the middle index once\n",

@@ -1,0 +1,141 @@
+"""The pure parts of `gitbot eval`: the instance format, test outcomes, intervals, shards, the budget and
+the problem statement. No subprocess."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gitbot.eval import testcmd
+from gitbot.eval.batch import Budget, in_shard, parse_shard
+from gitbot.eval.instances import dumps, read_instances
+from gitbot.eval.statement import linked_issues, problem_statement
+from gitbot.eval.stats import difference_paired, difference_unpaired, wilson
+
+OFFICIAL = {"repo": "astropy/astropy", "instance_id": "astropy__astropy-12907",
+            "base_commit": "d16bfe05a744909de4b27f5875fe0d4ed41ce607", "patch": "diff --git a/x b/x\n",
+            "test_patch": "diff --git a/t b/t\n", "problem_statement": "Modeling's separability_matrix …",
+            "hints_text": "", "created_at": "2022-03-03T15:14:54Z", "version": "4.3",
+            "FAIL_TO_PASS": "[\"astropy/modeling/tests/test_separable.py::test_separable[compound_model6-result6]\"]",
+            "PASS_TO_PASS": "[\"astropy/modeling/tests/test_separable.py::test_coord_matrix\"]",
+            "environment_setup_commit": "298ccb478e6bf092953bca67a3d29dc6c35f6752"}
+
+
+def test_official_instances_round_trip_with_their_string_encoded_lists(tmp_path):
+    listed = dict(OFFICIAL, instance_id="plain-lists", FAIL_TO_PASS=["a.py::t"], PASS_TO_PASS=[])
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps(OFFICIAL) + "\n" + json.dumps(listed) + "\n")
+    instances, errors = read_instances(path)
+    assert errors == []
+    assert instances[0].fail_to_pass == ["astropy/modeling/tests/test_separable.py::test_separable[compound_model6-result6]"]
+    assert instances[1].fail_to_pass == ["a.py::t"]
+    again = tmp_path / "again.jsonl"
+    again.write_text(dumps(instances))
+    first = json.loads(again.read_text().splitlines()[0])
+    assert first == OFFICIAL  # every field, the official types (lists as JSON strings) included
+    assert json.loads(again.read_text().splitlines()[1])["FAIL_TO_PASS"] == "[\"a.py::t\"]"
+    assert [i.to_dict() for i in read_instances(again)[0]] == [i.to_dict() for i in instances]
+
+
+def test_each_bad_line_is_its_own_error_and_the_others_are_read(tmp_path):
+    path = tmp_path / "in.jsonl"
+    lines = [json.dumps(OFFICIAL), "{not json", json.dumps({k: v for k, v in OFFICIAL.items() if k != "base_commit"}
+                                                            | {"instance_id": "no-base"}),
+             json.dumps(OFFICIAL | {"instance_id": "bad-list", "FAIL_TO_PASS": "[oops"}),
+             json.dumps(OFFICIAL | {"instance_id": "empty", "FAIL_TO_PASS": "[]"}), json.dumps(OFFICIAL),
+             json.dumps(OFFICIAL | {"instance_id": "../escape"}), json.dumps(OFFICIAL | {"instance_id": "good-2"})]
+    path.write_text("\n".join(lines) + "\n")
+    instances, errors = read_instances(path)
+    assert [i.instance_id for i in instances] == ["astropy__astropy-12907", "good-2"]
+    whys = {error.line: error.why for error in errors}
+    assert "not JSON" in whys[2] and "missing field(s): base_commit" in whys[3]
+    assert "FAIL_TO_PASS is a string but not a JSON list" in whys[4] and "FAIL_TO_PASS is empty" in whys[5]
+    assert "appears twice" in whys[6] and "without '/'" in whys[7]
+
+
+PYTEST_RA = """\
+..F.
+=========================== short test summary info ============================
+PASSED tests/test_a.py::test_one
+PASSED tests/test_a.py::test_param[a - b]
+FAILED tests/test_a.py::test_two - AssertionError: assert 1 == 2
+ERROR tests/test_b.py::test_fixture - RuntimeError: boom
+XFAIL tests/test_a.py::test_known - reason
+1 failed, 2 passed, 1 error in 0.12s
+"""
+UNITTEST_V = """\
+test_even (test_stats.MedianTest.test_even) ... ok
+test_odd (test_stats.MedianTest) ... FAIL
+test_doc (test_stats.MeanTest.test_doc)
+Docstring line. ... ERROR
+test_skip (test_stats.MeanTest.test_skip) ... skipped 'later'
+"""
+
+
+def test_outcomes_are_read_from_pytest_and_unittest_output():
+    seen = testcmd.outcomes(PYTEST_RA)
+    assert seen == {"tests/test_a.py::test_one": True, "tests/test_a.py::test_param[a - b]": True,
+                    "tests/test_a.py::test_two": False, "tests/test_b.py::test_fixture": False,
+                    "tests/test_a.py::test_known": True}
+    seen = testcmd.outcomes(UNITTEST_V)
+    assert seen == {"test_stats.MedianTest.test_even": True, "test_stats.MedianTest.test_odd": False,
+                    "test_stats.MeanTest.test_doc": False, "test_stats.MeanTest.test_skip": False}
+    assert testcmd.failing(["test_stats.MedianTest.test_even", "not.run"], seen) == ["not.run"]
+
+
+def test_the_test_command_quotes_the_ids():
+    assert testcmd.test_command(None, ["a.py::t[x y]"]) == f"{testcmd.DEFAULT_TEST_CMD} 'a.py::t[x y]'"
+    assert testcmd.test_command("python3 -m unittest -v", []) == "python3 -m unittest -v"
+
+
+def test_intervals_match_published_examples():
+    low, high = wilson(81, 263)  # Newcombe 1998 (single proportion): 0.2553 to 0.3662
+    assert (round(low, 4), round(high, 4)) == (0.2553, 0.3662)
+    d, low, high = difference_unpaired(56, 70, 48, 80)  # Newcombe 1998 (unpaired), method 10: 0.0524 to 0.3339
+    assert (round(d, 4), round(low, 4), round(high, 4)) == (0.2, 0.0524, 0.3339)
+    # Paired: no published figure was at hand; the properties it must have instead. Positively associated
+    # outcomes (the same instances are easy for both runs) give a narrower interval than unpaired ones.
+    d, low, high = difference_paired(40, 9, 2, 30)
+    assert round(d, 4) == round(7 / 81, 4) and low < d < high
+    _, unpaired_low, unpaired_high = difference_unpaired(49, 81, 42, 81)
+    assert high - low < unpaired_high - unpaired_low
+    assert difference_paired(10, 0, 0, 10)[0] == 0 and difference_paired(0, 5, 0, 0)[1:] == (pytest.approx(0.3855, abs=1e-3), 1.0)
+    assert wilson(0, 0) == (0.0, 1.0) and wilson(5, 5)[1] == 1.0
+
+
+def test_shards_split_without_overlap_or_loss():
+    ids = [f"repo__project-{n}" for n in range(500)]
+    shards = [{i for i in ids if in_shard(i, k, 4)} for k in range(1, 5)]
+    assert sum(len(s) for s in shards) == len(ids) and set().union(*shards) == set(ids)
+    assert all(len(s) > 80 for s in shards)  # a hash spreads them
+    assert parse_shard("2/4") == (2, 4)
+    for bad in ("0/4", "5/4", "x", "1/0"):
+        with pytest.raises(ValueError):
+            parse_shard(bad)
+
+
+def test_the_budget_stops_new_instances_before_they_could_pass_it():
+    budget = Budget(1.0)
+    assert budget.start("a") == (True, 1.0)  # nothing known yet: it runs alone, capped by all there is
+    assert budget.start("b") == (False, None)
+    budget.finish("a", {"cost_usd": 0.3, "status": "completed"})
+    assert budget.start("b") == (True, pytest.approx(0.7))  # projection 0.3; its own cap what remains
+    assert budget.start("c") == (True, pytest.approx(0.4))  # 0.3 spent + 0.3 expected of b + 0.3 ≤ 1
+    assert budget.start("d") == (False, None)  # 0.3 + 0.3 + 0.3 + 0.3 > 1
+    budget.finish("b", {"cost_usd": 0.5, "status": "completed"})
+    budget.finish("c", {"cost_usd": 0.1, "status": "completed"})
+    assert budget.start("d") == (False, None)  # 0.9 spent + 0.3 mean > 1
+    assert Budget(None).start("x") == (True, None)
+
+
+def test_the_problem_statement_keeps_the_problem_and_drops_the_fix():
+    patch = ("diff --git a/stats.py b/stats.py\n--- a/stats.py\n+++ b/stats.py\n"
+             "-    return max(values) - max(values)\n+    return max(values) - min(values)\n"
+             "+    _check_numbers(values)  # guard\n+    raise ValueError(\"an empty sequence\")\n")
+    message = ("spread() is always 0 (fixes #3)\n\nspread([1, 5, 3]) should be 4, not 0 for an empty sequence.\n"
+               "Use min(values) instead.\nNow calls _check_numbers first.\nThe bug was in stats.py.\n\n"
+               "Closes org/other#9\nSigned-off-by: Someone <s@example.invalid>\n")
+    text = problem_statement(message, patch, ["stats.py"])
+    assert text == "spread() is always 0\n\nspread([1, 5, 3]) should be 4, not 0 for an empty sequence."
+    assert linked_issues(message) == ["#3", "org/other#9"]
