@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gitbot.eval import testcmd
 from gitbot.eval.instances import Instance
-from gitbot.eval.resolve import check_before, judge, put_back_tests
+from gitbot.eval.resolve import check_before, check_tests_fail, judge, put_back_tests
 from gitbot.eval.task import check_task, problem_task
 from gitbot.eval.workspace import (
     InstanceProblem,
@@ -25,6 +25,7 @@ from gitbot.eval.workspace import (
     resolve_commit,
     source_repository,
 )
+from gitbot.secrets import Secrets
 
 
 @dataclass(frozen=True)
@@ -70,17 +71,19 @@ def run_instance(instance: Instance, settings: Settings, *, budget_usd: float | 
         timings["setup"] = time.monotonic() - started
 
         mark = time.monotonic()
-        before = check_before(source, instance, base, run.policy, scratch / "before")
-        timings["tests_before"] = time.monotonic() - mark
         start = base
         if settings.check_from_tests:
-            # The agent works beside the failing tests, as fix-check does; they are committed here so its
-            # patch leaves them out, and the judge puts them back fresh whatever it did to them.
+            # The agent works beside the failing tests, as fix-check does: they are committed in its worktree
+            # (so its patch leaves them out) and run there; the judge puts them back fresh whatever it did.
             put_back_tests(agent_tree, instance, base)
             start = commit_tree_state(agent_tree, "the held-back tests, for --check-from-tests")
-            task = check_task(before, testcmd.test_command(instance.test_cmd, instance.fail_to_pass), agent_tree)
+            before = check_tests_fail(agent_tree, instance, run.policy)
+            command = testcmd.test_command(instance.test_cmd, [*instance.fail_to_pass, *instance.pass_to_pass])
+            task = check_task(before, command, agent_tree)
         else:
+            check_before(source, instance, base, run.policy, scratch / "before")
             task = problem_task(instance)
+        timings["tests_before"] = time.monotonic() - mark
 
         from gitbot.agent.run import run_task
 
@@ -92,12 +95,19 @@ def run_instance(instance: Instance, settings: Settings, *, budget_usd: float | 
             raise Interrupted(result.summary)
         row.update(_from_result(result))
         _keep_record(agent_tree, result.run_id, instance_dir(settings.out, instance.instance_id) / "record")
-        row["model_patch"] = changes_since(agent_tree, start, leave_out=patch_paths(instance.test_patch))
+        patch = changes_since(agent_tree, start, leave_out=patch_paths(instance.test_patch))
 
         mark = time.monotonic()
-        verdict = judge(source, instance, base, row["model_patch"], run.policy, scratch / "judge")
+        verdict = judge(source, instance, base, patch, run.policy, scratch / "judge")
         timings["tests_after"] = time.monotonic() - mark
         row.update(resolved=verdict.resolved, why=verdict.why, verdict=verdict.to_dict())
+        # OUTDIR is shared (an artifact, predictions for scoring): a secret the agent wrote into its change
+        # or a test printed is replaced there, as in the record. The verdict was made on the real patch.
+        secrets = Secrets.from_environment()
+        row["model_patch"], found = secrets.scrub(patch)
+        row["verdict"]["output_tail"], found_in_output = secrets.scrub(verdict.output_tail)
+        if found or found_in_output:
+            row.setdefault("warnings", []).append("secret-like values were replaced in the patch or test output")
     except InstanceProblem as exc:
         row.update(error="instance", why=str(exc))
     except _config_errors() as exc:

@@ -59,11 +59,17 @@ def run_tests(tree: Path, instance: Instance, policy, timeout: float | None = No
 
 
 def check_before(source: Path, instance: Instance, base: str, policy, where: Path) -> CommandRun:
-    """The instance on its base commit with the held-back tests: FAIL_TO_PASS must fail, PASS_TO_PASS
-    pass. Returns that run (a --check-from-tests task is built from it). Raises InstanceProblem."""
+    """The instance on its base commit with the held-back tests, in a worktree of its own: see
+    check_tests_fail. Raises InstanceProblem."""
     with worktree(source, base, where) as tree:
         put_back_tests(tree, instance, base)
-        run, seen = run_tests(tree, instance, policy)
+        return check_tests_fail(tree, instance, policy)
+
+
+def check_tests_fail(tree: Path, instance: Instance, policy) -> CommandRun:
+    """In `tree` (the held-back tests in place, no fix): FAIL_TO_PASS must fail and PASS_TO_PASS pass.
+    Returns that run (a --check-from-tests task is built from it). Raises InstanceProblem."""
+    run, seen = run_tests(tree, instance, policy)
     passing_already = [t for t in instance.fail_to_pass if seen.get(t, False)]
     if passing_already:
         raise InstanceProblem(f"FAIL_TO_PASS test(s) pass before any fix: {', '.join(passing_already[:5])}; "

@@ -167,3 +167,23 @@ def test_shards_split_without_overlap_and_merge_joins_them(tmp_path, small_set):
     assert report["overall"]["total"] == report["overall"]["resolved"] == len(ids)
     assert len((merged / "predictions.jsonl").read_text().splitlines()) == len(ids)
     assert "| claude-sonnet-5-5 | 3/3 |" in (merged / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_with_check_from_tests_the_task_is_the_failing_check(tmp_path, small_set):
+    small_set.write_text(small_set.read_text().splitlines()[0] + "\n")
+    chosen = json.loads(small_set.read_text())
+    out = tmp_path / "out"
+    replay_run(small_set, out, "--check-from-tests")
+    row = rows(out)[chosen["instance_id"]]
+    assert row["resolved"], row
+    start = next(json.loads(line) for line in
+                 (out / "instances" / chosen["instance_id"] / "record" / "trajectory.jsonl").read_text().splitlines()
+                 if json.loads(line)["event"] == "run_start")
+    f2p = json.loads(chosen["FAIL_TO_PASS"])
+    assert start["source"] == "eval" and all(test_id in start["check_command"] for test_id in f2p)
+    assert f"The check `{start['check_command']}` fails" in start["first_message"]
+    assert chosen["problem_statement"].splitlines()[0] not in start["first_message"]
+    # The held-back tests were in its tree (committed there), not in its patch.
+    patch = json.loads((out / "predictions.jsonl").read_text())["model_patch"]
+    assert "stats.py" in patch and "test_stats.py" not in patch
