@@ -8,6 +8,7 @@ official tools. A bad line becomes an InstanceError for that line: it never stop
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,8 +69,10 @@ def parse_instance(data: Any) -> Instance:
     for name in ("instance_id", "repo", "base_commit", "problem_statement", "test_patch"):
         if not isinstance(data[name], str):
             raise BadInstance(f"{name} must be a string")
-    if not data["instance_id"].strip() or "/" in data["instance_id"] or data["instance_id"] in (".", ".."):
-        raise BadInstance("instance_id must be a non-empty name without '/'")
+    # It names a directory in OUTDIR and a replay file: one plain path component.
+    if not re.fullmatch(r"[^/\\\x00-\x1f.][^/\\\x00-\x1f]{0,199}", data["instance_id"]):
+        raise BadInstance("instance_id must be a name without '/', '\\' or control characters, not starting "
+                          "with '.'")
     lists = {name: test_ids(data.get(name, []), name) for name in LIST_FIELDS}
     if not lists["FAIL_TO_PASS"]:
         raise BadInstance("FAIL_TO_PASS is empty: nothing would show the fix")

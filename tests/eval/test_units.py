@@ -139,3 +139,11 @@ def test_the_problem_statement_keeps_the_problem_and_drops_the_fix():
     text = problem_statement(message, patch, ["stats.py"])
     assert text == "spread() is always 0\n\nspread([1, 5, 3]) should be 4, not 0 for an empty sequence."
     assert linked_issues(message) == ["#3", "org/other#9"]
+
+
+@pytest.mark.parametrize("bad", ["..", ".hidden", "a/b", "a\\b", "a\x00b", "line\nbreak", "", "x" * 201])
+def test_an_instance_id_is_one_plain_path_component(tmp_path, bad):
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps(OFFICIAL | {"instance_id": bad}) + "\n")
+    instances, errors = read_instances(path)
+    assert instances == [] and "instance_id must be a name" in errors[0].why
