@@ -111,7 +111,12 @@ def run_instance(instance: Instance, settings: Settings, *, budget_usd: float | 
     except InstanceProblem as exc:
         row.update(error="instance", why=str(exc))
     except _config_errors() as exc:
+        # No key, a bad policy: not this instance's fault, and not kept as its result (batch.py).
         row.update(error="config", why=str(exc))
+    except Interrupted:
+        raise
+    except Exception as exc:  # noqa: BLE001 — whatever broke, the other instances go on
+        row.update(error="internal", why=f"{type(exc).__name__}: {exc}")
     finally:
         if source is not None and agent_tree is not None:
             remove_worktree(source, agent_tree)
@@ -136,10 +141,9 @@ def _prepare(tree: Path, instance: Instance, settings: Settings, budget_usd: flo
 
 
 def _config_errors() -> tuple[type[BaseException], ...]:
-    from gitbot.checkpoints import CheckpointError
-    from gitbot.errors import ConfigError, GitError
+    from gitbot.errors import ConfigError
 
-    return (ConfigError, GitError, CheckpointError)
+    return (ConfigError,)
 
 
 def _from_result(result) -> dict:

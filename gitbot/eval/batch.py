@@ -110,17 +110,21 @@ def run_batch(instances: list[Instance], settings: Settings, *, workers: int = 1
     progress = Progress(len(instances), list(done.values()))
     lock = threading.Lock()
 
+    not_run: dict[str, str] = {}
+
     def one(instance: Instance, cap: float | None) -> dict:
         row = run_instance(instance, settings, budget_usd=cap,
                            reporter=reporter_for(instance) if reporter_for else None)
-        keep(settings.out, row)
         with lock:
             budget.finish(instance.instance_id, row)
             progress.finished(row)
+            if row["error"] == "config":  # no key, a bad policy: a resume (once fixed) runs it
+                not_run[instance.instance_id] = row["why"]
+                return row
+            keep(settings.out, row)
             done[instance.instance_id] = row
         return row
 
-    not_run: dict[str, str] = {}
     if workers <= 1:
         for instance in pending:
             allowed, cap = budget.start(instance.instance_id)

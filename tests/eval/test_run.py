@@ -187,3 +187,14 @@ def test_with_check_from_tests_the_task_is_the_failing_check(tmp_path, small_set
     # The held-back tests were in its tree (committed there), not in its patch.
     patch = json.loads((out / "predictions.jsonl").read_text())["model_patch"]
     assert "stats.py" in patch and "test_stats.py" not in patch
+
+
+@pytest.mark.slow
+def test_without_a_key_nothing_is_kept_as_done_and_a_resume_runs_it(tmp_path, small_set):
+    out = tmp_path / "out"
+    proc = run_gitbot(["eval", "run", str(small_set), "-o", str(out), "--shard", "1/2"])
+    assert proc.returncode == 0, proc.stderr
+    report = read_report(out)
+    assert report["instances"] == [] and report["not_run"]
+    assert all("ANTHROPIC_API_KEY is not set" in item["why"] for item in report["not_run"])
+    assert not (out / "instances").exists()
