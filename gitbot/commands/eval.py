@@ -12,7 +12,9 @@ Exit codes: 0 done (whatever the resolve rate); 2 bad input (no instances file, 
 
 from __future__ import annotations
 
+import signal
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 BUNDLED = Path(__file__).resolve().parent.parent / "data" / "eval" / "instances.jsonl"
@@ -94,7 +96,8 @@ def main_run(args) -> int:
           f"{args.workers} worker(s), results in {out}", file=sys.stderr)
     not_run = {f"line-{e.line}" if e.instance_id is None else e.instance_id: e.why for e in errors}
     try:
-        rows, budget_stopped = run_batch(instances, settings, workers=args.workers, max_cost=args.max_cost)
+        with _sigterm_interrupts():
+            rows, budget_stopped = run_batch(instances, settings, workers=args.workers, max_cost=args.max_cost)
     except KeyboardInterrupt:
         print(f"gitbot eval: interrupted; run the same command again to finish what is left ({out})",
               file=sys.stderr)
@@ -107,6 +110,21 @@ def main_run(args) -> int:
     print(f"gitbot eval: {numbers['resolved']}/{numbers['total']} resolved ({numbers['resolve_rate']:.1%}, "
           f"95% CI {low:.1%}–{high:.1%}), ${numbers['cost_usd']:.4f}; {out / 'report.md'}", file=sys.stderr)
     return 0
+
+
+@contextmanager
+def _sigterm_interrupts():
+    """SIGTERM (a cancelled CI job) stops the batch like Ctrl-C: the running instance's worktrees are removed
+    and nothing is kept for it, so a resume runs it again."""
+    def interrupt(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def main_mine(args) -> int:

@@ -198,3 +198,31 @@ def test_without_a_key_nothing_is_kept_as_done_and_a_resume_runs_it(tmp_path, sm
     assert report["instances"] == [] and report["not_run"]
     assert all("ANTHROPIC_API_KEY is not set" in item["why"] for item in report["not_run"])
     assert not (out / "instances").exists()
+
+
+@pytest.mark.slow
+def test_a_cancelled_evaluation_keeps_what_finished_and_resumes_the_rest(tmp_path, small_set):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import gitbot_env
+
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "gitbot", "eval", "run", str(small_set), "--replay", "-o", str(out)],
+                            env=gitbot_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while not list(out.glob("instances/*/result.json")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)  # a cancelled CI job
+    _, stderr = proc.communicate(timeout=120)
+    finished = {path.parent.name for path in out.glob("instances/*/result.json")}
+    if len(finished) == 3:
+        pytest.skip("every instance finished before the signal arrived")
+    assert proc.returncode == 3 and "interrupted; run the same command again" in stderr
+    source = next((out / "repos").iterdir())
+    assert git(source, "worktree", "list").count("\n") == 1  # the clone itself; no worktree left behind
+    replay_run(small_set, out)
+    report = read_report(out)
+    assert report["overall"]["resolved"] == report["overall"]["total"] == 3
