@@ -20,8 +20,10 @@ TESTS = ("import unittest\n\nfrom stats import mean, total\n\n\nclass StatsTest(
 HELD_BACK = "\n    def test_mean(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n"
 FIX = "<<<<<<< SEARCH\n    return sum(values) / (len(values) - 1)\n=======\n    return sum(values) / len(values)\n>>>>>>> REPLACE"
 WRONG = "<<<<<<< SEARCH\n    return sum(values) / (len(values) - 1)\n=======\n    return sum(values) / (len(values) + 1)\n>>>>>>> REPLACE"
-# The agent writes the test it guesses will be run, passing whatever mean() does.
-TEST_EDIT = TESTS + "\n    def test_mean(self):\n        pass\n"
+# The agent "fixes" mean() inside the tests: the held-back test patch still applies on top of this edit
+# (another hunk), and in this module mean() is then right. Only putting the test files back defeats it.
+TEST_EDIT = TESTS.replace("from stats import mean, total\n",
+                          "from stats import mean, total\n\nmean = lambda values: sum(values) / len(values)  # noqa\n")
 F2P, P2P = "test_stats.StatsTest.test_mean", "test_stats.StatsTest.test_total"
 
 
