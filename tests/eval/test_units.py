@@ -147,3 +147,45 @@ def test_an_instance_id_is_one_plain_path_component(tmp_path, bad):
     path.write_text(json.dumps(OFFICIAL | {"instance_id": bad}) + "\n")
     instances, errors = read_instances(path)
     assert instances == [] and "instance_id must be a name" in errors[0].why
+
+
+def row(instance_id: str, model: str, resolved: bool, cost: float, steps: int, **more) -> dict:
+    return {"instance_id": instance_id, "model": model, "resolved": resolved, "cost_usd": cost, "steps": steps,
+            "status": "completed", "error": None, "why": "" if resolved else "1 of 1 FAIL_TO_PASS still fail",
+            "model_patch": "diff", **more}
+
+
+def test_the_report_has_a_row_per_model_and_says_why_each_failure_failed():
+    from gitbot.eval.report import build_report, markdown, predictions
+
+    rows = [row("a", "m1", True, 0.5, 4), row("b", "m1", False, 0.25, 8),
+            row("c", "m2", False, 0.0, 0, error="instance", status=None, why="base_commit x | <b>bad</b>")]
+    report = build_report(rows, ["a", "b", "c", "d"], {"d": "the evaluation's --max-cost would be passed"})
+    assert report["overall"]["resolved"] == 1 and report["overall"]["total"] == 4
+    assert report["overall"]["resolve_rate"] == 0.25 and report["overall"]["cost_per_resolved_usd"] == 0.75
+    assert report["by_model"]["m1"]["median_steps"] == 6 and report["by_model"]["m1"]["total"] == 2
+    text = markdown(report)
+    assert "| all instances | 1/4 | 25.0% (4.6%–69.9%) | $0.7500 | $0.7500 | 6 |" in text
+    assert "| m1 | 1/2 |" in text and "| m2 | 0/1 |" in text
+    # Untrusted text stays in its cell.
+    assert "| c | error (instance): base_commit x \\| &lt;b>bad&lt;/b> |" in text
+    assert "| d | not run: the evaluation's --max-cost would be passed |" in text
+    assert [json.loads(line)["instance_id"] for line in predictions(rows).splitlines()] == ["a", "b"]
+
+
+def test_compare_lists_the_flips_and_the_paired_difference():
+    from gitbot.eval.compare import compare, render
+    from gitbot.eval.report import build_report
+
+    ids = [f"i{n}" for n in range(10)]
+    a = build_report([row(i, "m", n < 5, 0.1, 3) for n, i in enumerate(ids)], ids, {})
+    b = build_report([row(i, "m", 2 <= n < 8, 0.1, 3) for n, i in enumerate(ids)], ids, {})
+    result = compare(a, b)
+    assert result["gained"] == ["i5", "i6", "i7"] and result["lost"] == ["i0", "i1"]
+    assert result["difference"] == 0.1 and result["method"] == "paired (Newcombe)"
+    low, high = result["difference_95ci"]
+    assert low < 0.1 < high and -1 <= low and high <= 1
+    text = render(result, "A", "B")
+    assert "B − A = +10.0%" in text and "| i5 | not resolved | resolved |" in text and "| i0 | resolved | not resolved |" in text
+    c = build_report([row(i, "m", True, 0.1, 3) for i in ids[:4]], ids[:4], {})
+    assert compare(a, c)["method"] == "unpaired (Newcombe)" and compare(a, c)["only_in_a"] == ids[4:]
