@@ -75,8 +75,12 @@ def _validate(repo: Path, tree: Path, runner, commit: Commit, test_cmd: str | No
         return None, reason + (f" (flaky: {', '.join(sorted(flaky)[:3])})" if flaky else "")
     pass_to_pass = sorted(t for t in passing_after if before.get(t, False))
     message = git.out(repo, "log", "-1", "--format=%B", commit.sha)
-    if len(commit.parents) > 1:  # a merge: the messages of what it brought in name the issue, too
-        message += "\n" + git.out(repo, "log", "--format=%B", f"{parent}..{commit.sha}^2")
+    if len(commit.parents) > 1:
+        # A merge: "Merge pull request #5 from …" says nothing of the problem; its body (a pull request's
+        # title) and the messages of the commits it brought in do, and may name the issue.
+        body = message.partition("\n")[2].strip()
+        merged = git.out(repo, "log", "--reverse", "--format=%B", f"{parent}..{commit.sha}^2")
+        message = f"{body}\n\n{merged}".strip()
     when = git.out(repo, "log", "-1", "--format=%cI", commit.sha)
     extra = {"created_at": dt.datetime.fromisoformat(when).astimezone(dt.UTC).isoformat(), "version": "",
              "environment_setup_commit": parent, "hints_text": "", "linked_issues": linked_issues(message)}

@@ -41,9 +41,15 @@ def test_exactly_the_two_real_fixes_become_instances(tmp_path):
                                             "test_calc.py": add_test("test_square_zero",
                                                                      "        self.assertEqual(square(0), 0)\n")})
     commit(repo, "docs only\n", {"README.md": ("", "calc\n")})
-    fix_negate = commit(repo, "negate() returns its argument\n",
-                        {"calc.py": ("    return x\n", "    return -x\n"),
-                         "test_calc.py": add_test("test_negate", "        self.assertEqual(negate(2), -2)\n")})
+    # The second fix comes as a merge of a branch: first-parent history sees the merge, its change is what
+    # the branch brought, and the branch's commit message is the problem statement.
+    git(repo, "checkout", "-q", "-b", "negate")
+    commit(repo, "negate() returns its argument\n\nnegate(2) should be -2.\n\nFixes #7\n",
+           {"calc.py": ("    return x\n", "    return -x\n"),
+            "test_calc.py": add_test("test_negate", "        self.assertEqual(negate(2), -2)\n")})
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--no-ff", "-m", "Merge pull request #8 from someone/negate", "negate")
+    fix_negate = git(repo, "rev-parse", "HEAD").strip()
     # A flaky change: its test leaks state into an ignored file and fails every other run. Without the
     # second run on the commit it would look like a fix: it passes there and fails on the parent.
     commit(repo, "calc: note\n", {"calc.py": ("", "\n\n# squares are never negative\n"),
@@ -60,7 +66,7 @@ def test_exactly_the_two_real_fixes_become_instances(tmp_path):
     assert proc.returncode == 0, proc.stderr
     instances, errors = read_instances(out)
     assert errors == []
-    assert [i.base_commit for i in instances] == [git(repo, "rev-parse", f"{fix_negate}^").strip(),
+    assert [i.base_commit for i in instances] == [git(repo, "rev-parse", f"{fix_negate}^1").strip(),
                                                   git(repo, "rev-parse", f"{fix_double}^").strip()]
     negate, double = instances
     assert negate.fail_to_pass == ["test_calc.CalcTest.test_negate"]
@@ -69,6 +75,8 @@ def test_exactly_the_two_real_fixes_become_instances(tmp_path):
     assert "test_double" in double.test_patch and "a/calc.py" not in double.test_patch
     assert "x * 2" in double.patch and "test_calc" not in double.patch
     assert double.problem_statement == "double(2) is 6" and double.extra["linked_issues"] == ["#4"]
+    assert negate.problem_statement == "negate() returns its argument\n\nnegate(2) should be -2."
+    assert negate.extra["linked_issues"] == ["#7"] and "-x" in negate.patch
     assert "flaky" in proc.stderr and "no test fails before and passes after" in proc.stderr
     # The user's repository is as it was: no worktree left, nothing changed or added.
     assert (git(repo, "status", "--porcelain", "--ignored"), git(repo, "rev-parse", "HEAD"),
