@@ -9,10 +9,14 @@ Sections:
            the code-and-tests filter): commits scanned per second and the candidates found. The tests
            that validate a candidate are not run here: they need the project's own environment.
   harness  the harness's own work per instance on --instances candidates of --repo, excluding the model and
-           the tests: the agent's worktree at the base commit, the change read back as a patch
-           (workspace.changes_since; here the commit's own fix plays the agent's edit), the judge's fresh
-           worktree with that patch and the held-back tests put back (resolve.put_back_tests), and both
-           worktrees removed; against `git worktree add` + remove of the same commit.
+           the tests: the worktree at the base commit, the held-back tests put in and taken out again for the
+           check before (resolve.check_before without its test run), the change read back as a patch
+           (workspace.changes_since; here the commit's own fix plays the agent's edit), the judge's reset of
+           the tree with that patch and the tests put back (resolve.judge without its test run), and the
+           worktree removed; against `git worktree add` + remove of the same commit.
+  validate mining with the tests: `gitbot eval mine` (in process) on the demo history the bundled set is built
+           from (tests/eval/demo_set.py): seconds per candidate (three runs of its suite in the sandbox), and
+           the same suite run once with plain `python3 -m unittest` outside any sandbox, for scale
   replay   the bundled offline set run for real (`gitbot eval run --replay`, in process): per instance, the
            wall time minus the agent's and the tests' time, against `git worktree add` + remove of the
            demo repository in the same run.
@@ -35,7 +39,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from gitbot.eval.history import first_parent_commits
 from gitbot.eval.instances import Instance
 from gitbot.eval.resolve import put_back_tests
-from gitbot.eval.workspace import add_worktree, changes_since, patch_paths, remove_worktree, worktree
+from gitbot.eval.workspace import (
+    add_worktree,
+    apply_patch,
+    changes_since,
+    patch_paths,
+    remove_worktree,
+    reset_tree,
+)
 
 
 def git(repo: Path, *args: str) -> str:
@@ -80,11 +91,13 @@ def harness(repo: Path, candidates: list, count: int, runs: int) -> None:
                 start = time.perf_counter()
                 agent = Path(tmp) / f"agent-{run}"
                 add_worktree(repo, base, agent)
+                put_back_tests(agent, instance, base)
+                reset_tree(agent, base)
                 subprocess.run(["git", "apply", "--binary", "-"], cwd=agent, input=code, text=True, check=True)
                 patch = changes_since(agent, base, leave_out=patch_paths(test_patch))
-                with worktree(repo, base, Path(tmp) / f"judge-{run}") as judge:
-                    subprocess.run(["git", "apply", "--binary", "-"], cwd=judge, input=patch, text=True, check=True)
-                    put_back_tests(judge, instance, base)
+                reset_tree(agent, base)
+                apply_patch(agent, patch, "the patch")
+                put_back_tests(agent, instance, base)
                 remove_worktree(repo, agent)
                 took = time.perf_counter() - start
                 ours.append(took)
@@ -117,6 +130,25 @@ def replay() -> None:
           f"agent {statistics.median(row['timings']['agent'] for row in rows):.2f} s per instance")
 
 
+def validate() -> None:
+    from gitbot.eval.mine import mine
+    from tests.eval.demo_set import TEST_CMD, make_history
+
+    with tempfile.TemporaryDirectory(prefix="bench-eval-mine-") as tmp:
+        repo = Path(tmp) / "demo"
+        make_history(repo)
+        candidates = [c for c in first_parent_commits(repo, 1000) if c.is_candidate]
+        start = time.perf_counter()
+        found = mine(repo, max_commits=1000, test_cmd=TEST_CMD)
+        took = time.perf_counter() - start
+        start = time.perf_counter()
+        subprocess.run(TEST_CMD.split(), cwd=repo, capture_output=True, check=False)
+        plain = time.perf_counter() - start
+    print(f"validate {len(candidates)} candidates of the demo history → {len(found)} instances in {took:.2f} s: "
+          f"{took / len(candidates):.2f} s per candidate; one plain run of its suite {plain * 1000:.0f} ms "
+          f"(ratio {took / len(candidates) / plain:.1f} for three sandboxed runs and the checkouts)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repo", type=Path, required=True, help="a git work tree with a long history")
@@ -128,6 +160,7 @@ def main() -> None:
           f"{git(repo, 'rev-list', '--count', 'HEAD').strip()} commits; git {git(repo, '--version').split()[-1]}")
     candidates = scan(repo, args.runs)
     harness(repo, candidates, args.instances, args.runs)
+    validate()
     replay()
     git(repo, "worktree", "prune")
 

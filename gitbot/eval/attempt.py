@@ -81,7 +81,7 @@ def run_instance(instance: Instance, settings: Settings, *, budget_usd: float | 
             command = testcmd.test_command(instance.test_cmd, [*instance.fail_to_pass, *instance.pass_to_pass])
             task = check_task(before, command, agent_tree)
         else:
-            check_before(source, instance, base, run.policy, scratch / "before")
+            check_before(agent_tree, instance, base, run.policy)
             task = problem_task(instance)
         timings["tests_before"] = time.monotonic() - mark
 
@@ -98,7 +98,7 @@ def run_instance(instance: Instance, settings: Settings, *, budget_usd: float | 
         patch = changes_since(agent_tree, start, leave_out=patch_paths(instance.test_patch))
 
         mark = time.monotonic()
-        verdict = judge(source, instance, base, patch, run.policy, scratch / "judge")
+        verdict = judge(agent_tree, instance, base, patch, run.policy)
         timings["tests_after"] = time.monotonic() - mark
         row.update(resolved=verdict.resolved, why=verdict.why, verdict=verdict.to_dict())
         # OUTDIR is shared (an artifact, predictions for scoring): a secret the agent wrote into its change

@@ -1,11 +1,14 @@
 """Resolution, judged by gitbot and not by the agent.
 
-After the agent is done, its change (as a patch) is applied to a fresh worktree of the base commit; the
-files the held-back test patch touches are then put back as they are at the base commit and the test patch
-is applied fresh from the instance, so edits the agent made to those tests count for nothing. FAIL_TO_PASS
-and PASS_TO_PASS run there, through the sandbox (the tests execute code the agent wrote); the instance is
-resolved only when every one of them passes. The same tree without the agent's patch is how an instance is
-checked before any model call: its FAIL_TO_PASS must fail there and its PASS_TO_PASS pass.
+After the agent is done and its change has been read as a patch, its worktree is made the base commit again,
+exactly (`git checkout --force`, `git clean -ffdx`: nothing the agent left, tracked, untracked or ignored,
+survives); the patch is applied, the files the held-back test patch touches are put back as they are at the
+base commit and the test patch is applied fresh from the instance, so edits the agent made to those tests
+count for nothing. FAIL_TO_PASS and PASS_TO_PASS run there, through the sandbox (the tests execute code the
+agent wrote); the instance is resolved only when every one of them passes. The same tree without the agent's
+patch is how an instance is checked before any model call: its FAIL_TO_PASS must fail there and its
+PASS_TO_PASS pass. One worktree serves the check, the agent and the judge: a worktree is the harness's
+largest cost.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from pathlib import Path
 from gitbot import git
 from gitbot.eval import testcmd
 from gitbot.eval.instances import Instance
-from gitbot.eval.workspace import InstanceProblem, apply_patch, patch_paths, worktree
+from gitbot.eval.workspace import InstanceProblem, apply_patch, patch_paths, reset_tree
 from gitbot.sandbox.command import DEFAULT_TIMEOUT_SECONDS, CommandRun
 
 OUTPUT_TAIL_CHARS = 4_000
@@ -58,12 +61,14 @@ def run_tests(tree: Path, instance: Instance, policy, timeout: float | None = No
     return run, testcmd.outcomes(run.output)
 
 
-def check_before(source: Path, instance: Instance, base: str, policy, where: Path) -> CommandRun:
-    """The instance on its base commit with the held-back tests, in a worktree of its own: see
-    check_tests_fail. Raises InstanceProblem."""
-    with worktree(source, base, where) as tree:
+def check_before(tree: Path, instance: Instance, base: str, policy) -> CommandRun:
+    """The instance on its base commit with the held-back tests (see check_tests_fail), in `tree`, which is
+    the base commit again afterwards. Raises InstanceProblem."""
+    try:
         put_back_tests(tree, instance, base)
         return check_tests_fail(tree, instance, policy)
+    finally:
+        reset_tree(tree, base)
 
 
 def check_tests_fail(tree: Path, instance: Instance, policy) -> CommandRun:
@@ -81,14 +86,15 @@ def check_tests_fail(tree: Path, instance: Instance, policy) -> CommandRun:
     return run
 
 
-def judge(source: Path, instance: Instance, base: str, model_patch: str, policy, where: Path) -> Verdict:
-    with worktree(source, base, where) as tree:
-        try:
-            apply_patch(tree, model_patch, "the model's patch")
-            put_back_tests(tree, instance, base)
-        except InstanceProblem as exc:
-            return Verdict(False, str(exc))
-        run, seen = run_tests(tree, instance, policy)
+def judge(tree: Path, instance: Instance, base: str, model_patch: str, policy) -> Verdict:
+    """In `tree` (the agent's worktree, its change already read): the base commit, the patch, the tests."""
+    reset_tree(tree, base)
+    try:
+        apply_patch(tree, model_patch, "the model's patch")
+        put_back_tests(tree, instance, base)
+    except InstanceProblem as exc:
+        return Verdict(False, str(exc))
+    run, seen = run_tests(tree, instance, policy)
     failing = testcmd.failing([*instance.fail_to_pass, *instance.pass_to_pass], seen)
     tail = run.output[-OUTPUT_TAIL_CHARS:]
     if not failing:

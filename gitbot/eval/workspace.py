@@ -100,6 +100,13 @@ def remove_worktree(source: Path, where: Path) -> None:
         git.run(["worktree", "prune"], cwd=source, ok=range(256))
 
 
+def reset_tree(tree: Path, commit: str) -> None:
+    """The worktree exactly at `commit`: tracked files checked out, everything else (untracked, ignored,
+    nested repositories) removed."""
+    git.out(tree, *NO_HOOKS, "checkout", "--quiet", "--force", "--detach", commit)
+    git.out(tree, "clean", "-ffdxq")
+
+
 def apply_patch(tree: Path, patch: str, what: str) -> None:
     """`git apply` in a worktree (index untouched). Raises InstanceProblem naming `what` did not apply."""
     if not patch.strip():
