@@ -92,3 +92,27 @@ def test_the_bundled_set_is_what_mining_the_demo_history_gives(tmp_path):
     for instance in bundled:
         replay = json.loads((demo_set.TARGET / "replays" / f"{instance.instance_id}.json").read_text())
         assert replay == json.loads((tmp_path / "set" / "replays" / f"{instance.instance_id}.json").read_text())
+
+
+@pytest.mark.slow
+def test_pytest_node_ids_are_the_default(tmp_path):
+    import shutil
+    import subprocess
+
+    python3 = shutil.which("python3")
+    if not python3 or subprocess.run([python3, "-m", "pytest", "--version"], capture_output=True,
+                                     check=False).returncode:
+        pytest.skip("the python3 on PATH (the one the sandbox runs) has no pytest")
+    repo = make_repo(tmp_path / "m", {"m.py": "def f():\n    return 1\n",
+                                      "tests/test_m.py": "from m import f\n\n\ndef test_old():\n    assert True\n"})
+    (repo / "tests" / "conftest.py").write_text(
+        "import pathlib\nimport sys\n\nsys.path.insert(0, str(pathlib.Path(__file__).parents[1]))\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "conftest")
+    commit(repo, "f() should return 2\n", {"m.py": ("return 1", "return 2"),
+                                           "tests/test_m.py": ("", "\n\ndef test_f():\n    assert f() == 2\n")})
+    proc = run_gitbot(["eval", "mine", "--repo", str(repo)])
+    assert proc.returncode == 0, proc.stderr
+    (instance,) = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert json.loads(instance["FAIL_TO_PASS"]) == ["tests/test_m.py::test_f"]
+    assert json.loads(instance["PASS_TO_PASS"]) == ["tests/test_m.py::test_old"] and "test_cmd" not in instance
