@@ -13,6 +13,7 @@ largest cost.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,11 +42,27 @@ class Verdict:
 def put_back_tests(tree: Path, instance: Instance, base: str) -> None:
     """The held-back tests, fresh from the instance: the files they touch as at `base`, then the patch."""
     for path in patch_paths(instance.test_patch):
+        _refuse_links_above(tree, path)
         if git.run(["cat-file", "-e", f"{base}:{path}"], cwd=tree, ok=range(256)).returncode == 0:
             git.out(tree, "checkout", base, "--", path)
-        else:
-            (tree / path).unlink(missing_ok=True)
+        else:  # a file the test patch creates: whatever the agent put there (a file, a link, a directory) goes
+            target = tree / path
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            else:
+                target.unlink(missing_ok=True)
     apply_patch(tree, instance.test_patch, "the test patch")
+
+
+def _refuse_links_above(tree: Path, path: str) -> None:
+    """A directory of the path replaced by a symbolic link (the agent's patch can add one) would make the
+    removal below act outside the tree."""
+    where = tree
+    for part in Path(path).parts[:-1]:
+        where = where / part
+        if where.is_symlink():
+            raise InstanceProblem(f"{where.relative_to(tree)} is a symbolic link: the held-back test "
+                                  f"{path} cannot be put back")
 
 
 def run_tests(tree: Path, instance: Instance, policy, timeout: float | None = None) -> tuple[CommandRun, dict]:
