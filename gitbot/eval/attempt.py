@@ -160,7 +160,7 @@ def _keep_record(tree: Path, run_id: str, to: Path) -> None:
 
     shutil.rmtree(to, ignore_errors=True)
     try:
-        shutil.copytree(runs_dir(tree) / run_id, to)
+        shutil.copytree(runs_dir(tree) / run_id, to, symlinks=True)  # a link is kept a link, never followed
     except OSError:
         pass  # a run that never started has no record; the row says why
 
