@@ -1,15 +1,15 @@
-"""The fan-out workflow: actionlint-clean, one matrix job per shard, and a merge of what they upload."""
+"""The fan-out workflow: one matrix job per shard, and a merge of what they upload. (actionlint checks it
+with every workflow: tests/forge/test_action_definition.py.)"""
 
 from __future__ import annotations
 
-from tests.forge.test_action_definition import ROOT, load, run_actionlint
+from tests.forge.test_action_definition import ROOT, WORKFLOWS, load
 
 WORKFLOW = ROOT / ".github" / "workflows" / "gitbot-eval.yml"
 
 
-def test_the_eval_workflow_passes_actionlint():
-    proc = run_actionlint(WORKFLOW)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+def test_actionlint_checks_it():
+    assert WORKFLOW in WORKFLOWS
 
 
 def test_each_matrix_job_runs_its_shard_and_the_merge_joins_them_all():
