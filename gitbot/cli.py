@@ -17,7 +17,8 @@ from gitbot import __version__
 
 # subcommand name -> module in gitbot/commands/
 COMMANDS = {"run": "run", "demo": "demo", "resume": "resume", "checkpoints": "checkpoints", "policy": "policy",
-            "fix-check": "fix_check", "hook": "hook", "action": "action", "sandbox": "sandbox"}
+            "fix-check": "fix_check", "hook": "hook", "action": "action", "sandbox": "sandbox",
+            "eval": "eval"}
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
