@@ -19,6 +19,8 @@ class Decision:
     # and on a refusal what to do instead, naming the tool or the form that works.
     rule: str = field(default="", compare=False)
     instead: str = field(default="", compare=False)
+    # Indexes into `commands` of those whose standard input is fed (a heredoc, `<`, a pipe): not a terminal.
+    fed: frozenset[int] = field(default=frozenset(), compare=False)
 
     def __bool__(self) -> bool:
         return self.allowed

@@ -19,9 +19,10 @@ GIT_NON_EDITOR_COMMIT_OPTIONS = ("-m", "--message", "-F", "--file", "-C", "--reu
                                  "--fixup")
 
 
-def interactive_refusal(commands: tuple[tuple[str | None, ...], ...]) -> str | None:
-    """Why a command would wait for a person (there is none), or None."""
-    for words in commands:
+def interactive_refusal(commands: tuple[tuple[str | None, ...], ...], fed: frozenset[int] = frozenset()) -> str | None:
+    """Why a command would wait for a person (there is none), or None. `fed`: the indexes of the commands
+    whose standard input is a heredoc, a file or a pipe: a REPL there reads a script, not a person."""
+    for index, words in enumerate(commands):
         if not words or words[0] is None:
             continue
         name = posixpath.basename(words[0])
@@ -34,7 +35,7 @@ def interactive_refusal(commands: tuple[tuple[str | None, ...], ...]) -> str | N
         if name in FULL_SCREEN:
             return f"`{name}` is a full-screen program that never finishes on its own; run a one-shot command instead"
         if (name in REPLS or _PYTHON_VERSIONED.fullmatch(name)) and (
-                not args or "-i" in args or "--interactive" in args):
+                (not args and index not in fed) or "-i" in args or "--interactive" in args):
             return (f"`{' '.join(w or '?' for w in words)}` starts an interactive session that would wait for input; "
                     f"pass a script or a command (e.g. `python -c '...'` or `python script.py`)")
         if name == "tail" and any(a in ("-f", "-F", "--follow") or a.startswith("--follow=") for a in args):

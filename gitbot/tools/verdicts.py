@@ -70,7 +70,7 @@ def command_verdict(ctx: ToolContext, command: str, *, sandboxed: bool | None = 
     rule = _rule_in(decision.reason) or decision.rule  # the pattern that decided, where the reason names it
     if not decision.allowed:
         return Verdict(False, decision.reason, rule, decision.instead, POLICY)
-    refusal = interactive_refusal(decision.commands)
+    refusal = interactive_refusal(decision.commands, decision.fed)
     if refusal:
         return Verdict(False, refusal, None, refusal, INTERACTIVE)
     if not sandboxed and runner.mode == "required":

@@ -128,3 +128,23 @@ def test_programs_that_would_wait_for_a_person_are_still_found_in_the_sandbox(re
     decision = _judge(repositories, command)
     assert decision.allowed  # the judge has nothing against it; the shell tool refuses it as interactive
     assert interactive_refusal(decision.commands), decision.commands
+
+
+# From the corpus of real agents' commands: 194 of 20,033 were `python - <<'PY' … PY` or a pipe into python,
+# which read a script from their standard input and wait for nobody.
+@pytest.mark.parametrize("command", ["python - <<'PY'\nprint(1)\nPY", "python3 <<EOF\nprint(1)\nEOF",
+                                     "echo 'print(1)' | python3", "python3 < script.py",
+                                     "python3 <<< 'print(1)'", "cat x | (cd src && python3)"])
+def test_a_repl_fed_a_script_on_its_standard_input_is_not_interactive(repositories, command):
+    from gitbot.tools.interactive import interactive_refusal
+
+    decision = _judge(repositories, command)
+    assert decision.allowed and interactive_refusal(decision.commands, decision.fed) is None, decision.commands
+
+
+@pytest.mark.parametrize("command", ["python3", "python3 2< x", "git log | less", "echo x | python3 -i"])
+def test_a_repl_or_pager_on_the_terminal_is_still_interactive(repositories, command):
+    from gitbot.tools.interactive import interactive_refusal
+
+    decision = _judge(repositories, command)
+    assert interactive_refusal(decision.commands, decision.fed), decision.commands

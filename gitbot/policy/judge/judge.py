@@ -100,7 +100,8 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, GitDir, Arguments, R
         except Denied as denial:
             return refusal(command, denial, tuple(verdicts.commands))
         parts = "; ".join(verdicts.allowed) if verdicts.allowed else "it runs no program"
-        return Decision(True, f"allowed: {parts}", tuple(verdicts.commands), rule=RULE_ALLOW)
+        return Decision(True, f"allowed: {parts}", tuple(verdicts.commands), rule=RULE_ALLOW,
+                        fed=frozenset(verdicts.fed))
 
     def _judge_sandboxed(self, command: str, verdicts: Verdicts) -> Decision:
         """In the sandbox the effects are enforced where they happen (no network, writes only to the
@@ -118,7 +119,8 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, GitDir, Arguments, R
                                   f"could not look inside: {denial.reason})", CommandJudge.collect(command).commands,
                             rule=RULE_SANDBOX)
         return Decision(True, "allowed: it runs in the sandbox (commands.sandboxed = \"deny-list\") and no "
-                              "commands.deny rule matches it", tuple(verdicts.commands), rule=RULE_SANDBOX)
+                              "commands.deny rule matches it", tuple(verdicts.commands), rule=RULE_SANDBOX,
+                        fed=frozenset(verdicts.fed))
 
     def _sandboxed_history_rule(self, verdicts: Verdicts) -> None:
         """Until the sandbox hides read-denied blobs from git's object store, the git commands the agent

@@ -73,6 +73,9 @@ class Verdicts:
 
     allowed: list[str] = field(default_factory=list)
     commands: list[tuple[str | None, ...]] = field(default_factory=list)
+    # Indexes into `commands` of those whose standard input is not the terminal: a heredoc, a here-string,
+    # `< file`, or a pipe from an earlier command (so `python - <<EOF` is a script, not a session).
+    fed: set[int] = field(default_factory=set)
     outputs: list[tuple[Word, str]] = field(default_factory=list)  # redirect targets, checked at the end
     edits: list[tuple[Word, str]] = field(default_factory=list)  # files a writer changes
     # (what a link points to, the directories a relative symlink target is resolved from, the command)

@@ -150,8 +150,15 @@ class Statements:
             return
         if kind == "comment":
             return
-        if kind in ("program", "list", "pipeline", "subshell", "negated_command", "do_group", "else_clause",
-                    "elif_clause", "if_statement", "while_statement"):
+        if kind == "pipeline":
+            first = next((child for child in node.children if child.is_named), None)
+            for child in node.children:
+                before = len(verdicts.commands)
+                self._statement(child, depth, verdicts)
+                if child is not first:
+                    verdicts.fed.update(range(before, len(verdicts.commands)))
+        elif kind in ("program", "list", "subshell", "negated_command", "do_group", "else_clause",
+                      "elif_clause", "if_statement", "while_statement"):
             for child in node.children:
                 self._statement(child, depth, verdicts)
         elif kind == "compound_statement":
@@ -162,11 +169,14 @@ class Statements:
             for child in node.children:
                 self._statement(child, depth, verdicts)
         elif kind == "redirected_statement":
+            before = len(verdicts.commands)
             for child in node.children:
                 if child.type in REDIRECTS:
                     self._redirect(child, depth, verdicts)
                 else:
                     self._statement(child, depth, verdicts)
+            if any(feeds_stdin(child) for child in node.children):
+                verdicts.fed.update(range(before, len(verdicts.commands)))
         elif kind == "function_definition":
             # Refused rather than followed: a function shadows a program for bash's own lookup only,
             # while env, timeout, xargs, find -exec, `command` ... start the real program, and a new
@@ -201,7 +211,10 @@ class Statements:
                 if node.field_name_for_child(index) == "body":
                     self._statement(child, depth, verdicts)
         elif kind == "command":
+            before = len(verdicts.commands)
             self._command(node, depth, verdicts)
+            if any(child.type == "herestring_redirect" for child in node.children):
+                verdicts.fed.update(range(before, len(verdicts.commands)))
         elif kind == "variable_assignment":
             self._assignment(node)
         elif kind == "variable_assignments":
@@ -485,3 +498,14 @@ class Statements:
                              f"as `{base} {name}=(...)` directly")
             if has_value or base not in ("unset", "export"):
                 self._check_variable(name, f"in `{shown}`")
+
+
+def feeds_stdin(node: Node) -> bool:
+    """Whether a redirect gives the command its standard input (a heredoc, a here-string, `< file`)."""
+    if node.type in ("heredoc_redirect", "herestring_redirect"):
+        return True
+    return node.type == "file_redirect" and any(not child.is_named and child.type in ("<", "<&") and
+                                                node.field_name_for_child(index) != "descriptor"
+                                                for index, child in enumerate(node.children)) and \
+        not any(node.field_name_for_child(index) == "descriptor" and node_text(child) != "0"
+                for index, child in enumerate(node.children))
