@@ -145,7 +145,8 @@ def _iterate(job: Job, plan) -> IterationOutcome:
             check_command=after.command, check_exit_after="timeout" if after.timed_out else after.exit_code
         )
     if not outcome.leaks and not outcome.stopped:  # a record holding a secret-like value stays on the runner too
-        outcome.record_ref = keep_record(job, result.run_id)
+        outcome.record_ref = keep_record(job, result.run_id, earlier=[it.run_id for it in ledger.iterations],
+                                         keep=policy.limits.keep_run_records)
     job.io.untrusted(result.summary or "(no summary)", heading="The model's summary of its work:")
     return outcome
 

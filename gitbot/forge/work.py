@@ -204,16 +204,26 @@ def prepare(job: Job, policy_ref: str, *, answer_only: bool = False, max_cost_us
     return prepared, policy, sandbox_off
 
 
-def keep_record(job: Job, run_id: str) -> str | None:
+def keep_record(job: Job, run_id: str, *, earlier: list[str] | None = None, keep: int = 1) -> str | None:
     """Push the run's record, for a later request on the pull request to continue its conversation
-    (run_records.py); a failure only costs that continuation."""
+    (run_records.py); a failure only costs that continuation. `earlier`: the pull request's runs before
+    this one, oldest first, of which the records beyond the last `keep` (this one counted) are deleted."""
     from gitbot.forge import run_records
 
     try:
-        return run_records.publish(job.repo, run_id, auth=job.auth, secrets=job.secrets)
+        ref = run_records.publish(job.repo, run_id, auth=job.auth, secrets=job.secrets)
     except prmod.GitError as exc:
         job.io.warning(f"could not keep the run's record on GitHub: {exc}", title="gitbot")
         return None
+    if ref is not None and earlier:
+        try:
+            deleted = run_records.prune(job.repo, [*earlier, run_id], keep=keep, auth=job.auth)
+        except prmod.GitError as exc:
+            job.io.warning(f"could not delete older run records: {exc}", title="gitbot")
+        else:
+            if deleted:
+                job.io.info(f"deleted {len(deleted)} older run record(s) (keep_run_records = {keep})")
+    return ref
 
 
 def model_key(inputs) -> str | None:
