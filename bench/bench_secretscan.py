@@ -9,7 +9,7 @@
   token shapes, one regex);
 - the record of a 50-step run (tool outputs of a few kB each, replies, checkpoints): `RunRecord.event`
   with scrubbing against the same events written without it (json.dumps + write, the old record);
-- with detect-secrets installed (not a dependency), its `scan_line` over the same diff, for scale.
+- with detect-secrets installed (a test dependency), its `scan_line` over the same diff, for scale (minutes).
 Prints medians; asserts nothing.
 """
 

@@ -5,8 +5,6 @@
 
 The environments (profiles), from the most to the least of the caller's:
 
-- `user_env`: the caller's environment untouched. Only for a hook looking at the commit being made
-  (it must see the GIT_INDEX_FILE git gave the hook).
 - `clean_env`: the caller's environment without the variables that point git at another repository
   or index (GIT_DIR, GIT_INDEX_FILE, … that a hook inherits), with GIT_OPTIONAL_LOCKS=0 so that even
   `git status` does not rewrite the user's index, and messages in the C locale so gitbot can read
@@ -15,6 +13,10 @@ The environments (profiles), from the most to the least of the caller's:
   Action's fetch, commit and push; a token only as an explicit extra for one command).
 - `isolated_env`: no GIT_* of the caller's at all, no system or global config (HOME points at
   gitbot's own directory), never a prompt: the shadow repository's commands.
+
+Every one of them sets GIT_LITERAL_PATHSPECS: a path gitbot hands to git is a file's name, never a
+pathspec (a file named `:(glob)*` must not stand for the whole work tree). A caller that means git's
+pathspec magic says so for that one command (`MAGIC_PATHSPECS`).
 
 Standard library only, imported lazily where it costs: a git hook's fast path may use it.
 """
@@ -44,6 +46,9 @@ GIT_LOCAL_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_P
 BOT_PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY",
                    "http_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR",
                    "GIT_SSL_CAINFO", "GIT_SSL_CAPATH")
+# Every environment below: pathspecs are literal names. MAGIC_PATHSPECS, added to one, turns it off.
+LITERAL_PATHSPECS = {"GIT_LITERAL_PATHSPECS": "1"}
+MAGIC_PATHSPECS = {"GIT_LITERAL_PATHSPECS": "0"}
 # The Actions bot, whose commits GitHub shows with its avatar.
 BOT_NAME = "github-actions[bot]"
 BOT_EMAIL = "41898282+github-actions[bot]@users.noreply.github.com"
@@ -72,14 +77,11 @@ def _shown(args: list[str]) -> str:
 # The environments
 
 
-def user_env() -> dict[str, str]:
-    return dict(os.environ)
-
-
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {name: value for name, value in os.environ.items() if name not in GIT_LOCAL_ENV}
     env["GIT_OPTIONAL_LOCKS"] = "0"
     env["LC_ALL"] = "C"
+    env.update(LITERAL_PATHSPECS)
     env.update(extra or {})
     return env
 
@@ -90,6 +92,7 @@ def bot_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env.setdefault("LANG", "C.UTF-8")
     env["GIT_TERMINAL_PROMPT"] = "0"  # nobody is there to type a password: fail instead of hanging
     env.update(BOT_IDENTITY)
+    env.update(LITERAL_PATHSPECS)
     env.update(extra or {})
     return env
 
@@ -99,7 +102,7 @@ def isolated_env(home: str | os.PathLike, extra: dict[str, str] | None = None) -
     env.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_ATTR_NOSYSTEM": "1",
                 "GIT_TERMINAL_PROMPT": "0", "GIT_NO_REPLACE_OBJECTS": "1", "GIT_OPTIONAL_LOCKS": "0",
                 "LC_ALL": "C", "HOME": os.fspath(home),
-                "XDG_CONFIG_HOME": os.path.join(os.fspath(home), "no-xdg-config")})
+                "XDG_CONFIG_HOME": os.path.join(os.fspath(home), "no-xdg-config"), **LITERAL_PATHSPECS})
     env.update(extra or {})
     return env
 

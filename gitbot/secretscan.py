@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 REDACTED = "[REDACTED]"
+KEYWORD_KIND = "password-assignment"  # a plain value under a secret's name (see _keyword_spans)
 ALLOW_MARKERS = ("gitbot: allow-secret", "pragma: allowlist secret")
 MIN_MATCH_CHARS = 10  # no rule matches fewer characters (a record event has many short strings)
 _ALLOW = re.compile("|".join(re.escape(m) for m in ALLOW_MARKERS))
@@ -142,6 +143,120 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+# ---------------------------------------------------------------- plain values under a secret's name
+#
+# gitbot: allow-secret (the examples below are what this rule finds)
+# `DB_PASS=plainpassword123`, `ADMIN_PIN=4417-9921-velvet`, `"password": "hunter2hunter2"`: no shape and
+# little entropy, only the name says it is a secret. detect-secrets' KeywordDetector is the reference
+# (its keyword list, its list of values that are not secrets, its assignment forms per language); this
+# rule judges the whole name rather than any text around the keyword (`password_hash`, `token_url`,
+# `max_tokens` and `compass` are not secret names), and a value that reads as code (a call, an
+# attribute, a variable, a type, a template) is not a value. Both are what keeps `password =
+# os.environ[...]`, `token = get_token()` and `secret: str` out.
+
+# The keyword, then the rest of the name, up to two closing quotes or brackets, and the assignment.
+_KEYWORD = re.compile(r"(?:pass(?:word|wd|phrase|code)?|pwd|secret|token|pin|key|credentials?|contrase(?:n|ñ)a)"
+                      r"[a-z0-9_.-]{0,30}?[\"'\]]{0,2}[ \t]*"
+                      r"(?::[ \t]*[a-z_][a-z0-9_.\[\]|, ]{0,40}?[ \t]*(?==[^=>]))?"  # a type: `secret: str = …`
+                      r"(?::=|=>|=|:)[ \t]*(?P<q>[\"'`]?)(?P<v>[^\s\"'`]{1,200})")
+_NAME_CHARS = re.compile(r"[A-Za-z0-9_.-]{1,40}\Z")
+_NAME_PARTS = re.compile(r"[_.-]+|(?<=[a-z0-9])(?=[A-Z])")
+SECRET_WORDS = frozenset({"password", "passwd", "pwd", "pass", "passphrase", "passcode", "secret", "token", "pin",
+                          "pincode", "apikey", "privatekey", "secretkey", "accesskey", "authkey", "credential",
+                          "credentials", "keypass", "contrasena", "contraseña"})
+# `<word>_key` and `<word>_code` are secret names after these words only (`api_key`, `pin_code`).
+_KEY_OWNERS = frozenset({"api", "access", "auth", "private", "secret", "client", "app", "signing", "encryption",
+                         "master", "db", "database", "service", "account", "admin"})
+_CODE_OWNERS = frozenset({"pin", "pass", "secret", "access", "auth"})
+_SECRET_SUFFIXES = ("password", "passwd", "passphrase", "secret", "token", "apikey")
+_DIGITS_ALLOWED = frozenset({"pin", "pincode", "pass", "password", "passwd", "pwd", "passcode"})
+# Values that are a word of the language, a type or a stand-in (detect-secrets' FALSE_POSITIVES, and more).
+_NOT_VALUES = frozenset({
+    "none", "null", "nil", "true", "false", "undefined", "undef", "str", "string", "bytes", "int", "bool", "any",
+    "optional", "required", "object", "dict", "list", "secret", "secrets", "password", "passwords", "passwd",
+    "token", "tokens", "prompt", "todo", "test", "testing", "string?", "disable", "disabled", "enabled", "default",
+    "not_real_key", "thisisnottherealsecret", "dummy_value", "dummy_secret", "some_key", "str_to_sign", "nopasswd",
+    "login_password", "account_password", "test-access-key", "unknown", "missing", "hidden", "masked", "notset",
+})
+_CODE_START = tuple("$%{<[(@&*=:#/\\!?~|^+")
+_DOTTED_NAME = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+")
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w-]*")
+
+
+def _name_before(text: str, kw_start: int) -> tuple[str, int]:
+    """The name the keyword at `kw_start` ends (or is inside), and where that name starts."""
+    left = _NAME_CHARS.search(text, max(0, kw_start - 40), kw_start)
+    start = left.start() if left else kw_start
+    return text[start:kw_start], start
+
+
+def secret_name(name: str) -> bool:
+    """Does the whole name (`DB_PASS`, `adminPin`, `client_secret`, `API-KEY`) name a secret?"""
+    parts = [p.lower() for p in _NAME_PARTS.split(name.strip("\"'[]")) if p]
+    if not parts:
+        return False
+    last, before = parts[-1], parts[-2] if len(parts) > 1 else ""
+    return (last in SECRET_WORDS or (last == "key" and before in _KEY_OWNERS)
+            or (last in ("code", "phrase") and before in _CODE_OWNERS)
+            or last.endswith(_SECRET_SUFFIXES))  # PGPASSWORD, csrftoken, dbsecret
+
+
+def plain_secret_value(value: str, *, quoted: bool, parts: list[str], env_line: bool) -> bool:
+    """Is `value`, assigned to a secret's name, a literal secret rather than code or a stand-in?"""
+    if len(value) < 6 or value.startswith(_CODE_START) or value.lower() in _NOT_VALUES or _PLACEHOLDER.search(value):
+        return False
+    if "..." in value or "…" in value or _NAME_PARTS.sub("", value).lower() == "".join(parts):
+        return False  # `sk-ant-...` in documentation; `KNOWN_SECRET = "known-secret"`, a constant's own name
+    if len(set(value)) < 3:  # `aaaaaaaa`, `--------`
+        return False
+    if value.isdigit():
+        return quoted or bool(_DIGITS_ALLOWED & set(parts))
+    if quoted:
+        return True
+    if any(c in value for c in "()[]{}") or _DOTTED_NAME.fullmatch(value):
+        return False  # a call, an index, an attribute: code
+    if _IDENTIFIER.fullmatch(value) and not env_line:
+        # A bare word after `password = ` is a variable in code, unless it reads like a password.
+        return any(c.isdigit() for c in value)
+    return True
+
+
+def _keyword_spans(text: str, lowered: str | None) -> list[tuple[int, int]]:
+    haystack = lowered if lowered is not None else text
+    rx = _KEYWORD if lowered is not None else re.compile(_KEYWORD.pattern, re.IGNORECASE)
+    spans = []
+    pos = 0
+    while (match := rx.search(haystack, pos)) is not None:
+        pos = match.start() + 1
+        kw_start = match.start()
+        prefix, name_start = _name_before(text, kw_start)
+        tail = re.match(r"[A-Za-z0-9_.-]*", text[kw_start:match.start("v")]).group()
+        name = prefix + tail
+        if not secret_name(name):
+            continue
+        start, end = match.span("v")
+        quote = match.group("q")
+        if quote:
+            if not text.startswith(quote, end):
+                continue  # the quoted text goes on past a space: a sentence, not a value
+        else:
+            while end > start and text[end - 1] in ",;)]}":
+                end -= 1
+        escape = text.find("\\", start, end)  # `"TOKEN=x\\n"` in source code: the value ends at the escape
+        end = escape if escape >= 0 else end
+        # `NAME=value` alone on its line (a .env file, a shell's `export`): a bare word there is the value.
+        lead = text[text.rfind("\n", 0, name_start) + 1:name_start].strip()
+        line_end = text.find("\n", end)
+        rest = text[end:line_end if line_end >= 0 else len(text)].strip()
+        env_line = (lead in ("", "export") and text[kw_start + len(tail):start] == "="
+                    and (not rest or rest.startswith("#")))
+        parts = [p.lower() for p in _NAME_PARTS.split(name) if p]
+        if plain_secret_value(text[start:end], quoted=bool(quote), parts=parts, env_line=env_line):
+            spans.append((start, end))
+            pos = match.end()
+    return spans
+
+
 @dataclass(frozen=True)
 class Finding:
     kind: str  # a rule name (or "known-secret", from gitbot.secrets)
@@ -213,16 +328,20 @@ def scan(text: str, *, honour_markers: bool = True) -> list[Finding]:
     if len(lowered) != len(text):  # a character whose lower case is longer: offsets would shift
         lowered = None
     candidates = []
-    for rule in RULES:
+    # On a tie (the same span), the earlier rule names the finding: a high-entropy value under a secret's
+    # name stays a secret-assignment, the keyword rule names only what the others miss.
+    for order, rule in enumerate(RULES):
         for start, end in _rule_spans(rule, text, lowered):
-            candidates.append((start, rule.generic, -(end - start), end, rule.name))
+            candidates.append((start, rule.generic, -(end - start), order, end, rule.name))
+    for start, end in _keyword_spans(text, lowered):
+        candidates.append((start, True, -(end - start), len(RULES), end, KEYWORD_KIND))
     if not candidates:
         return []
     candidates.sort()
     lines = _Lines(text)
     findings: list[Finding] = []
     covered = -1
-    for start, _generic, _length, end, name in candidates:
+    for start, _generic, _length, _order, end, name in candidates:
         if start < covered:
             continue  # inside a finding already made (a token inside a `secret = …` assignment)
         covered = end

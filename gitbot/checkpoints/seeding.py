@@ -131,7 +131,7 @@ def filtered_index_info(repo: Path, fixes: SeedFixes) -> tuple[bytes, list[bytes
     # `:(attr:filter)` would only match `filter` set without a value; a driver name (filter=lfs)
     # is "specified", so: everything except where the attribute is unspecified.
     proc = git.run(["-c", "core.fsmonitor=false", "ls-files", "-z", "--", ".", ":(exclude,attr:!filter)"],
-                   cwd=repo, ok=(0, 1, 128))
+                   cwd=repo, env=git.clean_env(git.MAGIC_PATHSPECS), ok=(0, 1, 128))
     if proc.returncode != 0:
         log.warning("could not list files with a filter attribute: %s", proc.stderr.decode("utf-8", "replace"))
         return b"", []

@@ -54,13 +54,16 @@ class RunChanges:
     def changed(self) -> bool:
         return self.first is not None and self.last is not None and self.first != self.last
 
-    def paths(self) -> list[str]:
-        """Changed paths, interpreter caches left out."""
+    def names(self) -> list[bytes]:
+        """Every changed path as git has it (bytes), interpreter caches included: what the patch holds."""
         if not self.changed:
             return []
         out = self._git("diff-tree", "-r", "-z", "--no-renames", "--name-only", self.first, self.last).stdout
-        names = [os.fsdecode(p) for p in out.split(b"\0") if p]
-        return [p for p in names if not is_cache_path(p)]
+        return [p for p in out.split(b"\0") if p]
+
+    def paths(self) -> list[str]:
+        """Changed paths, interpreter caches left out (undecodable bytes as surrogate escapes)."""
+        return [p for p in map(os.fsdecode, self.names()) if not is_cache_path(p)]
 
     def patch(self) -> bytes:
         """The run's change as a binary patch (full index lines, a/ b/ prefixes, no renames)."""

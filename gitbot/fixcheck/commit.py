@@ -1,6 +1,7 @@
 """`fix-check --commit`: the agent's change as a commit on a new branch, verified on a checkout of it.
 
-The patch (from the run's checkpoints) is applied on top of HEAD in a temporary index and written
+The patch (from the run's checkpoints) is applied on top of HEAD in a temporary index, the commit
+gate (gate.py) checks the resulting tree against the run's changes and policy, and it is written
 with commit-tree + update-ref: HEAD, the index and the work tree stay exactly as they were. The
 commit is checked out in a temporary `git worktree` to re-run the check on exactly what was
 committed; only if it passes there does the commit message say so.
@@ -18,6 +19,8 @@ from pathlib import Path, PurePosixPath
 
 from gitbot import git
 from gitbot.errors import GitError
+from gitbot.fixcheck import gate
+from gitbot.fixcheck.changes import RunChanges
 from gitbot.fixcheck.outcome import FixOutcome
 from gitbot.fixcheck.tampering import listed
 
@@ -102,6 +105,9 @@ def commit_fix(repo: Path, fix, runner, command, timeout: float) -> bool:
         if not fix.patch:
             raise GitError("the run's change could not be read from its checkpoints")
         head, tree = tree_with_patch(repo, fix.patch)
+        # The commit gate: the applied patch must hold only what the run changed and may publish.
+        gate.require_open(repo, head, tree, run_changed=RunChanges(repo, fix.result.run_id).names(),
+                          policy=runner.policy)
         # First a commit object no branch points at, to check out and test; the branch gets the final one.
         trial = write_commit(repo, tree, head, commit_message(fix))
         print("gitbot: re-running the check on a checkout of the commit alone (without your uncommitted "

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from gitbot.agent.result import RunResult, Status
 from gitbot.errors import GitError
+from gitbot.fixcheck.gate import GateClosed
 from gitbot.forge import pull_request as prmod
 from gitbot.forge import run_records
 from gitbot.forge.issue_task import clean_title
@@ -24,7 +25,7 @@ from gitbot.forge.job import Job
 from gitbot.forge.leaks import scan_diff
 from gitbot.forge.pr_body import Verification
 from gitbot.forge.pr_task import build_pull_task, request_label
-from gitbot.forge.work import Verdict, WorkOutcome, keep_record, prepare, run_agent, run_check
+from gitbot.forge.work import Verdict, WorkOutcome, changed_paths, keep_record, prepare, run_agent, run_check
 
 MAX_LISTED_COMMITS = 20
 
@@ -99,18 +100,24 @@ def _iterate(job: Job, plan) -> IterationOutcome:
     )
     outcome.diff_base = head
     if changed:
-        keep, outcome.left_out = prmod.partition_changes(changed, policy.check_edit)
-        outcome.commit = prmod.commit_changes(
-            repo,
-            keep,
-            subject=clean_title(f"Follow-up on #{pull.number}: {request_label(trigger)}", 100),
-            body=(
-                f"gitbot's change for {trigger.html_url}, made by an AI agent in workflow run {job.ctx.run_url}. "
-                "The reply to the request has the agent's summary, the check and the cost."
-            ),
-            run_id=result.run_id,
-            model=result.model,
-        )
+        run_changed = changed_paths(repo, result.run_id)
+        keep, outcome.left_out = prmod.partition_changes(run_changed, policy.check_edit)
+        try:
+            outcome.commit = prmod.commit_changes(
+                repo,
+                keep,
+                run_changed=run_changed,
+                policy=policy,
+                subject=clean_title(f"Follow-up on #{pull.number}: {request_label(trigger)}", 100),
+                body=(
+                    f"gitbot's change for {trigger.html_url}, made by an AI agent in workflow run {job.ctx.run_url}. "
+                    "The reply to the request has the agent's summary, the check and the cost."
+                ),
+                run_id=result.run_id,
+                model=result.model,
+            )
+        except GateClosed as closed:
+            outcome.stopped = closed.stopped
     if outcome.commit is not None:
         outcome.leaks = scan_diff(prmod.added_text(repo, head, outcome.commit.sha), job.secrets)
     beside_branch = f"gitbot/pr-{pull.number}-{result.run_id}"
@@ -137,8 +144,9 @@ def _iterate(job: Job, plan) -> IterationOutcome:
         result.extra.update(
             check_command=after.command, check_exit_after="timeout" if after.timed_out else after.exit_code
         )
-    if not outcome.leaks:  # a record holding a secret-like value stays on the runner too
-        outcome.record_ref = keep_record(job, result.run_id)
+    if not outcome.leaks and not outcome.stopped:  # a record holding a secret-like value stays on the runner too
+        outcome.record_ref = keep_record(job, result.run_id, earlier=[it.run_id for it in ledger.iterations],
+                                         keep=policy.limits.keep_run_records)
     job.io.untrusted(result.summary or "(no summary)", heading="The model's summary of its work:")
     return outcome
 

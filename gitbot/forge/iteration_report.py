@@ -52,6 +52,8 @@ def run_iteration(job: Job, report: Report, plan) -> int:
 def report_iteration(job: Job, report: Report, plan, outcome: IterationOutcome) -> int:
     if outcome.leaks:
         return report.refuse_leaks(outcome.result, outcome.leaks)
+    if outcome.stopped:
+        return report.refuse_commit(outcome.result, outcome.stopped)
     io, ctx, inputs = job.io, job.ctx, job.inputs
     t, result = plan.trigger, outcome.result
     v = outcome.verdict.verification

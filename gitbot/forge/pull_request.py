@@ -13,8 +13,8 @@ Rules this module enforces (the agent never pushes; gitbot's own process does, a
 - Every git command gets a minimal environment (PATH, HOME, the locale, proxies and CA settings, the
   bot identity), never a copy of gitbot's own: no secret reaches a git process but the token of the
   one command that needs it.
-- Only the changed paths the run's policy lets the agent edit are committed; the commit message is
-  gitbot's own (never the model's words: they could close other issues or forge trailers).
+- Only the changed paths the run's policy lets the agent edit are committed, and the commit gate
+  (fixcheck/gate.py) checks the exact tree before it is committed; the commit message is gitbot's own (never the model's words: they could close other issues or forge trailers).
 """
 
 from __future__ import annotations
@@ -30,8 +30,13 @@ from typing import Any
 
 from gitbot import git as gitcmd
 from gitbot.errors import GitError
+from gitbot.fixcheck import gate
 from gitbot.forge.github import ForgeError, GitHubRepo, PullData
 from gitbot.git import BOT_EMAIL
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gitbot.policy.model import Policy
 
 RUN_TRAILER = "Gitbot-Run"
 MODEL_EMAIL = "noreply@anthropic.com"
@@ -224,21 +229,32 @@ def commit_message(subject: str, body: str, *, run_id: str, model: str) -> str:
 
 
 def commit_changes(
-    repo: Path, paths: list[str], *, subject: str, body: str, run_id: str, model: str
+    repo: Path, paths: list[str], *, run_changed: list[str], policy: Policy, subject: str, body: str,
+    run_id: str, model: str
 ) -> Commit | None:
-    """One commit of `paths` (as changed in the work tree), by the bot, co-authored by the model.
-    `subject` and `body` must be gitbot's own text (see `partition_changes` for choosing `paths`)."""
+    """One commit of `paths` (as they are in the work tree) on top of HEAD, by the bot, co-authored by
+    the model; HEAD's branch moves to it, the work tree is left as it is. `subject` and `body` must be
+    gitbot's own text (see `partition_changes` for choosing `paths`).
+
+    The tree is built with plumbing from the names themselves (fixcheck/gate.py: never a pathspec, so
+    a file named `:(glob)*` adds itself and nothing else), and the commit gate sees it before any commit
+    exists: GateClosed when it holds a path the run did not change (`run_changed`, from its
+    checkpoints) or may not publish under `policy`."""
     skipped = sorted(p for p in paths if p.startswith(UNPUSHABLE_PREFIX))
-    wanted = [p for p in paths if not p.startswith(UNPUSHABLE_PREFIX)]
+    wanted = [os.fsencode(p) for p in paths if not p.startswith(UNPUSHABLE_PREFIX)]
     if not wanted:
         return None
-    git(repo, "add", "--all", "--", *wanted)
-    staged = [p for p in git(repo, "diff", "--cached", "--name-only", "-z").split("\0") if p]
+    env = gitcmd.bot_env()
+    base = git(repo, "rev-parse", "--verify", "HEAD^{commit}").strip()
+    tree = gate.build_tree(repo, base, wanted, env)
+    staged = [os.fsdecode(path) for _mode, path in gate.tree_changes(repo, base, tree, env)]
     if not staged:
         return None
+    gate.require_open(repo, base, tree, run_changed=[os.fsencode(p) for p in run_changed], policy=policy, env=env)
     message = commit_message(subject, body, run_id=run_id, model=model)
-    git(repo, "commit", "--quiet", "--no-verify", "--no-gpg-sign", "-F", "-", input=message)
-    return Commit(git(repo, "rev-parse", "HEAD").strip(), staged, skipped)
+    sha = git(repo, "commit-tree", "--no-gpg-sign", tree, "-p", base, "-F", "-", input=message).strip()
+    git(repo, "reset", "--quiet", sha)  # as `git commit` would leave it: the branch at the commit, the index too
+    return Commit(sha, staged, skipped)
 
 
 def added_text(repo: Path, base: str, head: str) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from gitbot import __version__
 from gitbot.agent.result import ExitCode, RunResult, Status, exit_code_for
+from gitbot.fixcheck.gate import Stopped
 from gitbot.forge import pull_request as prmod
 from gitbot.forge.event import CommentTrigger, IssueTrigger
 from gitbot.forge.github import ForgeError, PullData
@@ -76,6 +77,8 @@ class Report:
     def report(self, outcome: WorkOutcome) -> int:
         if outcome.leaks:
             return self.refuse_leaks(outcome.result, outcome.leaks)
+        if outcome.stopped:
+            return self.refuse_commit(outcome.result, outcome.stopped)
         job, plan = self.job, self.plan
         io, ctx = job.io, job.ctx
         result, verdict, commit, pushed_to = (
@@ -252,6 +255,24 @@ class Report:
         self.comment(f"⛔ {message}\n\n{notes}{receipt_markdown(result)}\n\n[workflow run]({self.job.ctx.run_url})")
         io.write_summary(f"## gitbot refused to push\n\n{message}\n\n{notes}{receipt_markdown(result)}\n")
         io.set_outputs(outputs("secret_found", result=result))
+        return ExitCode.GAVE_UP
+
+    def refuse_commit(self, result: RunResult, stopped: list[Stopped]) -> int:
+        """The commit gate refused the tree: nothing is committed or pushed, and the paths are named."""
+        io = self.job.io
+        where = "; ".join(f"{code_span(item.path)} ({md_cell(item.reason)})" for item in stopped[:10])
+        more = f"; and {len(stopped) - 10} more" if len(stopped) > 10 else ""
+        message = (
+            f"gitbot did not commit or push its change: it would have included {where}{more}. Only paths "
+            "the run itself changed, that the policy lets it edit and that are outside `read_deny` are ever "
+            "committed. Nothing was pushed and no pull request was opened."
+        )
+        io.error(f"the commit gate refused the change ({'; '.join(item.where() for item in stopped[:10])}); "
+                 "nothing was pushed", title="gitbot: commit refused")
+        notes = warnings(self.job.artifact_notes or [])
+        self.comment(f"⛔ {message}\n\n{notes}{receipt_markdown(result)}\n\n[workflow run]({self.job.ctx.run_url})")
+        io.write_summary(f"## gitbot refused to commit\n\n{message}\n\n{notes}{receipt_markdown(result)}\n")
+        io.set_outputs(outputs("commit_refused", result=result))
         return ExitCode.GAVE_UP
 
     def guarded(self, step: Callable[[], int]) -> int:

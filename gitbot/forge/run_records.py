@@ -6,6 +6,10 @@ of the run before it (agent/history.py). gitbot pushes the record (`trajectory.j
 starts no workflow and shows in no branch list, and `git fetch origin refs/gitbot/runs/<id>` brings
 it back. Who can read the repository can read it, as they can the job's artifact that holds the same
 record; who can push to the repository can replace it, as they can the branch it describes.
+
+Records do not pile up: when a conversation pushes a new one, the records of the pull request's runs
+before the last `[limits] keep_run_records` (the policy's; the ledger lists the runs in order) are
+deleted from origin (`prune`). Only the last one is ever continued.
 """
 
 from __future__ import annotations
@@ -50,6 +54,20 @@ def publish(repo: Path, run_id: str, *, auth: dict[str, str], secrets: Secrets) 
     commit = git(repo, "commit-tree", tree, "-m", f"gitbot run record {run_id}").strip()
     git(repo, "push", "--quiet", "--no-verify", "origin", f"{commit}:{ref}", env=auth)
     return ref
+
+
+def prune(repo: Path, runs: list[str], *, keep: int, auth: dict[str, str]) -> list[str]:
+    """Delete from origin the records of all but the last `keep` (at least 1) of `runs`, a pull request's
+    runs oldest first; returns the refs deleted. What is not a run id, or not on origin, is left alone."""
+    ordered = [run for run in dict.fromkeys(reversed(runs)) if RUN_ID.match(run)][::-1]  # last mention wins
+    old = [ref_of(run) for run in ordered[:-max(1, keep)]]
+    if not old:
+        return []
+    listed = git(repo, "ls-remote", "origin", *old, env=auth)
+    present = [ref for ref in (line.partition("\t")[2] for line in listed.splitlines()) if ref in old]
+    if present:
+        git(repo, "push", "--quiet", "--no-verify", "origin", *(f":{ref}" for ref in present), env=auth)
+    return present
 
 
 def fetch(repo: Path, run_id: str, *, auth: dict[str, str]) -> Path | None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitbot.agent.result import RunResult, Status
+from gitbot.fixcheck.gate import GateClosed, Stopped
 from gitbot.forge import pull_request as prmod
 from gitbot.forge.event import WorkflowTrigger
 from gitbot.forge.job import Job
@@ -47,6 +48,7 @@ class WorkOutcome:
     diff_base: str = ""  # what the PR's change list is measured from
     left_out: list[prmod.LeftOut] = field(default_factory=list)
     leaks: list[Leak] = field(default_factory=list)  # non-empty: nothing was pushed
+    stopped: list[Stopped] = field(default_factory=list)  # non-empty: the commit gate refused; nothing pushed
     sandbox_off: bool = False  # the repository's policy turned the sandbox off: said loudly everywhere
 
 
@@ -102,16 +104,23 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
     left_out: list[prmod.LeftOut] = []
     if changed:
         # The run's policy judges every changed path again: the agent's commands can write files its
-        # file tools could not.
-        keep, left_out = prmod.partition_changes(result.files_changed, policy.check_edit)
-        commit = prmod.commit_changes(
-            repo,
-            keep,
-            subject=plan.title,
-            body=commit_body(job, plan),
-            run_id=result.run_id,
-            model=result.model,
-        )
+        # file tools could not. The names come from the checkpoints as git has them (bytes), not from
+        # the result's printable copy.
+        run_changed = changed_paths(repo, result.run_id)
+        keep, left_out = prmod.partition_changes(run_changed, policy.check_edit)
+        try:
+            commit = prmod.commit_changes(
+                repo,
+                keep,
+                run_changed=run_changed,
+                policy=policy,
+                subject=plan.title,
+                body=commit_body(job, plan),
+                run_id=result.run_id,
+                model=result.model,
+            )
+        except GateClosed as closed:
+            return WorkOutcome(result, verdict, stopped=closed.stopped, sandbox_off=sandbox_off)
     if commit is not None:
         leaks = scan_diff(prmod.added_text(repo, f"{commit.sha}^", commit.sha), job.secrets)
         if leaks:
@@ -139,6 +148,14 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
     keep_record(job, result.run_id)
     diff_base = base_tip if plan.start_sha is None else start
     return WorkOutcome(result, verdict, commit, pushed_to, diff_base, left_out, sandbox_off=sandbox_off)
+
+
+def changed_paths(repo: Path, run_id: str) -> list[str]:
+    """What the run changed, from its checkpoints: names as git has them (undecodable bytes kept as
+    surrogate escapes, so they reach git again unchanged), interpreter caches left out."""
+    from gitbot.fixcheck.changes import RunChanges
+
+    return RunChanges(repo, run_id).paths()
 
 
 def keep_artifact(job: Job) -> list[str]:
@@ -187,16 +204,26 @@ def prepare(job: Job, policy_ref: str, *, answer_only: bool = False, max_cost_us
     return prepared, policy, sandbox_off
 
 
-def keep_record(job: Job, run_id: str) -> str | None:
+def keep_record(job: Job, run_id: str, *, earlier: list[str] | None = None, keep: int = 1) -> str | None:
     """Push the run's record, for a later request on the pull request to continue its conversation
-    (run_records.py); a failure only costs that continuation."""
+    (run_records.py); a failure only costs that continuation. `earlier`: the pull request's runs before
+    this one, oldest first, of which the records beyond the last `keep` (this one counted) are deleted."""
     from gitbot.forge import run_records
 
     try:
-        return run_records.publish(job.repo, run_id, auth=job.auth, secrets=job.secrets)
+        ref = run_records.publish(job.repo, run_id, auth=job.auth, secrets=job.secrets)
     except prmod.GitError as exc:
         job.io.warning(f"could not keep the run's record on GitHub: {exc}", title="gitbot")
         return None
+    if ref is not None and earlier:
+        try:
+            deleted = run_records.prune(job.repo, [*earlier, run_id], keep=keep, auth=job.auth)
+        except prmod.GitError as exc:
+            job.io.warning(f"could not delete older run records: {exc}", title="gitbot")
+        else:
+            if deleted:
+                job.io.info(f"deleted {len(deleted)} older run record(s) (keep_run_records = {keep})")
+    return ref
 
 
 def model_key(inputs) -> str | None:

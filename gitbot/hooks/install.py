@@ -57,7 +57,7 @@ def hooks_dir_problem(repo: Path, target_dir: Path) -> str | None:
     root = os.path.realpath(repo)
     if real == root or real.startswith(root + os.sep):
         relative = os.path.relpath(real, root)
-        if git.out(repo, "ls-files", "--", f":(literal){relative}", ok=range(256)):
+        if git.out(repo, "ls-files", "--", relative, ok=range(256)):  # a literal name (git.py's environments)
             return (f"the hooks directory {target_dir} (core.hooksPath) is tracked in this repository: a hook "
                     f"written there would be committed and run for everyone who checks it out")
         return (f"the hooks directory {target_dir} (core.hooksPath) is outside this repository's git "

@@ -33,6 +33,7 @@ class Limits:
     max_consecutive_mistakes: int = 3
     max_wall_seconds: float = 1800
     command_timeout_seconds: float = 120
+    keep_run_records: int = 5  # the Action keeps this many run records per pull request (refs/gitbot/runs/)
 
 
 class PolicyError(ConfigError, ValueError):

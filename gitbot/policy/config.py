@@ -26,7 +26,7 @@ SCHEMA: dict[str, dict[str, str]] = {
     "sandbox": {"mode": "sandbox_mode", "network": "bool", "read_only": "host_paths"},
     "limits": {"max_steps": "positive_int", "max_cost_usd": "positive_number",
                "max_consecutive_mistakes": "positive_int", "max_wall_seconds": "positive_number",
-               "command_timeout_seconds": "positive_number"},
+               "command_timeout_seconds": "positive_number", "keep_run_records": "positive_int"},
     # Which model answers, and where (credentials never go here: each provider's standard chain).
     # Prices are USD per million tokens and win over gitbot's table; zero is allowed (self-hosted).
     "model": {"provider": "provider", "name": "text", "base_url": "text", "context_window": "positive_int",

@@ -122,6 +122,8 @@ max_consecutive_mistakes = {limits.max_consecutive_mistakes}
 max_wall_seconds = {int(limits.max_wall_seconds)}
 # The longest a single command may run (a tool call may ask for less, never more).
 command_timeout_seconds = {int(limits.command_timeout_seconds)}
+# The Action keeps the records of a pull request's last runs (refs/gitbot/runs/*) to continue them.
+keep_run_records = {limits.keep_run_records}
 
 # Which model answers (default: the Anthropic API, claude-sonnet-5-5). No credentials here: each
 # provider reads its own (ANTHROPIC_API_KEY; AWS credentials; Google ADC; OPENAI_API_KEY).

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
 from gitbot import git as gitcmd
+from gitbot.fixcheck.gate import GateClosed
 from gitbot.forge import pull_request as prmod
+from gitbot.policy import Policy
 from tests.forge.conftest import actions_checkout, run_git
 
 
 @pytest.fixture
 def work(seeded_github, tmp_path):
     return actions_checkout(seeded_github, tmp_path / "work")
+
+
+def commit_of(work, paths: list[str], *, run_id: str = "r", run_changed: list[str] | None = None, policy=None):
+    """commit_changes as the Action calls it: `paths` are what the run changed unless told otherwise."""
+    return prmod.commit_changes(work, paths, run_changed=paths if run_changed is None else run_changed,
+                                policy=policy or Policy(repo=work), subject="s", body="b", run_id=run_id, model="m")
 
 
 def config_text(repo) -> str:
@@ -57,6 +68,8 @@ def test_push_sends_the_token_only_for_that_command(seeded_github, work):
         commit = prmod.commit_changes(
             work,
             ["stats.py"],
+            run_changed=["stats.py"],
+            policy=Policy(repo=work),
             subject="Fix #7: crash",
             body="Because.",
             run_id="r1",
@@ -82,7 +95,7 @@ def test_the_lease_and_the_ownership_check(seeded_github, work):
     base = prmod.fetch(work, "main", auth=auth)
     prmod.start_branch(work, "gitbot/issue-7", base)
     (work / "a.txt").write_text("1\n")
-    first = prmod.commit_changes(work, ["a.txt"], subject="s", body="b", run_id="r1", model="m")
+    first = commit_of(work, ["a.txt"], run_id="r1")
     prmod.push(work, "gitbot/issue-7", first.sha, expected_tip=None, auth=auth)
     tip = prmod.fetch(work, "gitbot/issue-7", auth=auth)
     assert prmod.foreign_commits(work, tip, base) == []
@@ -90,7 +103,7 @@ def test_the_lease_and_the_ownership_check(seeded_github, work):
     # A second run replaces gitbot's own commit, naming the tip it expects.
     prmod.start_branch(work, "gitbot/issue-7", base)
     (work / "a.txt").write_text("2\n")
-    second = prmod.commit_changes(work, ["a.txt"], subject="s", body="b", run_id="r2", model="m")
+    second = commit_of(work, ["a.txt"], run_id="r2")
     with pytest.raises(prmod.GitError):  # a stale expectation is refused
         prmod.push(work, "gitbot/issue-7", second.sha, expected_tip=base, auth=auth)
     prmod.push(work, "gitbot/issue-7", second.sha, expected_tip=tip, auth=auth)
@@ -111,9 +124,7 @@ def test_workflow_files_are_left_out_of_the_commit(seeded_github, work):
     (work / ".github" / "workflows").mkdir(parents=True)
     (work / ".github" / "workflows" / "ci.yml").write_text("on: push\n")
     (work / "stats.py").write_text("x\n")
-    commit = prmod.commit_changes(
-        work, [".github/workflows/ci.yml", "stats.py"], subject="s", body="b", run_id="r", model="m"
-    )
+    commit = commit_of(work, [".github/workflows/ci.yml", "stats.py"])
     assert commit.files == ["stats.py"] and commit.skipped == [".github/workflows/ci.yml"]
 
 
@@ -144,8 +155,6 @@ def test_git_gets_a_minimal_environment_never_a_copy_of_gitbots(work, monkeypatc
 
 
 def test_the_policy_judges_every_changed_path():
-    from gitbot.policy import Policy
-
     policy = Policy(
         edit_deny=(".git/**", ".github/workflows/**", ".github/actions/**", ".gitbot/**", ".ci/run")
     )
@@ -171,6 +180,8 @@ def test_the_commit_message_carries_only_gitbots_trailers(seeded_github, work):
     commit = prmod.commit_changes(
         work,
         ["stats.py"],
+        run_changed=["stats.py"],
+        policy=Policy(repo=work),
         subject="Fix #7: crash",
         body="gitbot's change for issue #7.",
         run_id="r1\nSigned-off-by: Mallory <m@evil.example>",
@@ -180,3 +191,41 @@ def test_the_commit_message_carries_only_gitbots_trailers(seeded_github, work):
     trailers = run_git(work, "log", "-1", "--format=%(trailers:only,unfold)", commit.sha).split("\n")
     assert [t.split(":")[0] for t in trailers if t] == ["Gitbot-Run", "Co-authored-by"]
     assert "Signed-off-by" not in message and "Mallory" not in message
+
+
+ODD_NAMES = [":(glob)*", ":nope", "*", "-rf", "--all", "new\nline", "-", ":", os.fsdecode(b"caf\xe9.txt")]
+
+
+@pytest.mark.slow
+def test_names_of_any_shape_are_committed_as_names_and_nothing_else(work):
+    # Finding 1 of issue 20: `git add --all -- ':(glob)*'` staged the whole work tree, `:nope` sank it.
+    for name in ODD_NAMES:
+        (work / os.fsencode(name).decode("utf-8", "surrogateescape")).write_bytes(b"")
+    (work / "stats.py").write_text("fixed\n")
+    for bystander in (".env", "gha-creds-1234.json", "notes.txt"):  # untracked, not the run's
+        (work / bystander).write_text("DB_PASS=hunter2\n")
+    made = commit_of(work, ["stats.py", *ODD_NAMES])
+    tree = git_bytes(work, "ls-tree", "-r", "-z", "--name-only", made.sha)
+    names = sorted(n for n in tree.split(b"\0") if n)
+    assert names == sorted(os.fsencode(n) for n in ["stats.py", *ODD_NAMES, "README.md", "test_stats.py"])
+    assert (work / ".env").read_text() == "DB_PASS=hunter2\n"  # the user's files are untouched
+    assert b"?? .env\0" in git_bytes(work, "status", "--porcelain", "-z")  # and still untracked
+
+
+def git_bytes(cwd, *args: str) -> bytes:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=True).stdout
+
+
+@pytest.mark.slow
+def test_the_gate_refuses_a_tree_with_a_path_the_run_did_not_change(work):
+    (work / "stats.py").write_text("fixed\n")
+    (work / ".env").write_text("DB_PASS=hunter2\n")
+    (work / "extra.py").write_text("x = 1\n")
+    head = run_git(work, "rev-parse", "HEAD").strip()
+    with pytest.raises(GateClosed) as closed:
+        commit_of(work, ["stats.py", "extra.py", ".env"], run_changed=["stats.py", ".env"])
+    where = str(closed.value)
+    assert "extra.py (the run did not change it)" in where and ".env (it matches files.read_deny)" in where
+    assert "hunter2" not in where  # names, never content
+    assert run_git(work, "rev-parse", "HEAD").strip() == head  # nothing was committed
+    assert run_git(work, "diff", "--cached", "--name-only") == ""

@@ -10,7 +10,7 @@ from gitbot.forge import pull_request as prmod
 from gitbot.forge import run_records
 from gitbot.record import RunRecord, runs_dir
 from gitbot.secrets import Secrets
-from tests.forge.conftest import actions_checkout
+from tests.forge.conftest import actions_checkout, run_git
 
 RUN = "20261101-101010-abcdef"
 
@@ -74,3 +74,36 @@ def test_a_run_cut_off_after_a_reply_cannot_be_continued(buggy_repo):
 def test_only_run_ids_name_a_ref(run_id):
     with pytest.raises(GitError):
         run_records.ref_of(run_id)
+
+
+@pytest.mark.slow
+def test_only_the_last_records_of_a_pull_requests_runs_are_kept(seeded_github, tmp_path):
+    fake = seeded_github
+    work = actions_checkout(fake, tmp_path / "work")
+    auth = prmod.auth_env(fake.token, fake.server_url)
+    runs = [f"20261101-10101{i}-abcde{i}" for i in range(4)]
+    for run_id in runs:
+        write_record(work, run_id)
+        run_records.publish(work, run_id, auth=auth, secrets=Secrets())
+    other = "20261101-999999-ffffff"  # another pull request's run: not in this one's list
+    write_record(work, other)
+    run_records.publish(work, other, auth=auth, secrets=Secrets())
+
+    # The ledger can name a run twice, a run whose record never reached origin, and junk.
+    ledger = [runs[0], "not-a-run", runs[1], "20261101-000000-000000", runs[0], runs[2], runs[3]]
+    deleted = run_records.prune(work, ledger, keep=2, auth=auth)
+    on_origin = run_git(fake.bare_repo, "for-each-ref", "--format=%(refname)", "refs/gitbot/runs/").split()
+    assert sorted(deleted) == [run_records.ref_of(r) for r in runs[:2]]
+    assert sorted(on_origin) == sorted(run_records.ref_of(r) for r in [*runs[2:], other])
+    assert run_records.prune(work, ledger, keep=2, auth=auth) == []  # nothing left to delete
+    assert run_records.prune(work, runs, keep=0, auth=auth) == [run_records.ref_of(runs[2])]  # the last stays
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "2.5", '"5"'])
+def test_keep_run_records_is_validated_like_every_policy_key(value):
+    from gitbot.policy.base import PolicyError
+    from gitbot.policy.config import parse_policy
+
+    with pytest.raises(PolicyError, match=r"policy.toml:2: \[limits\] keep_run_records must be a whole number"):
+        parse_policy(f"[limits]\nkeep_run_records = {value}\n", source="policy.toml")
+    assert parse_policy("[limits]\nkeep_run_records = 3\n", source="p").limits.keep_run_records == 3
