@@ -34,6 +34,7 @@ Time is linear: the input is capped first (MAX_INPUT_BYTES), and each step is a 
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -95,6 +96,8 @@ _INVISIBLE_EXTRA = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef\u115f\u1160\u
 
 BLOCKS = frozenset("""p div h1 h2 h3 h4 h5 h6 ul ol li table thead tbody tfoot tr blockquote pre dl dt dd hr
     figure figcaption caption details summary""".split())
+# Blocks that sit on their own lines without a blank line around them.
+TIGHT_BLOCKS = frozenset("ul ol li thead tbody tfoot tr dt dd summary caption figcaption".split())
 # Containers whose whitespace between children is layout, not text.
 CONTAINERS = frozenset("ul ol dl table thead tbody tfoot tr blockquote details figure picture ruby".split())
 VOID = frozenset("br hr img input source wbr".split())
@@ -138,24 +141,25 @@ def sanitized_html(markdown: str, allowlist: Allowlist = GITHUB) -> str:
     """Steps 1 and 2: the HTML the page is built from."""
     html = cmarkgfm.markdown_to_html_with_extensions(markdown, options=CMARK_OPTIONS,
                                                       extensions=list(GITHUB_EXTENSIONS))
-    return nh3.clean(_shallow(_without_foreign(html)), tags=set(allowlist.elements), clean_content_tags=set(allowlist.dropped_with_contents),
+    return nh3.clean(_shallow(_without_foreign(html, allowlist.elements | BLOCKS)), tags=set(allowlist.elements), clean_content_tags=set(allowlist.dropped_with_contents),
                      attributes={k: set(v) for k, v in allowlist.attributes.items()}, strip_comments=True,
                      link_rel=None, url_schemes={"http", "https", "mailto"})
 
 
 _FOREIGN_TAG = re.compile(r"<(/?)(svg|math)(?![\w-])", re.IGNORECASE)
-# Where foreign content holds HTML again: inside one, an HTML5 parser ignores `</svg>` (a leaf of HTML
-# is open), so text after it may still be inside the drawing.
+# Where foreign content holds HTML again. An HTML element opened inside one (`<svg><desc><p>`) makes an
+# HTML5 parser ignore `</desc>` and `</svg>`, so the text after them may still be inside the drawing.
 _INTEGRATION_POINT = re.compile(r"<(?:desc|foreignobject|title|mi|mo|mn|ms|mtext|annotation-xml)(?![\w-])",
                                 re.IGNORECASE)
+_ANY_TAG = re.compile(r"<([A-Za-z][A-Za-z0-9-]*)")
 
 
-def _without_foreign(html: str) -> str:
+def _without_foreign(html: str, html_elements: frozenset[str]) -> str:
     """The HTML without `<svg>` and `<math>` elements, cut lexically from the opening tag to its
-    matching end tag, or to the end when the drawing holds an HTML integration point. An HTML5 parser
-    lets `<code>`, `<p>` or `<b>` break out of foreign content (`<svg>`c`P</svg>` would show P, which
-    GitHub drops), and ignores `</svg>` inside `<desc><p>` (`<svg><desc><p></svg>P` hides P): cutting
-    this way keeps the words from the model under either reading."""
+    matching end tag — or to the end, when the drawing holds an integration point with an HTML element
+    in it. An HTML5 parser lets `<code>`, `<p>` or `<b>` break out of foreign content (`<svg>`c`P</svg>`
+    would show P, which GitHub drops), and ignores `</svg>` inside `<desc><p>` (`<svg><desc><p></svg>P`
+    hides P): cutting this way keeps the words from the model under either reading."""
     parts: list[str] = []
     depth, last, start = 0, 0, 0
     for tag in _FOREIGN_TAG.finditer(html):
@@ -163,7 +167,7 @@ def _without_foreign(html: str) -> str:
             if depth:
                 depth -= 1
                 if not depth:
-                    if _INTEGRATION_POINT.search(html, start, tag.start()):
+                    if _holds_html(html, start, tag.start(), html_elements):
                         return "".join(parts)
                     end = html.find(">", tag.end())
                     last = len(html) if end == -1 else end + 1
@@ -174,6 +178,13 @@ def _without_foreign(html: str) -> str:
             depth += 1
     parts.append("" if depth else html[last:])
     return "".join(parts)
+
+
+def _holds_html(html: str, start: int, end: int, html_elements: frozenset[str]) -> bool:
+    point = _INTEGRATION_POINT.search(html, start, end)
+    if point is None:
+        return False
+    return any(m.group(1).lower() in html_elements for m in _ANY_TAG.finditer(html, point.end(), end))
 
 
 _TAG_NAME = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)")
@@ -200,8 +211,22 @@ def _shallow(html: str) -> str:
     return html
 
 
+# An escaped dollar (`\$`) is a literal `$`, never a math delimiter, but cmark-gfm hands both on as `$`:
+# it goes through the parse as a mark (a noncharacter, removed from the input first) and comes back
+# as `$` in text and as `\$` in code, where backslashes are literal.
+ESCAPED_DOLLAR = "\ufdd0"
+_ESCAPE_PAIR = re.compile(r"\\[\\$]")
+
+
+def _mark_escaped_dollars(markdown: str) -> str:
+    # Left to right in pairs, as cmark reads them: `\\$` is an escaped backslash, then a real `$`.
+    return _ESCAPE_PAIR.sub(lambda m: ESCAPED_DOLLAR if m.group(0) == "\\$" else m.group(0),
+                            markdown.replace(ESCAPED_DOLLAR, ""))
+
+
 def _walk(markdown: str, allowlist: Allowlist) -> _Walker:
     markdown, cut = cap_bytes(markdown.replace("\x00", "\ufffd"), MAX_INPUT_BYTES)
+    markdown = _mark_escaped_dollars(markdown)
     walker = _Walker()
     walker.feed(sanitized_html(markdown, allowlist))
     walker.finish()
@@ -267,6 +292,7 @@ class _Walker:
         self.pre_lang = ""
         self.after_bullet = False  # a list item's first block starts on the bullet's line
         self._prefix_key, self._prefix = (0, 0), ""
+        self.trailing_newlines = 1  # the start counts as the start of a line
 
     # --- output -------------------------------------------------------------------------------
     def prefix(self) -> str:
@@ -279,10 +305,21 @@ class _Walker:
         return self._prefix
 
     def raw(self, text: str, kind: str = "raw") -> None:
+        self._count_newlines(text)
         self.tokens.append(_Token(kind, text, False, self.prefix()))
 
     def text(self, text: str, kind: str = "text") -> None:
+        self._count_newlines(text)
         self.tokens.append(_Token(kind, text, self.not_live == 0 and kind == "text", self.prefix()))
+
+    def break_line(self, count: int) -> None:
+        """End the line, and leave `count - 1` blank lines (whatever is already there counts)."""
+        if count > self.trailing_newlines:
+            self.raw("\n" * (count - self.trailing_newlines))
+
+    def _count_newlines(self, text: str) -> None:
+        kept = text.rstrip("\n")
+        self.trailing_newlines = len(text) - len(kept) + (self.trailing_newlines if not kept else 0)
 
     def hidden(self) -> bool:
         return self.skip > 0 or self.shrink > MAX_SHRINK_DEPTH
@@ -294,7 +331,7 @@ class _Walker:
                 self._push(tag)
             return
         if tag in BLOCKS and not self.after_bullet:
-            self.raw("\n")
+            self.break_line(1 if tag in TIGHT_BLOCKS else 2)
         self.after_bullet = tag == "li"
         if tag not in VOID:
             self._push(tag)
@@ -307,11 +344,10 @@ class _Walker:
                 self.capture, self.capture_tag = [], "code"
             if tag == "blockquote":
                 self.quotes += 1
-                self.raw("\n")
         elif tag in ("ul", "ol"):
             self.lists.append(tag)
         elif tag == "li":
-            self.raw("\n- ")
+            self.raw("- ")
         elif tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
             self.raw("#" * int(tag[1]) + " ")
         elif tag in ("td", "th"):
@@ -378,7 +414,7 @@ class _Walker:
         elif tag in SHRINKING:
             self.shrink -= 1
         if tag in BLOCKS:
-            self.raw("\n")
+            self.break_line(1 if tag in TIGHT_BLOCKS else 2)
 
     def _code_block(self, code: str) -> None:
         if self.hidden():
@@ -399,8 +435,9 @@ class _Walker:
             self.capture.append(data)
         elif self.hidden():
             return
-        elif data.isspace() and (not self.stack or self.stack[-1] in CONTAINERS):
-            return  # the newlines between list items, rows and cells
+        elif data.isspace() and (self.after_bullet or self.trailing_newlines or not self.stack
+                                 or self.stack[-1] in CONTAINERS):
+            return  # layout: the newlines between list items, rows and cells, or at a line's start
         else:
             self.after_bullet = False
             self.text(data)
@@ -413,19 +450,29 @@ class _Walker:
     # --- rendering ----------------------------------------------------------------------------
     def render(self, *, live_only: bool) -> str:
         out: list[str] = []
+        line_start = True
         for token in self.tokens:
             text = token.text
             if token.math:
                 text = _without_math(text, token.math)
             if live_only and not token.live:
-                text = "\n" if token.kind == "raw" else " " * bool(text)
+                text = "\n" if token.kind == "raw" and "\n" in text else " " * bool(text)
             elif live_only:
                 text = text.replace(MATH_MARK, " ")
             elif token.kind == "code":
                 text = _code_span(text)
-            if token.prefix and "\n" in text:
-                text = text.replace("\n", "\n" + token.prefix)
-            out.append(text)
+            if ESCAPED_DOLLAR in text:
+                text = text.replace(ESCAPED_DOLLAR, "\\$" if token.kind in ("code", "block") else "$")
+            # Each line starts with the prefix of the token that writes on it (quote marks, list indent).
+            for i, part in enumerate(text.split("\n")):
+                if i:
+                    out.append("\n")
+                    line_start = True
+                if part:
+                    if line_start and token.prefix:
+                        out.append(token.prefix)
+                    line_start = False
+                    out.append(part)
         return "".join(out)
 
 
@@ -488,44 +535,56 @@ _DOLLARS = re.compile(r"\$+")
 
 
 def _math_spans(text: str) -> list[tuple[int, int]]:
-    """Math regions in the joined text, in one pass (a failed search is never repeated)."""
-    spans: list[tuple[int, int]] = []
-    pos, doubles_left, dead_until = 0, True, -1
-    while (run := _DOLLARS.search(text, pos)) is not None:
-        start, end = run.span()
-        if end - start >= 2 and doubles_left:
-            close = text.find("$$", end)
-            if close == -1:
-                doubles_left = False  # no later `$$` can close either
-            elif "\x03" not in text[end:close]:
-                spans.append((start, close + 2))
-                pos = close + 2
-                continue
-        start = end - 1  # a single `$`, or a `$$` never closed, whose last `$` may open inline math
+    """Every region GitHub might read as math, merged. Which single `$` pairs with which is ambiguous
+    (`$5 … \\$$\\phantom{P}$`), so each `$` that can open is paired with the first `$` that can close
+    after it, and the union of all these regions goes: no pairing can leave hidden math behind.
+    Sorted lists and bisection keep it O(n log n) in the number of dollars."""
+    runs = [(m.start(), m.end()) for m in _DOLLARS.finditer(text)]
+    if not runs:
+        return []
+    closers = [i for start, end in runs for i in range(start, end) if i and not text[i - 1].isspace()]
+    blocks = [m.start() for m in re.finditer("[\x02\x03]", text)]  # where inline math must end
+    code_blocks = [m.start() for m in re.finditer("\x03", text)]  # where display math must end
+    doubles = [start for start, end in runs if end - start >= 2]
+    regions: list[tuple[int, int]] = []
+    # `$$` … `$$`: paired left to right (text between two display blocks is not math), across blocks
+    # but not across a code block.
+    k = 0
+    while k + 1 < len(doubles):
+        if _between(code_blocks, doubles[k], doubles[k + 1]):
+            k += 1
+            continue
+        regions.append((doubles[k], doubles[k + 1] + 2))
+        k += 2
+    for start, end in runs:
+        opener = end - 1  # the run's last `$` opens inline math when a non-space follows
         follows = text[end:end + 1]
-        if end <= dead_until or not follows or follows.isspace() or follows in "\x02\x03":
-            pos = end
+        if not follows or follows.isspace() or follows in "\x02\x03":
             continue
-        boundary = _next_boundary(text, end)
-        close = end
-        while (close := text.find("$", close, boundary)) != -1 and text[close - 1].isspace():
-            close += 1
-        if close == -1:
-            dead_until = boundary  # no closer before the block ends: no later opener in it has one
-            pos = end
-            continue
-        spans.append((start, close + 1))
-        pos = close + 1
-    return spans
+        k = bisect.bisect_left(closers, opener + 2)
+        if k < len(closers) and not _between(blocks, opener, closers[k]):
+            regions.append((opener, closers[k] + 1))
+    regions.sort()
+    merged: list[tuple[int, int]] = []
+    for start, end in regions:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
 
 
-def _next_boundary(text: str, start: int) -> int:
-    ends = [i for i in (text.find("\x02", start), text.find("\x03", start)) if i != -1]
-    return min(ends, default=len(text))
+def _between(positions: list[int], start: int, end: int) -> bool:
+    k = bisect.bisect_right(positions, start)
+    return k < len(positions) and positions[k] < end
+
+
+_QUOTE_MARKS_ONLY = re.compile(r"^(?:> ?)+\s*$")
 
 
 def _tidy(text: str) -> str:
     text = text.replace(MATH_MARK, render_prompt("visible_text/math"))
-    lines = [line.rstrip() for line in text.split("\n")]
+    # Lines of nothing but quote marks are the quote's own layout: they go.
+    lines = [line.rstrip() for line in text.split("\n") if not _QUOTE_MARKS_ONLY.match(line)]
     text = "\n".join(lines)
     return re.sub(r"\n{3,}", "\n\n", text).strip()
