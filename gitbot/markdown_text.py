@@ -116,6 +116,8 @@ def cap_bytes(text: str, limit: int) -> tuple[str, int]:
 
 
 def drop_invisible(text: str) -> str:
+    if text.isascii():
+        return text  # every invisible character is outside ASCII
     return _INVISIBLE_EXTRA.sub("", "".join(ch for ch in text if unicodedata.category(ch) != "Cf"))
 
 
