@@ -23,10 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import cmarkgfm  # noqa: E402
+import cmarkgfm
 
-from gitbot.markdown_text import visible_text  # noqa: E402
-from tests.page_fuzz import generate  # noqa: E402
+from gitbot.markdown_text import visible_text
+from tests.page_fuzz import generate
 
 SIZE = 64 * 1024
 SHAPES = ["<a b ", "[", "[a](", "`", "``a", "*", "_a ", "<!--", "$a ", "$$", "> ", "- ", "<", "&#x", "<svg>",

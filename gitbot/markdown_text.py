@@ -71,22 +71,32 @@ class Allowlist:
 # html-pipeline's SanitizationFilter (gjtorikian/html-pipeline, lib/html_pipeline/sanitization_filter.rb),
 # plus `picture`/`source`, which github.com also keeps, and the task list's checkbox, which GitHub's
 # task-list filter adds after sanitizing.
-_ALL_ATTRIBUTES = frozenset("""abbr accept accept-charset accesskey action align alt aria-describedby aria-hidden
-    aria-label aria-labelledby axis border cellpadding cellspacing char charoff charset checked clear cols colspan
-    color compact coords datetime dir disabled enctype for frame headers height hreflang hspace id ismap label lang
-    maxlength media method multiple name nohref noshade nowrap open progress prompt readonly rel rev role rows
-    rowspan rules scope selected shape size span start summary tabindex title type usemap valign value width
-    itemprop""".split())
+_ALL_ATTRIBUTES = frozenset([
+    "abbr", "accept", "accept-charset", "accesskey", "action", "align", "alt", "aria-describedby",
+    "aria-hidden", "aria-label", "aria-labelledby", "axis", "border", "cellpadding", "cellspacing", "char",
+    "charoff", "charset", "checked", "clear", "cols", "colspan", "color", "compact", "coords", "datetime",
+    "dir", "disabled", "enctype", "for", "frame", "headers", "height", "hreflang", "hspace", "id", "ismap",
+    "label", "lang", "maxlength", "media", "method", "multiple", "name", "nohref", "noshade", "nowrap", "open",
+    "progress", "prompt", "readonly", "rel", "rev", "role", "rows", "rowspan", "rules", "scope", "selected",
+    "shape", "size", "span", "start", "summary", "tabindex", "title", "type", "usemap", "valign", "value",
+    "width", "itemprop",
+])
 GITHUB = Allowlist(
-    elements=frozenset("""h1 h2 h3 h4 h5 h6 br b i strong em a pre code img tt div ins del sup sub p ol ul table
-        thead tbody tfoot blockquote dl dt dd kbd q samp var hr ruby rt rp li tr td th s strike summary details
-        caption figure figcaption abbr bdo cite dfn mark small span time wbr picture source input""".split()),
+    elements=frozenset([
+        "h1", "h2", "h3", "h4", "h5", "h6", "br", "b", "i", "strong", "em", "a", "pre", "code", "img", "tt",
+        "div", "ins", "del", "sup", "sub", "p", "ol", "ul", "table", "thead", "tbody", "tfoot", "blockquote",
+        "dl", "dt", "dd", "kbd", "q", "samp", "var", "hr", "ruby", "rt", "rp", "li", "tr", "td", "th", "s",
+        "strike", "summary", "details", "caption", "figure", "figcaption", "abbr", "bdo", "cite", "dfn", "mark",
+        "small", "span", "time", "wbr", "picture", "source", "input",
+    ]),
     attributes={"*": _ALL_ATTRIBUTES, "a": frozenset({"href"}), "img": frozenset({"src", "longdesc"}),
                 "div": frozenset({"itemscope", "itemtype"}), "blockquote": frozenset({"cite"}),
                 "del": frozenset({"cite"}), "ins": frozenset({"cite"}), "q": frozenset({"cite"})},
     # Raw-text and foreign content: never shown as written (tagfilter already made most of them text).
-    dropped_with_contents=frozenset("""script style svg math template noscript iframe noembed noframes xmp
-        plaintext title textarea object""".split()),
+    dropped_with_contents=frozenset([
+        "script", "style", "svg", "math", "template", "noscript", "iframe", "noembed", "noframes", "xmp",
+        "plaintext", "title", "textarea", "object",
+    ]),
 )
 
 # Characters a reader does not see, beyond Unicode's "format" category (Cf: zero-width, bidi, tags, the
@@ -94,16 +104,23 @@ GITHUB = Allowlist(
 # Hangul fillers.
 _INVISIBLE_EXTRA = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef\u115f\u1160\u3164\uffa0]")
 
-BLOCKS = frozenset("""p div h1 h2 h3 h4 h5 h6 ul ol li table thead tbody tfoot tr blockquote pre dl dt dd hr
-    figure figcaption caption details summary""".split())
+BLOCKS = frozenset([
+    "p", "div", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "table", "thead", "tbody", "tfoot", "tr",
+    "blockquote", "pre", "dl", "dt", "dd", "hr", "figure", "figcaption", "caption", "details", "summary",
+])
 # Blocks that sit on their own lines without a blank line around them.
-TIGHT_BLOCKS = frozenset("ul ol li thead tbody tfoot tr dt dd summary caption figcaption".split())
+TIGHT_BLOCKS = frozenset([
+    "ul", "ol", "li", "thead", "tbody", "tfoot", "tr", "dt", "dd", "summary", "caption", "figcaption",
+])
 # Containers whose whitespace between children is layout, not text.
-CONTAINERS = frozenset("ul ol dl table thead tbody tfoot tr blockquote details figure picture ruby".split())
-VOID = frozenset("br hr img input source wbr".split())
-CODE_LIKE = frozenset("code kbd samp tt".split())
-QUOTES = frozenset("blockquote q".split())
-SHRINKING = frozenset("sub sup small".split())
+CONTAINERS = frozenset([
+    "ul", "ol", "dl", "table", "thead", "tbody", "tfoot", "tr", "blockquote", "details", "figure", "picture",
+    "ruby",
+])
+VOID = frozenset(["br", "hr", "img", "input", "source", "wbr"])
+CODE_LIKE = frozenset(["code", "kbd", "samp", "tt"])
+QUOTES = frozenset(["blockquote", "q"])
+SHRINKING = frozenset(["sub", "sup", "small"])
 MAX_SHRINK_DEPTH = 2
 
 
@@ -191,7 +208,10 @@ def _holds_html(html: str, start: int, end: int, html_elements: frozenset[str]) 
 
 _TAG_NAME = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)")
 # Elements that close themselves, or that a parser closes for them: they do not nest.
-_NOT_NESTING = VOID | frozenset("p li dt dd tr td th option optgroup rp rt colgroup thead tbody tfoot".split())
+_NOT_NESTING = VOID | frozenset([
+    "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "rp", "rt", "colgroup", "thead", "tbody",
+    "tfoot",
+])
 MAX_NESTING = 64
 
 

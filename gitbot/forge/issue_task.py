@@ -21,10 +21,9 @@ import unicodedata
 from dataclasses import dataclass
 
 from gitbot.forge.github import CommentData
-
 from gitbot.forge.mdsafe import neutralise
 from gitbot.markdown_text import plain_title, visible_text
-from gitbot.prompting import render_prompt
+from gitbot.prompting import defuse_delimiters, render_prompt
 from gitbot.task import Task
 
 MAX_TITLE_CHARS = 200
@@ -103,7 +102,7 @@ def build_issue_task(
     left_out = len(selection.kept) - shown
     if left_out:
         parts.append("\n" + render_prompt("issue_task/comments_left_out", count=str(left_out)))
-    content = "\n".join(parts).replace(f"</{tag}>", f"</{tag}\u200b>")
+    content = defuse_delimiters("\n".join(parts))
     intro = render_prompt("issue_task/instructions", number=str(issue.number), repository=repository, tag=tag)
     notes = []
     if selection.late:

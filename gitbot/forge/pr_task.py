@@ -22,7 +22,7 @@ from gitbot.forge.issue_task import clean_title
 from gitbot.forge.ledger import Ledger
 from gitbot.forge.pulls import CheckRun, PullInfo, ReviewThread
 from gitbot.markdown_text import visible_text
-from gitbot.prompting import render_prompt
+from gitbot.prompting import defuse_delimiters, render_prompt
 from gitbot.task import Task
 
 REQUEST_CHARS = 6_000
@@ -194,7 +194,7 @@ def content(ctx: PullContext, *, continued: bool) -> str:
 
 def build_pull_task(ctx: PullContext, *, continued: bool, check_command: str | None) -> Task:
     tag = f"pr_request_{_secrets.token_hex(4)}"
-    body = content(ctx, continued=continued).replace(f"</{tag}>", f"</{tag}\u200b>")
+    body = defuse_delimiters(content(ctx, continued=continued))
     number, title = str(ctx.pull.number), clean_title(ctx.pull.title, 100)
     if continued:
         opening = render_prompt("conversation/opening_continued", number=number, title=title,
