@@ -1,7 +1,8 @@
 """What a reader sees on the rendered page: the text of an issue, comment, review or PR body as github.com
 shows it, from a real parse rather than a list of patterns.
 
-Three steps, each one what GitHub itself does, so nothing depends on guessing where Markdown ends:
+Three steps, each one what GitHub itself does, so nothing depends on guessing where Markdown ends
+(steps 1 and 2 are markdown_html.py, the math of step 3 markdown_math.py):
 1. cmark-gfm with GitHub's extensions (table, strikethrough, autolink, tagfilter, tasklist) and
    footnotes renders the Markdown to HTML. Raw HTML passes through to step 2; tagfilter turns
    `<style>`, `<script>`, `<xmp>`, `<plaintext>`, `<iframe>`, `<title>`, `<textarea>`, `<noembed>` and
@@ -34,70 +35,22 @@ Time is linear: the input is capped first (MAX_INPUT_BYTES), and each step is a 
 
 from __future__ import annotations
 
-import bisect
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from html import escape
 
-import cmarkgfm
-import nh3
-from cmarkgfm.cmark import Options
-
+from gitbot.markdown_html import GITHUB, Allowlist, sanitized_html
+from gitbot.markdown_math import ESCAPED_DOLLAR, MATH_MARK, mark_escaped_dollars, mark_math, without_math
 from gitbot.prompting import render_prompt
 
 # GitHub refuses a body longer than 65,536 characters: at most four bytes each.
 MAX_INPUT_BYTES = 4 * 65_536
 # GitHub caps titles at 256 characters; a title is plain text, capped the same way.
 MAX_TITLE_BYTES = 4 * 256
-CMARK_OPTIONS = Options.CMARK_OPT_UNSAFE | Options.CMARK_OPT_FOOTNOTES | Options.CMARK_OPT_GITHUB_PRE_LANG
-GITHUB_EXTENSIONS = ("table", "strikethrough", "autolink", "tagfilter", "tasklist")
-
 # Fenced blocks that github.com draws rather than shows.
 MATH_LANGUAGES = frozenset({"math"})
 DIAGRAM_LANGUAGES = frozenset({"mermaid", "geojson", "topojson", "stl"})
 
-
-@dataclass(frozen=True)
-class Allowlist:
-    """A forge's sanitizer: the elements it keeps, their attributes, and the elements dropped with
-    their contents (any other element is unwrapped: its text renders)."""
-
-    elements: frozenset[str]
-    attributes: dict[str, frozenset[str]]
-    dropped_with_contents: frozenset[str]
-
-
-# html-pipeline's SanitizationFilter (gjtorikian/html-pipeline, lib/html_pipeline/sanitization_filter.rb),
-# plus `picture`/`source`, which github.com also keeps, and the task list's checkbox, which GitHub's
-# task-list filter adds after sanitizing.
-_ALL_ATTRIBUTES = frozenset([
-    "abbr", "accept", "accept-charset", "accesskey", "action", "align", "alt", "aria-describedby",
-    "aria-hidden", "aria-label", "aria-labelledby", "axis", "border", "cellpadding", "cellspacing", "char",
-    "charoff", "charset", "checked", "clear", "cols", "colspan", "color", "compact", "coords", "datetime",
-    "dir", "disabled", "enctype", "for", "frame", "headers", "height", "hreflang", "hspace", "id", "ismap",
-    "label", "lang", "maxlength", "media", "method", "multiple", "name", "nohref", "noshade", "nowrap", "open",
-    "progress", "prompt", "readonly", "rel", "rev", "role", "rows", "rowspan", "rules", "scope", "selected",
-    "shape", "size", "span", "start", "summary", "tabindex", "title", "type", "usemap", "valign", "value",
-    "width", "itemprop",
-])
-GITHUB = Allowlist(
-    elements=frozenset([
-        "h1", "h2", "h3", "h4", "h5", "h6", "br", "b", "i", "strong", "em", "a", "pre", "code", "img", "tt",
-        "div", "ins", "del", "sup", "sub", "p", "ol", "ul", "table", "thead", "tbody", "tfoot", "blockquote",
-        "dl", "dt", "dd", "kbd", "q", "samp", "var", "hr", "ruby", "rt", "rp", "li", "tr", "td", "th", "s",
-        "strike", "summary", "details", "caption", "figure", "figcaption", "abbr", "bdo", "cite", "dfn", "mark",
-        "small", "span", "time", "wbr", "picture", "source", "input",
-    ]),
-    attributes={"*": _ALL_ATTRIBUTES, "a": frozenset({"href"}), "img": frozenset({"src", "longdesc"}),
-                "div": frozenset({"itemscope", "itemtype"}), "blockquote": frozenset({"cite"}),
-                "del": frozenset({"cite"}), "ins": frozenset({"cite"}), "q": frozenset({"cite"})},
-    # Raw-text and foreign content: never shown as written (tagfilter already made most of them text).
-    dropped_with_contents=frozenset([
-        "script", "style", "svg", "math", "template", "noscript", "iframe", "noembed", "noframes", "xmp",
-        "plaintext", "title", "textarea", "object",
-    ]),
-)
 
 # Characters a reader does not see, beyond Unicode's "format" category (Cf: zero-width, bidi, tags, the
 # soft hyphen): variation selectors, which can carry bytes chained after a visible character, and the
@@ -156,99 +109,9 @@ def trigger_text(markdown: str, allowlist: Allowlist = GITHUB) -> str:
     return _walk(markdown, allowlist).render(live_only=True)
 
 
-def sanitized_html(markdown: str, allowlist: Allowlist = GITHUB) -> str:
-    """Steps 1 and 2: the HTML the page is built from."""
-    html = cmarkgfm.markdown_to_html_with_extensions(markdown, options=CMARK_OPTIONS,
-                                                      extensions=list(GITHUB_EXTENSIONS))
-    return nh3.clean(_shallow(_without_foreign(html, allowlist.elements | BLOCKS)), tags=set(allowlist.elements), clean_content_tags=set(allowlist.dropped_with_contents),
-                     attributes={k: set(v) for k, v in allowlist.attributes.items()}, strip_comments=True,
-                     link_rel=None, url_schemes={"http", "https", "mailto"})
-
-
-_FOREIGN_TAG = re.compile(r"<(/?)(svg|math)(?![\w-])", re.IGNORECASE)
-# Where foreign content holds HTML again. An HTML element opened inside one (`<svg><desc><p>`) makes an
-# HTML5 parser ignore `</desc>` and `</svg>`, so the text after them may still be inside the drawing.
-_INTEGRATION_POINT = re.compile(r"<(?:desc|foreignobject|title|mi|mo|mn|ms|mtext|annotation-xml)(?![\w-])",
-                                re.IGNORECASE)
-_ANY_TAG = re.compile(r"<([A-Za-z][A-Za-z0-9-]*)")
-
-
-def _without_foreign(html: str, html_elements: frozenset[str]) -> str:
-    """The HTML without `<svg>` and `<math>` elements, cut lexically from the opening tag to its
-    matching end tag — or to the end, when the drawing holds an integration point with an HTML element
-    in it. An HTML5 parser lets `<code>`, `<p>` or `<b>` break out of foreign content (`<svg>`c`P</svg>`
-    would show P, which GitHub drops), and ignores `</svg>` inside `<desc><p>` (`<svg><desc><p></svg>P`
-    hides P): cutting this way keeps the words from the model under either reading."""
-    parts: list[str] = []
-    depth, last, start = 0, 0, 0
-    for tag in _FOREIGN_TAG.finditer(html):
-        if tag.group(1):
-            if depth:
-                depth -= 1
-                if not depth:
-                    if _holds_html(html, start, tag.start(), html_elements):
-                        return "".join(parts)
-                    end = html.find(">", tag.end())
-                    last = len(html) if end == -1 else end + 1
-        else:
-            if not depth:
-                parts.append(html[last:tag.start()])
-                start = tag.start()
-            depth += 1
-    parts.append("" if depth else html[last:])
-    return "".join(parts)
-
-
-def _holds_html(html: str, start: int, end: int, html_elements: frozenset[str]) -> bool:
-    point = _INTEGRATION_POINT.search(html, start, end)
-    if point is None:
-        return False
-    return any(m.group(1).lower() in html_elements for m in _ANY_TAG.finditer(html, point.end(), end))
-
-
-_TAG_NAME = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)")
-# Elements that close themselves, or that a parser closes for them: they do not nest.
-_NOT_NESTING = VOID | frozenset([
-    "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "rp", "rt", "colgroup", "thead", "tbody",
-    "tfoot",
-])
-MAX_NESTING = 64
-
-
-def _shallow(html: str) -> str:
-    """The HTML cut where elements nest deeper than MAX_NESTING (counted lexically, before any parse),
-    with a note. No page nests that deep, and an HTML5 tree builder spends time quadratic in the
-    depth (32,768 nested quotes take minutes); what is cut is never shown to the model."""
-    depth = 0
-    for tag in _TAG_NAME.finditer(html):
-        name = tag.group(2).lower()
-        if name in _NOT_NESTING:
-            continue
-        if tag.group(1):
-            depth = max(0, depth - 1)
-        else:
-            depth += 1
-            if depth > MAX_NESTING:
-                return html[:tag.start()] + f"<p>{escape(render_prompt('visible_text/too_deep'))}</p>"
-    return html
-
-
-# An escaped dollar (`\$`) is a literal `$`, never a math delimiter, but cmark-gfm hands both on as `$`:
-# it goes through the parse as a mark (a noncharacter, removed from the input first) and comes back
-# as `$` in text and as `\$` in code, where backslashes are literal.
-ESCAPED_DOLLAR = "\ufdd0"
-_ESCAPE_PAIR = re.compile(r"\\[\\$]")
-
-
-def _mark_escaped_dollars(markdown: str) -> str:
-    # Left to right in pairs, as cmark reads them: `\\$` is an escaped backslash, then a real `$`.
-    return _ESCAPE_PAIR.sub(lambda m: ESCAPED_DOLLAR if m.group(0) == "\\$" else m.group(0),
-                            markdown.replace(ESCAPED_DOLLAR, ""))
-
-
 def _walk(markdown: str, allowlist: Allowlist) -> _Walker:
     markdown, cut = cap_bytes(markdown.replace("\x00", "\ufffd"), MAX_INPUT_BYTES)
-    markdown = _mark_escaped_dollars(markdown)
+    markdown = mark_escaped_dollars(markdown)
     walker = _Walker()
     walker.feed(sanitized_html(markdown, allowlist))
     walker.finish()
@@ -467,7 +330,7 @@ class _Walker:
     def finish(self) -> None:
         while self.stack:
             self._close(self._pop())
-        _mark_math(self.tokens)
+        mark_math(self.tokens)
 
     # --- rendering ----------------------------------------------------------------------------
     def render(self, *, live_only: bool) -> str:
@@ -476,7 +339,7 @@ class _Walker:
         for token in self.tokens:
             text = token.text
             if token.math:
-                text = _without_math(text, token.math)
+                text = without_math(text, token.math)
             if live_only and not token.live:
                 text = "\n" if token.kind == "raw" and "\n" in text else " " * bool(text)
             elif live_only:
@@ -503,102 +366,6 @@ def _code_span(code: str) -> str:
     ticks = "`" * (longest + 1)
     pad = " " if code.startswith("`") or code.endswith("`") else ""
     return f"{ticks}{pad}{code}{pad}{ticks}"
-
-
-MATH_MARK = "\x00math\x00"
-
-
-def _without_math(text: str, spans: list[tuple[int, int, bool]]) -> str:
-    """`text` without its math spans; the marker goes where a span starts."""
-    parts, last = [], 0
-    for start, end, marker in spans:
-        parts.append(text[last:start])
-        if marker:
-            parts.append(MATH_MARK)
-        last = end
-    parts.append(text[last:])
-    return "".join(parts)
-
-
-def _mark_math(tokens: list[_Token]) -> None:
-    """Find `$…$` and `$$…$$` across the text and code tokens (a math region can span emphasis, a
-    link's text or a code span: `$`…`$` is GitHub's other inline form) and record each token's part.
-
-    GitHub's rules, leaning towards "math" where they are unclear: `$$` opens display math up to the
-    next `$$`, across blocks; a single `$` (or a `$$` never closed) opens inline math when a non-space
-    follows, up to the next `$` in the same block that follows a non-space. Dollars inside code
-    spans do not count, and code blocks end any region."""
-    # One string: text tokens as they are, a code span or an inline marker (an image) as one opaque
-    # character, a block boundary as another, a code block as a third.
-    pieces = [token.text if token.kind == "text" else _OPAQUE[token.kind] for token in tokens]
-    spans = _math_spans("".join(pieces))
-    if not spans:
-        return
-    # Hand each span to the tokens it covers (both lists are in order: one pass).
-    first, start = 0, 0
-    for token, piece in zip(tokens, pieces, strict=True):
-        end = start + len(piece)
-        while first < len(spans) and spans[first][1] <= start:
-            first += 1
-        j = first
-        while j < len(spans) and spans[j][0] < end:
-            marker = spans[j][0] >= start
-            if token.kind == "text":
-                token.math.append((max(spans[j][0], start) - start, min(spans[j][1], end) - start, marker))
-            elif token.kind in ("code", "inline"):
-                token.kind, token.text = "text", ""  # a code span or image inside math goes whole
-                token.math = [(0, 0, True)] if marker else []
-            j += 1
-        start = end
-
-
-_OPAQUE = {"code": "\x01", "inline": "\x04", "raw": "\x02", "block": "\x03"}
-_DOLLARS = re.compile(r"\$+")
-
-
-def _math_spans(text: str) -> list[tuple[int, int]]:
-    """Every region GitHub might read as math, merged. Which single `$` pairs with which is ambiguous
-    (`$5 … \\$$\\phantom{P}$`), so each `$` that can open is paired with the first `$` that can close
-    after it, and the union of all these regions goes: no pairing can leave hidden math behind.
-    Sorted lists and bisection keep it O(n log n) in the number of dollars."""
-    runs = [(m.start(), m.end()) for m in _DOLLARS.finditer(text)]
-    if not runs:
-        return []
-    closers = [i for start, end in runs for i in range(start, end) if i and not text[i - 1].isspace()]
-    blocks = [m.start() for m in re.finditer("[\x02\x03]", text)]  # where inline math must end
-    code_blocks = [m.start() for m in re.finditer("\x03", text)]  # where display math must end
-    doubles = [start for start, end in runs if end - start >= 2]
-    regions: list[tuple[int, int]] = []
-    # `$$` … `$$`: paired left to right (text between two display blocks is not math), across blocks
-    # but not across a code block.
-    k = 0
-    while k + 1 < len(doubles):
-        if _between(code_blocks, doubles[k], doubles[k + 1]):
-            k += 1
-            continue
-        regions.append((doubles[k], doubles[k + 1] + 2))
-        k += 2
-    for start, end in runs:
-        opener = end - 1  # the run's last `$` opens inline math when a non-space follows
-        follows = text[end:end + 1]
-        if not follows or follows.isspace() or follows in "\x02\x03":
-            continue
-        k = bisect.bisect_left(closers, opener + 2)
-        if k < len(closers) and not _between(blocks, opener, closers[k]):
-            regions.append((opener, closers[k] + 1))
-    regions.sort()
-    merged: list[tuple[int, int]] = []
-    for start, end in regions:
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
-
-
-def _between(positions: list[int], start: int, end: int) -> bool:
-    k = bisect.bisect_right(positions, start)
-    return k < len(positions) and positions[k] < end
 
 
 _QUOTE_MARKS_ONLY = re.compile(r"^(?:> ?)+\s*$")
