@@ -211,9 +211,10 @@ class _Walker:
 
     # --- the parse ----------------------------------------------------------------------------
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if self.capture is not None:
+        if self.capture is not None:  # markup inside code (raw HTML): only what hides text counts
             if tag not in VOID:
                 self._push(tag)
+                self._hiding(tag, +1)
             return
         if tag in BLOCKS and not self.after_bullet:
             self.break_line(1 if tag in TIGHT_BLOCKS else 2)
@@ -247,10 +248,14 @@ class _Walker:
             self.raw("[x]" if "checked" in values else "[ ]", "inline")
         elif tag == "details":
             self.raw(render_prompt("issue_task/collapsed") + "\n")
-        elif tag == "rp":
-            self.skip += 1
+        else:
+            self._hiding(tag, +1)
+
+    def _hiding(self, tag: str, step: int) -> None:
+        if tag == "rp":
+            self.skip += step
         elif tag in SHRINKING:
-            self.shrink += 1
+            self.shrink += step
 
     def handle_endtag(self, tag: str) -> None:
         if not self.open_count.get(tag):
@@ -273,6 +278,7 @@ class _Walker:
     def _close(self, tag: str) -> None:
         if self.capture is not None:
             if tag != self.capture_tag:
+                self._hiding(tag, -1)
                 return
             captured, self.capture = "".join(self.capture), None
             if tag == "pre":
@@ -294,10 +300,8 @@ class _Walker:
             self.raw("|")
         elif tag == "details":
             self.raw("\n" + render_prompt("issue_task/collapsed_end"))
-        elif tag == "rp":
-            self.skip -= 1
-        elif tag in SHRINKING:
-            self.shrink -= 1
+        else:
+            self._hiding(tag, -1)
         if tag in BLOCKS:
             self.break_line(1 if tag in TIGHT_BLOCKS else 2)
 
@@ -316,10 +320,10 @@ class _Walker:
             self.raw(f"{fence}\n")
 
     def handle_data(self, data: str) -> None:
+        if self.hidden():
+            return
         if self.capture is not None:
             self.capture.append(data)
-        elif self.hidden():
-            return
         elif data.isspace() and (self.after_bullet or self.trailing_newlines or not self.stack
                                  or self.stack[-1] in CONTAINERS):
             return  # layout: the newlines between list items, rows and cells, or at a line's start

@@ -63,6 +63,7 @@ def test_github_drops_hiding_attributes_so_the_text_stays(hiding):
 
 def test_deeply_nested_sub_and_sup_text_is_too_small_to_see():
     assert P not in visible_text(f"<sub><sub><sub>{P}</sub></sub></sub> visible")
+    assert P not in visible_text(f"<code>x<sub><sub><sub>{P}</sub></sub></sub></code> and <pre><rp>{P}</rp></pre>")
     assert P in visible_text(f"H<sub>2</sub>O and x<sup><sup>{P}</sup></sup>")
 
 
