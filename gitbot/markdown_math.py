@@ -45,10 +45,10 @@ def mark_math(tokens: list[Any]) -> None:
     """Find `$…$` and `$$…$$` across the text and code tokens (a math region can span emphasis, a
     link's text or a code span: `$`…`$` is GitHub's other inline form) and record each token's part.
 
-    GitHub's rules, leaning towards "math" where they are unclear: `$$` opens display math up to the
-    next `$$`, across blocks; a single `$` (or a `$$` never closed) opens inline math when a non-space
-    follows, up to the next `$` in the same block that follows a non-space. Dollars inside code
-    spans do not count, and code blocks end any region."""
+    GitHub's rules, leaning towards "math" where they are unclear: `$$` pairs with the next `$$`,
+    across blocks; any `$` followed by a non-space may open inline math, up to the next `$` in the same
+    block that follows a non-space (see _math_spans). Dollars inside code spans do not count, and
+    code blocks end any region."""
     # One string: text tokens as they are, a code span or an inline marker (an image) as one opaque
     # character, a block boundary as another, a code block as a third.
     pieces = [token.text if token.kind == "text" else _OPAQUE[token.kind] for token in tokens]
@@ -65,6 +65,7 @@ def mark_math(tokens: list[Any]) -> None:
         while j < len(spans) and spans[j][0] < end:
             marker = spans[j][0] >= start
             if token.kind == "text":
+                token.math = token.math or []
                 token.math.append((max(spans[j][0], start) - start, min(spans[j][1], end) - start, marker))
             elif token.kind in ("code", "inline"):
                 token.kind, token.text = "text", ""  # a code span or image inside math goes whole

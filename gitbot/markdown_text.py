@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from gitbot.markdown_html import GITHUB, Allowlist, sanitized_html
 from gitbot.markdown_math import ESCAPED_DOLLAR, MATH_MARK, mark_escaped_dollars, mark_math, without_math
@@ -128,7 +128,7 @@ class _Token:
     text: str
     live: bool  # may hold a trigger phrase
     prefix: str = ""  # what each new line inside it starts with (quote marks, list indent)
-    math: list[tuple[int, int, bool]] = field(default_factory=list)  # math spans of `text`: start, end, marker
+    math: list[tuple[int, int, bool]] | None = None  # math spans of `text`: start, end, marker
 
 
 # The sanitizer's output is serialized HTML5: every tag well formed, every attribute `name="value"`,
@@ -203,6 +203,9 @@ class _Walker:
             self.raw("\n" * (count - self.trailing_newlines))
 
     def _count_newlines(self, text: str) -> None:
+        if text and text[-1] != "\n":
+            self.trailing_newlines = 0
+            return
         kept = text.rstrip("\n")
         self.trailing_newlines = len(text) - len(kept) + (self.trailing_newlines if not kept else 0)
 
