@@ -76,6 +76,9 @@ def mark_math(tokens: list[Any]) -> None:
 
 _OPAQUE = {"code": "\x01", "inline": "\x04", "raw": "\x02", "block": "\x03"}
 _DOLLARS = re.compile(r"\$+")
+# What may not stand inside a `$` delimiter. Only spaces and tabs: whether GitHub lets a line break
+# stand there is unclear, so a `$` next to one counts (more math, fewer words passed on).
+_SPACES = frozenset(" \t")
 
 
 def _math_spans(text: str) -> list[tuple[int, int]]:
@@ -86,7 +89,7 @@ def _math_spans(text: str) -> list[tuple[int, int]]:
     runs = [(m.start(), m.end()) for m in _DOLLARS.finditer(text)]
     if not runs:
         return []
-    closers = [i for start, end in runs for i in range(start, end) if i and not text[i - 1].isspace()]
+    closers = [i for start, end in runs for i in range(start, end) if i and text[i - 1] not in _SPACES]
     blocks = [m.start() for m in re.finditer("[\x02\x03]", text)]  # where inline math must end
     code_blocks = [m.start() for m in re.finditer("\x03", text)]  # where display math must end
     doubles = [start for start, end in runs if end - start >= 2]
@@ -103,7 +106,7 @@ def _math_spans(text: str) -> list[tuple[int, int]]:
     for start, end in runs:
         opener = end - 1  # the run's last `$` opens inline math when a non-space follows
         follows = text[end:end + 1]
-        if not follows or follows.isspace() or follows in "\x02\x03":
+        if not follows or follows in _SPACES or follows in "\x02\x03":
             continue
         k = bisect.bisect_left(closers, opener + 2)
         if k < len(closers) and not _between(blocks, opener, closers[k]):

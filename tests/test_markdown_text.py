@@ -69,6 +69,7 @@ def test_deeply_nested_sub_and_sup_text_is_too_small_to_see():
 @pytest.mark.parametrize("math", [
     f"$\\phantom{{{P}}}$", f"$x % {P}$", f"$`{P}`$", f"$${P}$$", f"$$\n\\text{{{P}}}\n$$", f"```math\n{P}\n```",
     f"\\$$\\phantom{{{P}}}$", f"\\\\$\\phantom{{{P}}}$", f"$a *{P}* b$", f"$a [{P}](x) b$",
+    f"$\\phantom{{{P}}}\n$", f"$\n\\phantom{{{P}}}$",
 ])
 def test_math_is_never_passed_on(math):
     cleaned = visible_text(f"Steps:\n\n{math}\n\nthen run the tests.")
