@@ -147,3 +147,15 @@ def test_the_allowlist_is_a_parameter():
     strict = Allowlist(elements=GITHUB.elements - {"details", "summary"}, attributes=GITHUB.attributes,
                        dropped_with_contents=GITHUB.dropped_with_contents | {"details"})
     assert P in visible_text(f"<details>{P}</details>") and P not in visible_text(f"<details>{P}</details>", strict)
+
+
+@pytest.mark.parametrize("body", [
+    f"<svg><foreignObject><p>{P}</p></foreignObject></svg>", f"<SVG>{P}</svg >", f"<svg/><p>{P}",
+    f"<math><annotation-xml encoding='text/html'><p>{P}</p></annotation-xml></math>", f"<template><p>{P}</p></template>",
+    f"<span title=\"x>{P}<y\">t</span>", f"<img srcset='{P} 1x'>", f"<a href='javascript:{P}'>x</a>",
+    f"![x][y]\n\n[y]: /u '{P}'", f"<details><summary>$\\phantom{{{P}}}$</summary>x</details>",
+    f"| $\\phantom{{{P}}}$ |\n|-|", f"[$\\phantom{{{P}}}$](u)", f"```MATH\n{P}\n```", f"``` math\n{P}\n```",
+    f"<pre lang=mermaid>{P}</pre>", f"<![CDATA[\n{P}\n]]>", f"<!-- \n\n{P}\n\n -->",
+])
+def test_more_hiding_places(body):
+    assert P not in visible_text(body)
