@@ -61,3 +61,27 @@ def render_prompt(name: str, /, **values: str) -> str:
     if wrong:
         raise PromptError(f"template {name!r}: the values of {wrong} are not strings")
     return FIELD.sub(lambda match: values[match.group(1)], template(name))
+
+
+# The tags the prompts put untrusted text between: the first message's own blocks (prompts/first_message/),
+# and the blocks inside a task (prompts/check_task/, and the randomly suffixed ones of issue_task.py,
+# workflow.py and pr_task.py), which a task's text legitimately closes itself.
+OUTER_DELIMITERS = ("task", "untrusted_data", "environment", "project_instructions")
+INNER_DELIMITERS = ("check_output", r"issue_\w*", r"ci_log_\w*", r"pr_request_\w*")
+
+
+def _closing(names: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(rf"<(\s*/\s*)(?=(?:{'|'.join(names)})(?![\w-]))", re.IGNORECASE)
+
+
+_CLOSING_ANY = _closing(OUTER_DELIMITERS + INNER_DELIMITERS)
+_CLOSING_OUTER = _closing(OUTER_DELIMITERS)
+
+
+def defuse_delimiters(text: str, *, outer_only: bool = False) -> str:
+    """Untrusted text made safe to put between the prompts' delimiters: a closing tag (any case,
+    spaces inside: `</task >`, `< /Task>`) has its slash escaped (`<\\/task>`), so the text cannot end
+    its block early and go on as if it were gitbot's own words. `outer_only` is for a task's text as
+    a whole, whose inner blocks gitbot closed itself (and defused inside when it built them)."""
+    pattern = _CLOSING_OUTER if outer_only else _CLOSING_ANY
+    return pattern.sub(lambda m: "<" + m.group(1).replace("/", "\\/"), text)

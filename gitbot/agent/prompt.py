@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitbot.prompting import render_prompt
+from gitbot.prompting import defuse_delimiters, render_prompt
 from gitbot.task import Task
 from gitbot.textsafe import printable
 
@@ -31,9 +30,8 @@ def system_prompt() -> str:
 
 def first_user_message(task: Task, repo: Path, policy: Policy | None = None) -> str:
     """The task as data inside delimiters, and a short, stable environment block."""
-    # Text that closes the delimiter early would step outside "data"; the slash is escaped instead.
-    task_text = re.sub(r"(?i)</(task|untrusted_data|environment|project_instructions)>", r"<\\/\1>",
-                       task.text.strip())
+    # Text that closes a delimiter early would step outside "data"; the slash is escaped instead.
+    task_text = defuse_delimiters(task.text.strip(), outer_only=True)
     parts = [render_prompt("first_message/task", task=task_text)]
     if task.check_command:
         parts.append(render_prompt("first_message/check_command", check_command=task.check_command))
@@ -73,5 +71,6 @@ def project_instructions(repo: Path, policy: Policy | None = None) -> str:
                 text = f.read(INSTRUCTIONS_CAP_CHARS).decode("utf-8", "replace")
         except OSError:
             continue
-        texts.append(f"--- {name} ---\n{printable(text).strip()}")
+        # The repository's text sits between <project_instructions> tags: it must not close them.
+        texts.append(f"--- {name} ---\n{defuse_delimiters(printable(text).strip())}")
     return "\n\n".join(texts)

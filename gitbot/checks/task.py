@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gitbot.checks.parsers import Failure, ParsedOutput, cut, parse_output
-from gitbot.prompting import render_prompt
+from gitbot.prompting import defuse_delimiters, render_prompt
 from gitbot.sandbox.command import CommandRun
 from gitbot.task import Task
 
@@ -122,4 +122,4 @@ def _evidence(parsed: ParsedOutput, run: CommandRun) -> str:
 
 def _defuse(text: str) -> str:
     """Output cannot end the untrusted block early by printing the closing marker itself."""
-    return text.replace(OUTPUT_CLOSE, "</check_output\u200b>").replace(OUTPUT_OPEN, "<check_output\u200b>")
+    return defuse_delimiters(text).replace(OUTPUT_OPEN, "<check_output\u200b>")

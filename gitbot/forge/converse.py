@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from gitbot.agent.result import ExitCode
 from gitbot.forge.event import CommentTrigger
 from gitbot.forge.github import ForgeError
-from gitbot.forge.issue_task import strip_hidden
 from gitbot.forge.job import Job
 from gitbot.forge.ledger import Ledger
 from gitbot.forge.mdsafe import code_span, md_cell
 from gitbot.forge.pr_task import PullContext, failed
 from gitbot.forge.pulls import PullInfo, check_runs, find_reply, get_pull, react, review_threads
 from gitbot.forge.report import Report, outputs
+from gitbot.markdown_text import plain_title, visible_text
 from gitbot.receipt import money
 
 MAX_CHECK_LOGS = 3
@@ -148,7 +148,7 @@ def plan_pull(job: Job) -> PullPlan:
         try:
             issue = forge.issue(ledger.issue)
             context.origin = (
-                f"Issue #{issue.number}: {strip_hidden(issue.title)}\n\n{strip_hidden(issue.body)}"
+                f"Issue #{issue.number}: {plain_title(issue.title)}\n\n{visible_text(issue.body)}"
             )
         except ForgeError as exc:
             job.io.warning(f"could not read issue #{ledger.issue}: {exc}", title="gitbot")

@@ -1,11 +1,10 @@
 """A Task from a GitHub issue: its title, body and the comments that existed when the label was added.
 
 Anyone who can open an issue or comment writes this text, so:
-- everything that renders to nothing on github.com is stripped first (hidden_text.strip_hidden:
-  HTML comments, hidden elements and attributes, math that hides text, zero-width and bidi
-  characters, image alt text, link titles, link reference definitions…), so the model reads only
-  what a maintainer sees when approving the issue; a collapsed `<details>` section is kept (a
-  maintainer can open it) but marked as collapsed;
+- the model reads only what a maintainer sees on the rendered issue when approving it
+  (markdown_text.visible_text: the body and comments rendered and sanitized as github.com does, then
+  only the text that shows; a collapsed `<details>` section is kept but marked as collapsed); the
+  title is plain text, without its invisible characters (markdown_text.plain_title);
 - comments created or edited after the label was added are left out, so nobody can change the task
   after a maintainer approved it;
 - the whole is wrapped in delimiters with a random suffix, labelled as untrusted data, so a text
@@ -22,11 +21,9 @@ import unicodedata
 from dataclasses import dataclass
 
 from gitbot.forge.github import CommentData
-
-# strip_hidden and its markers are used from here too (comments, titles): one function, in hidden_text.
-from gitbot.forge.hidden_text import COLLAPSED, COLLAPSED_END, strip_hidden  # noqa: F401
 from gitbot.forge.mdsafe import neutralise
-from gitbot.prompting import render_prompt
+from gitbot.markdown_text import plain_title, visible_text
+from gitbot.prompting import defuse_delimiters, render_prompt
 from gitbot.task import Task
 
 MAX_TITLE_CHARS = 200
@@ -39,7 +36,7 @@ STATUS_MARKER = "<!-- gitbot:status -->"
 def clean_title(title: str, limit: int = 100) -> str:
     """One visible line for a PR title or a commit subject: no mention pings, no closing keyword closes
     an issue (a squash merge makes the PR title the commit's subject)."""
-    text = " ".join(strip_hidden(title).split())
+    text = plain_title(title)
     text = neutralise("".join(ch for ch in text if unicodedata.category(ch)[0] != "C"))
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
@@ -86,13 +83,13 @@ def build_issue_task(
     issue: IssueText, selection: CommentSelection, *, repository: str, check_command: str | None = None
 ) -> Task:
     tag = f"issue_{_secrets.token_hex(4)}"
-    body = _cap(strip_hidden(issue.body) or render_prompt("issue_task/no_description"), MAX_BODY_CHARS)
-    title = strip_hidden(issue.title)[:MAX_TITLE_CHARS]
+    body = _cap(visible_text(issue.body) or render_prompt("issue_task/no_description"), MAX_BODY_CHARS)
+    title = plain_title(issue.title)[:MAX_TITLE_CHARS]
     parts = [render_prompt("issue_task/issue", title=title, author=issue.author, body=body)]
     used = 0
     shown = 0
     for comment in selection.kept:
-        body = _cap(strip_hidden(comment.body), MAX_COMMENT_CHARS)
+        body = _cap(visible_text(comment.body), MAX_COMMENT_CHARS)
         if not body:
             continue
         created = f"{comment.created_at:%Y-%m-%d %H:%M}"
@@ -105,7 +102,7 @@ def build_issue_task(
     left_out = len(selection.kept) - shown
     if left_out:
         parts.append("\n" + render_prompt("issue_task/comments_left_out", count=str(left_out)))
-    content = "\n".join(parts).replace(f"</{tag}>", f"</{tag}\u200b>")
+    content = defuse_delimiters("\n".join(parts))
     intro = render_prompt("issue_task/instructions", number=str(issue.number), repository=repository, tag=tag)
     notes = []
     if selection.late:

@@ -1,6 +1,6 @@
 """The task of a follow-up request on a pull request: the words are in prompts/conversation/.
 
-Four sources, all untrusted text from GitHub, each stripped of hidden content (issue_task.strip_hidden)
+Four sources, all untrusted text from GitHub, each reduced to what the page shows (markdown_text.visible_text)
 and capped, inside one pair of delimiters with a random suffix:
 - the request itself, as it was when the event fired, and for a line comment the file, the lines
   and the diff hunk it points at (and the earlier comments of its thread);
@@ -18,10 +18,11 @@ import secrets as _secrets
 from dataclasses import dataclass, field
 
 from gitbot.forge.event import CommentTrigger
-from gitbot.forge.issue_task import clean_title, strip_hidden
+from gitbot.forge.issue_task import clean_title
 from gitbot.forge.ledger import Ledger
 from gitbot.forge.pulls import CheckRun, PullInfo, ReviewThread
-from gitbot.prompting import render_prompt
+from gitbot.markdown_text import visible_text
+from gitbot.prompting import defuse_delimiters, render_prompt
 from gitbot.task import Task
 
 REQUEST_CHARS = 6_000
@@ -104,7 +105,7 @@ def _thread_text(thread: ReviewThread, asked_at: dt.datetime | None, skip_id: in
             "conversation/thread_comment",
             author=c.author,
             association=c.association,
-            body=cap(strip_hidden(c.body), THREAD_COMMENT_CHARS),
+            body=cap(visible_text(c.body), THREAD_COMMENT_CHARS),
         )
         for c in thread.comments
         if c.id != skip_id and _written_before(c, asked_at)
@@ -127,7 +128,7 @@ def content(ctx: PullContext, *, continued: bool) -> str:
             "conversation/request",
             author=t.author.login,
             where=_where(t),
-            body=cap(strip_hidden(t.body), REQUEST_CHARS),
+            body=cap(visible_text(t.body), REQUEST_CHARS),
         )
     ]
     own_thread = None
@@ -193,7 +194,7 @@ def content(ctx: PullContext, *, continued: bool) -> str:
 
 def build_pull_task(ctx: PullContext, *, continued: bool, check_command: str | None) -> Task:
     tag = f"pr_request_{_secrets.token_hex(4)}"
-    body = content(ctx, continued=continued).replace(f"</{tag}>", f"</{tag}\u200b>")
+    body = defuse_delimiters(content(ctx, continued=continued))
     number, title = str(ctx.pull.number), clean_title(ctx.pull.title, 100)
     if continued:
         opening = render_prompt("conversation/opening_continued", number=number, title=title,

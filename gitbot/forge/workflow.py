@@ -15,7 +15,7 @@ import secrets as _secrets
 from dataclasses import dataclass
 
 from gitbot.forge.github import ForgeError, GitHubRepo, JobData
-from gitbot.prompting import render_prompt
+from gitbot.prompting import defuse_delimiters, render_prompt
 from gitbot.task import Task
 
 # "2026-11-21T05:45:56.1234567Z " at the start of every line of a job log.
@@ -101,7 +101,7 @@ def build_workflow_task(
         if used >= TASK_EVIDENCE_CHARS:
             break
     body = "\n\n".join(evidence + [f"({n})" for n in notes]) or render_prompt("workflow_task/no_failed_job")
-    body = body.replace(f"</{tag}>", f"</{tag}\u200b>")
+    body = defuse_delimiters(body)
     lines = [
         render_prompt(
             "workflow_task/failed",

@@ -14,7 +14,14 @@ import time
 from typing import Any
 
 from gitbot.llm.base import Endpoint, MalformedReply, ModelReply, ModelRequest
-from gitbot.llm.retry import BACKOFF_BASE_SECONDS, Failure, retry_after, unexpected, with_retries
+from gitbot.llm.retry import (
+    BACKOFF_BASE_SECONDS,
+    Failure,
+    redirect_failure,
+    retry_after,
+    unexpected,
+    with_retries,
+)
 from gitbot.llm.usage import Usage
 
 # The SDK refuses non-streaming requests it expects to take over 10 minutes (max_tokens > ~21,333).
@@ -82,6 +89,8 @@ class AnthropicProvider:
             headers = exc.response.headers if exc.response is not None else {}
             request_id = headers.get("request-id") or headers.get("x-amzn-requestid")
             where = f" (request id {request_id})" if request_id else ""
+            if (redirect := redirect_failure(status, headers)) is not None:
+                return redirect
             if status in (401, 403):
                 return Failure(False, f"authentication failed ({status}): {message}{where}")
             if status == 429 and _is_spend_limit(exc):

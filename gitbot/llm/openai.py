@@ -14,7 +14,14 @@ from typing import Any
 
 from gitbot.llm.base import Endpoint, MalformedReply, ModelReply, ModelRequest
 from gitbot.llm.chat_format import chat_messages, chat_tools, reply_blocks, stop_reason, text_tool_call
-from gitbot.llm.retry import BACKOFF_BASE_SECONDS, Failure, retry_after, unexpected, with_retries
+from gitbot.llm.retry import (
+    BACKOFF_BASE_SECONDS,
+    Failure,
+    redirect_failure,
+    retry_after,
+    unexpected,
+    with_retries,
+)
 from gitbot.llm.usage import Usage
 
 STREAMING_ABOVE_MAX_TOKENS = 21_333
@@ -125,6 +132,8 @@ class OpenAIProvider:
             headers = exc.response.headers if exc.response is not None else {}
             request_id = headers.get("x-request-id")
             where = f" (request id {request_id})" if request_id else ""
+            if (redirect := redirect_failure(status, headers)) is not None:
+                return redirect
             if status in (401, 403):
                 return Failure(False, f"authentication failed ({status}): {message}{where}")
             if status == 429 and code == "insufficient_quota":

@@ -8,7 +8,9 @@ A key handed over explicitly (the Action's input) goes to the client and nowhere
 os.environ, where child processes would inherit it.
 
 What is missing (a key, a region, the extra that installs a cloud SDK) is a ConfigError before any
-model request. SDKs are imported only here and in the provider modules, only when a model is called.
+model request. Every client is built never to follow a redirect: the SDKs' default client follows
+one to any host, dropping only the key header, so a base URL that answered with a redirect would send
+the prompt (system prompt, repository context) elsewhere. A redirect is a provider error instead. SDKs are imported only here and in the provider modules, only when a model is called.
 """
 
 from __future__ import annotations
@@ -91,12 +93,18 @@ def _anthropic(model: str, url: str | None, settings: ModelSettings, api_key: st
 
     used = url or env.get("ANTHROPIC_BASE_URL") or None
     kwargs = {"api_key": api_key} if api_key else {}
-    client = anthropic.Anthropic(base_url=used, max_retries=0, **kwargs)
+    client = anthropic.Anthropic(base_url=used, max_retries=0, http_client=_no_redirects(anthropic), **kwargs)
     endpoint = _endpoint("anthropic", url, used, settings, default_host="api.anthropic.com")
     return AnthropicProvider(model, client=client, endpoint=endpoint)
 
 
+def _no_redirects(sdk):
+    """The SDK's own default HTTP client (its timeouts, limits and keep-alive), minus redirects."""
+    return sdk.DefaultHttpxClient(follow_redirects=False)
+
+
 def _bedrock(model: str, url: str | None, settings: ModelSettings, api_key: str | None, env) -> Provider:
+    import anthropic
     import boto3
     from anthropic import AnthropicBedrock
 
@@ -122,11 +130,13 @@ def _bedrock(model: str, url: str | None, settings: ModelSettings, api_key: str 
                           "(AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, SSO, an instance role; on "
                           "Actions aws-actions/configure-aws-credentials with OIDC), or AWS_BEARER_TOKEN_BEDROCK")
     used = url or env.get("ANTHROPIC_BEDROCK_BASE_URL") or None
-    client = AnthropicBedrock(aws_region=region, base_url=used, max_retries=0, api_key=bearer or None, **keys)
+    client = AnthropicBedrock(aws_region=region, base_url=used, max_retries=0, api_key=bearer or None,
+                              http_client=_no_redirects(anthropic), **keys)
     return AnthropicProvider(model, client=client, endpoint=_endpoint("bedrock", url, used, settings, region))
 
 
 def _vertex(model: str, url: str | None, settings: ModelSettings, api_key: str | None, env) -> Provider:
+    import anthropic
     import google.auth
     import google.auth.exceptions
     from anthropic import AnthropicVertex
@@ -164,7 +174,8 @@ def _vertex(model: str, url: str | None, settings: ModelSettings, api_key: str |
     if not project:
         raise ConfigError("the vertex provider needs a Google Cloud project: set ANTHROPIC_VERTEX_PROJECT_ID")
     used = url or env.get("ANTHROPIC_VERTEX_BASE_URL") or None
-    client = AnthropicVertex(region=region, project_id=project, base_url=used, max_retries=0, **kwargs)
+    client = AnthropicVertex(region=region, project_id=project, base_url=used, max_retries=0,
+                             http_client=_no_redirects(anthropic), **kwargs)
     return AnthropicProvider(model, client=client, endpoint=_endpoint("vertex", url, used, settings, region))
 
 
@@ -180,7 +191,7 @@ def _openai(model: str, url: str | None, settings: ModelSettings, api_key: str |
             raise ConfigError("OPENAI_API_KEY is not set: the openai provider needs a key for api.openai.com "
                               "(or a base URL: --base-url, OPENAI_BASE_URL, or base_url in [model])")
         key = "unused"  # self-hosted servers (vLLM, Ollama, LM Studio) ignore it; the SDK wants one
-    client = openai.OpenAI(api_key=key, base_url=used, max_retries=0)
+    client = openai.OpenAI(api_key=key, base_url=used, max_retries=0, http_client=_no_redirects(openai))
     return OpenAIProvider(model, client=client,
                           endpoint=_endpoint("openai", url, used, settings, default_host=OPENAI_DEFAULT_HOST),
                           max_output_tokens=settings.max_output_tokens)

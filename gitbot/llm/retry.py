@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
+from urllib.parse import urlsplit
 
 from gitbot.llm.base import DeadlineReached, MalformedReply, ProviderError
 
@@ -94,6 +95,19 @@ def common_failure(exc: Exception) -> Failure | None:
     if _is_event_stream_error(exc):  # Bedrock: bytes that are not AWS event-stream frames
         return Failure(True, f"malformed reply: not an AWS event stream ({type(exc).__name__}: {exc})")
     return None
+
+
+def redirect_failure(status: int, headers: Any) -> Failure | None:
+    """A redirect the client was built not to follow (providers.py): fatal, and it says where to."""
+    location = headers.get("location") if headers else None
+    if not (300 <= status < 400 and location):
+        return None
+    parts = urlsplit(location)
+    where = f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path}" \
+        if parts.scheme else parts.path
+    return Failure(False, f"the endpoint answered with a redirect ({status}) to {where}: gitbot never follows a "
+                          "model provider's redirect (the prompt would go to another address); if you trust it, "
+                          "set the base URL to that address")
 
 
 def unexpected(exc: Exception) -> Failure:

@@ -2,9 +2,9 @@
 
 Built from html-pipeline's SanitizationFilter allow-list (gjtorikian/html-pipeline,
 lib/html/pipeline/sanitization_filter.rb and lib/html_pipeline/sanitization_filter.rb: the elements
-and attributes GitHub's pipeline lets through) and the `sanitize` gem's default config, which
-html-pipeline builds on (`remove_contents`: the elements dropped together with their contents).
-Anything not allowed is unwrapped: its tag goes, its text stays visible.
+and attributes GitHub's pipeline lets through), and cmark-gfm's tagfilter extension, which turns some
+tags into text before the sanitizer runs. Anything not allowed is unwrapped: its tag goes, its text
+stays visible.
 """
 
 # Rendered, with their text visible.
@@ -16,8 +16,8 @@ ALLOWED_ELEMENTS = [
     "span", "time", "wbr", "picture", "source",
 ]
 VOID_ELEMENTS = {"br", "hr", "img", "wbr", "source"}
-# Dropped with everything inside them (sanitize's default remove_contents).
-REMOVED_WITH_CONTENTS = ["iframe", "math", "noembed", "noframes", "noscript", "plaintext", "script", "style", "svg", "xmp"]
+# Escaped by cmark-gfm's tagfilter extension before any sanitizer sees them: shown as written.
+TAGFILTERED = ["title", "textarea", "style", "xmp", "iframe", "noembed", "noframes", "script", "plaintext"]
 # Not allowed, unwrapped: the text inside renders.
 UNWRAPPED_ELEMENTS = [
     "font", "center", "marquee", "section", "article", "aside", "header", "footer", "nav", "label",
