@@ -41,8 +41,10 @@ def delete_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 def _ignored(ctx: ToolContext, relpath: str) -> bool:
     try:
-        # Exit 0: ignored, 1: not. `./` keeps a name starting with ':' from being read as pathspec magic.
-        done = git.run(["check-ignore", "-q", "--", "./" + relpath], cwd=ctx.repo, ok=(0, 1))
+        # Exit 0: ignored, 1: not. check-ignore refuses the literal-pathspec switch git.py's environments set,
+        # so it is turned off here; `./` keeps a name starting with ':' from being read as pathspec magic.
+        done = git.run(["check-ignore", "-q", "--", "./" + relpath], cwd=ctx.repo, ok=(0, 1),
+                       env=git.clean_env(git.MAGIC_PATHSPECS))
     except GitError:
         return False  # not a git repository: nothing is ignored, the checkpoints take the directory
     return done.returncode == 0
