@@ -1,0 +1,62 @@
+"""Git metadata below the root (submodules, nested repositories) inside the sandbox: read-only, gitbot's
+store hidden, config without credentials; and without the sandbox, what a command changes is put back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gitbot.policy import Policy
+from gitbot.sandbox.planted import GitMetadataPlanted
+from gitbot.sandbox.runner import Runner
+from tests.conftest import git, make_repo
+from tests.sandbox.support import require_bwrap
+
+pytestmark = pytest.mark.slow
+TOKEN = "ghp_nestedToken0123456789abcdefABCDEF"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    lib = make_repo(tmp_path / "lib", {"lib.py": "X = 1\n"})
+    repo = make_repo(tmp_path / "repo", {"app.py": "print('app')\n"})
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "-q", "add", str(lib), "libsub")
+    git(repo, "commit", "-q", "-m", "submodule")
+    make_repo(repo / "nested", {"n.txt": "n\n"})
+    for config in (repo / "nested" / ".git" / "config", repo / ".git" / "modules" / "libsub" / "config"):
+        with config.open("a") as handle:
+            handle.write(f'[http "https://github.com/"]\n\textraheader = AUTHORIZATION: basic {TOKEN}\n')
+    (repo / "nested" / ".git" / "gitbot").mkdir()
+    (repo / "nested" / ".git" / "gitbot" / "run.json").write_text("{}")
+    return repo
+
+
+def test_nested_git_is_read_only_hidden_and_sanitized_in_the_sandbox(repo: Path):
+    require_bwrap()
+    runner = Runner(Policy(repo=repo, sandbox_mode="required"), repo)
+    shown = runner.run_shell("cat nested/.git/config .git/modules/libsub/config; ls -A nested/.git/gitbot; "
+                             "git -C nested status --short; git -C libsub status --short", 60)
+    assert shown.exit_code == 0, shown.output
+    assert TOKEN not in shown.output and "run.json" not in shown.output
+    gitfile = (repo / "libsub" / ".git").read_bytes()
+    for attack in ("echo 'gitdir: ../x' > libsub/.git", "mv libsub moved", "rm -rf nested/.git",
+                   "echo x >> nested/.git/config", "mv nested/.git nested/git"):
+        run = runner.run_shell(attack, 60)
+        assert run.exit_code != 0, (attack, run.output)
+    assert (repo / "libsub" / ".git").read_bytes() == gitfile and (repo / "nested" / ".git" / "HEAD").is_file()
+
+
+def test_without_the_sandbox_a_changed_gitfile_and_a_risky_gitmodules_are_put_back(repo: Path):
+    runner = Runner(Policy(repo=repo, sandbox_mode="off"), repo)
+    gitfile = (repo / "libsub" / ".git").read_bytes()
+    gitmodules = (repo / ".gitmodules").read_bytes()
+    for attack in ("echo 'gitdir: ../x' > libsub/.git", "printf '\\turl = ext::sh -c touch% pwned\\n' >> .gitmodules",
+                   "printf '\\tupdate = !sh pwn.sh\\n' >> .gitmodules", "mkdir -p deep/er && ln -s ../../nested/.git deep/er/.git"):
+        with pytest.raises(GitMetadataPlanted):
+            runner.run_shell(attack, 60)
+        assert (repo / "libsub" / ".git").read_bytes() == gitfile
+        assert (repo / ".gitmodules").read_bytes() == gitmodules
+    assert not (repo / "deep" / "er" / ".git").exists() and not (repo / "deep" / "er" / ".git").is_symlink()
+    # Ordinary work goes on: a harmless .gitmodules change and a new ordinary directory pass.
+    assert runner.run_shell("printf '\\tbranch = main\\n' >> .gitmodules && mkdir -p made", 60).exit_code == 0
