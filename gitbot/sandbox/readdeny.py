@@ -181,7 +181,7 @@ class DeniedFiles:
         except OSError:
             unreadable = True
         git = [prefix + GIT_ENTRY] if relative and GIT_ENTRY in names else []
-        if relative and looks_like_git_dir(names):
+        if relative and looks_like_git_dir(names) and relative.rpartition("/")[2] != GIT_ENTRY:  # (noted above)
             git.append(relative)
         return _Directory(None if unreadable else stamp, subdirs, denied, unreadable, git)
 
