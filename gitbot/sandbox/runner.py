@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitbot.errors import ConfigError
-from gitbot.sandbox import bwrap, confine, diagnose, layout, processes
+from gitbot.sandbox import bwrap, confine, diagnose, layout, processes, remembered
 from gitbot.sandbox.command import (
     BoundedOutput,
     CannotStart,
@@ -62,6 +62,8 @@ class Runner:
         # The pre-commit framework's private venv is gitbot's, not the project's: not on the commands' PATH.
         self.user_environ = without_framework_venv(dict(os.environ if environ is None else environ))
         self.toolchain = build_view(self.user_environ, self.repo, policy.sandbox_read_only)
+        # Before the probe reads what it remembered: never from where the commands can write.
+        remembered.writable_by_commands(self.repo)
         # The policy as enforced: what the sandbox keeps read-only, the file tools may not edit either.
         self.policy = protected_policy(policy, self.toolchain)
         self.status = bwrap.probe() if self.mode != "off" else None
