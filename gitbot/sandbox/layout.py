@@ -146,6 +146,14 @@ def protected_arguments(repo: str, directories, files, features: frozenset[str])
             if is_dir and os.path.isdir(target) or not is_dir and os.path.isfile(target):
                 args += ["--ro-bind", target, target]
             continue
+        blocker = os.path.dirname(missing)
+        if blocker != repo and not os.path.isdir(blocker):
+            # A file stands where a directory on the way must be (no mount point can go below it): pin the
+            # file instead, so that no command can swap it for the directory and write there.
+            if os.path.isfile(blocker) and not os.path.islink(blocker):
+                pin_parents(os.path.relpath(blocker, repo))
+                args += ["--ro-bind", blocker, blocker]
+            continue
         pin_parents(os.path.relpath(missing, repo))
         if missing == target and not is_dir:
             args += ["--ro-bind", "/dev/null", target]

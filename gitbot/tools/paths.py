@@ -50,6 +50,8 @@ def resolve(ctx: ToolContext, path: str, *, for_edit: bool = False, must_exist: 
         raise ToolError(f"{written!r} leads through a symlink into {relpath}; " + _git_dir_message(relpath))
 
     _check_policy(ctx, relpath, lexical, for_edit=for_edit)
+    if for_edit and not real.is_dir():
+        _refuse_blocking_a_protected_directory(ctx, relpath)
     if for_edit and real.is_file():
         # Editing shows the file's lines back (matches, "did you mean", the guardrail's excerpt), so
         # changing an existing file also needs the right to read it.
@@ -108,6 +110,20 @@ def _check_policy(ctx: ToolContext, relpath: str, lexical: str, *, for_edit: boo
         decision = check(candidate)
         if not decision.allowed:
             raise ToolDenied(f"cannot {action} {relpath}: {decision.reason}")
+
+
+def _refuse_blocking_a_protected_directory(ctx: ToolContext, relpath: str) -> None:
+    """A file where a protected directory (or a directory above one) belongs would leave the sandbox no
+    place to mount it read-only: every command after would fail to start (issue 20)."""
+    from gitbot.sandbox.layout import ALWAYS_PROTECTED_DIRS
+
+    low = relpath.lower()
+    rules = getattr(ctx.policy, "file_rules", None)  # (a policy-like object may judge paths without rules)
+    for directory in (*ALWAYS_PROTECTED_DIRS, *(rules.protected_directories() if rules else ())):
+        protected = directory.strip("/").lower()
+        if protected == low or protected.startswith(low + "/"):
+            raise ToolDenied(f"cannot write a file at {relpath}: the directory {directory}/ is protected by the "
+                             f"policy (edit_deny), and a file there would stand in its place")
 
 
 def _missing_message(ctx: ToolContext, root: Path, relpath: str) -> str:

@@ -60,3 +60,14 @@ def test_without_the_sandbox_a_changed_gitfile_and_a_risky_gitmodules_are_put_ba
     assert not (repo / "deep" / "er" / ".git").exists() and not (repo / "deep" / "er" / ".git").is_symlink()
     # Ordinary work goes on: a harmless .gitmodules change and a new ordinary directory pass.
     assert runner.run_shell("printf '\\tbranch = main\\n' >> .gitmodules && mkdir -p made", 60).exit_code == 0
+
+
+def test_a_file_where_a_protected_directory_belongs_does_not_lock_the_sandbox_out(tmp_path: Path):
+    # Issue 20: with `.github` a file, the placeholder for .github/workflows could not be made, and every
+    # sandboxed command failed to start. Now the file itself is pinned read-only.
+    require_bwrap()
+    repo = make_repo(tmp_path / "repo", {"app.py": "print('app')\n", ".github": "not a directory\n"})
+    runner = Runner(Policy(repo=repo, sandbox_mode="required"), repo)
+    assert runner.run_shell("echo started", 60).output.strip() == "started"
+    run = runner.run_shell("rm -f .github; mkdir -p .github/workflows && echo on: push > .github/workflows/x.yml", 60)
+    assert run.exit_code != 0 and (repo / ".github").read_text() == "not a directory\n"

@@ -281,3 +281,14 @@ def test_schema_and_description():
     assert definition["input_schema"]["required"] == ["path", "content"]
     assert WRITE_TO_FILE.changes_files
     assert "guardrail" in definition["description"].lower()
+
+
+def test_a_file_cannot_stand_where_a_protected_directory_belongs(ctx, repo):
+    # Issue 20: `.github` written as a file left the sandbox no place to mount .github/workflows read-only,
+    # and no command could start after it.
+    for path in (".github", ".GitHub", ".gitbot", ".github/workflows"):
+        with pytest.raises(ToolDenied, match="protected|edit_deny"):
+            write_to_file(ctx, {"path": path, "content": "x\n"})
+        assert not (repo / path.split("/")[0]).exists()
+    write_to_file(ctx, {"path": ".github/CODEOWNERS", "content": "* @me\n"})  # beside it is fine
+    assert (repo / ".github" / "CODEOWNERS").is_file()
