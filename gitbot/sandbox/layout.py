@@ -141,7 +141,14 @@ def protected_arguments(repo: str, directories, files, features: frozenset[str])
         target = os.path.join(repo, relative)
         if missing is None:
             if os.path.islink(target) or os.path.realpath(target) != target:
-                continue  # a bind would follow the link out of the repository
+                # A bind would follow the link: pin what it leads to when that is inside the repository
+                # (the link itself no mount can pin; the runner puts it back if a command replaces it).
+                real = os.path.realpath(target)
+                inside = _clean_relative(repo, real) if under(real, repo) else None
+                if inside and (os.path.isfile(real) or os.path.isdir(real)):
+                    pin_parents(inside)
+                    args += ["--ro-bind", real, real]
+                continue
             pin_parents(relative)
             if is_dir and os.path.isdir(target) or not is_dir and os.path.isfile(target):
                 args += ["--ro-bind", target, target]

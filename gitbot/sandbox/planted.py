@@ -47,8 +47,49 @@ CONFIG_NAMES = ("config", "config.worktree")
 RISKY_URL_TRANSPORTS = ("ext::", "fd::")
 
 
-class GitMetadataPlanted(Exception):
-    """A command made git metadata the user's git would read; it was undone. The message says what."""
+class CommandUndone(Exception):
+    """A command changed what it must not; gitbot undid it, and the command counts as failed. The message
+    says what, for the model."""
+
+
+class GitMetadataPlanted(CommandUndone):
+    """A command made git metadata the user's git would read; it was undone."""
+
+
+class ProtectedLinkReplaced(CommandUndone):
+    """A command replaced a protected path that is a symlink (which no mount can pin); it was put back."""
+
+
+def protected_links(root: str, protected: list[str]) -> dict[str, str]:
+    """The protected paths (repository-relative) that are symlinks now, with their targets. A mount
+    would follow a symlink, so the sandbox cannot pin one (it pins its target when that lies inside the
+    repository, layout.py): `put_back_links` puts back one a command replaced."""
+    links = {}
+    for relative in protected:
+        path = os.path.join(root, relative)
+        with contextlib.suppress(OSError):
+            if os.path.islink(path):
+                links[relative] = os.readlink(path)
+    return links
+
+
+def put_back_links(root: str, links: dict[str, str]) -> None:
+    """Raise ProtectedLinkReplaced when a command replaced one of `links`, after putting it back."""
+    replaced = []
+    for relative, target in links.items():
+        path = os.path.join(root, relative)
+        try:
+            if os.path.islink(path) and os.readlink(path) == target:
+                continue
+        except OSError:
+            pass
+        _remove(path)
+        os.symlink(target, path)
+        replaced.append(relative)
+    if replaced:
+        raise ProtectedLinkReplaced(
+            f"the command replaced {', '.join(replaced)}, which the policy protects (only the user may change "
+            f"it), so gitbot put it back and counts the command as failed")
 
 
 @dataclass

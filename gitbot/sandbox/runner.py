@@ -36,7 +36,7 @@ from gitbot.sandbox.command import (
     split_command,
 )
 from gitbot.sandbox.env import build_env, without_framework_venv
-from gitbot.sandbox.planted import GitMetadataGuard, GitMetadataPlanted
+from gitbot.sandbox.planted import CommandUndone, GitMetadataGuard, protected_links, put_back_links
 from gitbot.sandbox.readdeny import DeniedFiles, SandboxRefusal
 from gitbot.sandbox.toolchain import ToolchainView, build_view
 
@@ -118,7 +118,8 @@ class Runner:
 
     def run_shell(self, command: str, timeout: float, *, max_processes: int | None = None) -> CommandRun:
         """The agent's command line, through `bash -c` in the repository. Raises SandboxRefused,
-        GitMetadataPlanted (it made git metadata, now undone), or OSError when it cannot start."""
+        CommandUndone (it planted git metadata or replaced a protected path; undone), or OSError when it
+        cannot start."""
         bash = shutil.which("bash", path="/usr/bin:/bin") or "/bin/bash"
         return self._run([bash, "-c", command], self.repo, timeout, display=command, echo=None,
                          output=BoundedOutput.in_chars(TOOL_HEAD_CHARS, TOOL_TAIL_CHARS), max_processes=max_processes)
@@ -135,8 +136,9 @@ class Runner:
             run = self._run(argv, where, timeout, display=shown, echo=echo, output=None, checking=True)
         except OSError as exc:
             raise CannotStart(f"cannot start the check command {argv[0]!r}: {exc}") from None
-        except GitMetadataPlanted as exc:
-            # The check ran code that planted git metadata (undone): it failed, and says why.
+        except CommandUndone as exc:
+            # The check ran code that planted git metadata or replaced a protected path (undone): it
+            # failed, and says why.
             return CommandRun(shown, 1, f"gitbot: {exc}\n", 0.0, sandboxed=self.sandboxed)
         if self.sandboxed and run.exit_code == 1 and run.output.strip().startswith(diagnose.BWRAP_EXEC_FAILED) \
                 and "\n" not in run.output.strip():
@@ -157,6 +159,7 @@ class Runner:
         view = self.toolchain if where.resolve() == self.repo.resolve() else self.toolchain.elsewhere(self.repo)
         home = None if self.sandboxed else tempfile.mkdtemp(prefix="gitbot-home-")
         placeholders: list[str] = []
+        links: dict[str, str] = {}
         note = None
         real = os.path.realpath(where)
         guard = self._guards.get(real) or self._guards.setdefault(real, GitMetadataGuard(real))
@@ -180,6 +183,7 @@ class Runner:
             if self.sandboxed:
                 directories = self.policy.file_rules.protected_directories()
                 placeholders = layout.placeholders(os.path.realpath(where), self.protected_paths())
+                links = protected_links(real, self.protected_paths())
                 note = layout.record_placeholders(os.path.realpath(where), placeholders)
             with processes.ProcessLimit(max_processes or processes.MAX_PROCESSES) as limit:
                 if self.sandboxed:
@@ -193,6 +197,8 @@ class Runner:
                                       echo=echo, limit=limit, sandboxed=self.sandboxed)
                 except BaseException:
                     with contextlib.suppress(Exception):
+                        put_back_links(real, links)
+                    with contextlib.suppress(Exception):
                         guard.after(index)  # interrupted: what the command planted still goes
                     raise
         finally:
@@ -204,7 +210,10 @@ class Runner:
             bwrap.forget_probe()  # what worked when the probe ran does not now: the next process probes again
         # Before anything else reads the work tree (the step's checkpoint, the user's git): raises
         # GitMetadataPlanted when the command made git metadata, after undoing it.
-        guard.after(index)
+        try:
+            put_back_links(real, links)
+        finally:
+            guard.after(index)
         if run.exit_code == confine.EXIT_FAILED and run.output.startswith(confine.FAILURE_PREFIX):
             raise SandboxRefused(f"the sandbox could not be set up for this command: "
                                  f"{run.output.strip().removeprefix(confine.FAILURE_PREFIX).strip()}")

@@ -16,7 +16,7 @@ import signal
 from typing import Any
 
 from gitbot.sandbox.command import CommandRun
-from gitbot.sandbox.planted import GitMetadataPlanted
+from gitbot.sandbox.planted import CommandUndone
 from gitbot.sandbox.runner import TOOL_HEAD_CHARS, TOOL_TAIL_CHARS, SandboxRefused
 from gitbot.tools.base import Tool, ToolContext, ToolDenied, ToolError
 
@@ -113,7 +113,7 @@ def execute_command(ctx: ToolContext, args: dict[str, Any]) -> str:
         outcome = ctx.runner.run_shell(command, timeout)
     except SandboxRefused as exc:
         raise ToolDenied(str(exc)) from exc
-    except GitMetadataPlanted as exc:
+    except CommandUndone as exc:
         raise ToolError(f"the command failed: {exc}") from exc
     except OSError as exc:
         raise ToolError(f"the command could not be started: {exc}") from exc
