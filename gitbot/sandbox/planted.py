@@ -125,6 +125,7 @@ class GitMetadataGuard:
         self._state: _State | None = None
         self._own_git_dirs = {d for d in git_directories(root) if d}
         self._before_dirs = None
+        self._links_before: set[str] = set()
         self._began_ns = 0
 
     def before(self, index: DeniedFiles) -> list[str]:
@@ -133,6 +134,7 @@ class GitMetadataGuard:
         below the root that exist now (for the sandbox to make read-only)."""
         self._state = self._snapshot(index.git_metadata)
         self._before_dirs = index.directories
+        self._links_before = set(index.hard_links)
         # A file system's clock lags the system's by up to a tick: what the command wrote at its start may
         # carry a change time a little before this.
         self._began_ns = time.time_ns() - CLOCK_TICK_NS
@@ -156,6 +158,18 @@ class GitMetadataGuard:
                 _put_back(path, content)
                 undone.append(f"{os.path.relpath(path, self.root)} (a git config, put back)")
         undone += self._check_gitmodules(state)
+        linked = [rel for rel in index.hard_links if rel not in self._links_before]
+        if linked:
+            # Undo the name the command made: the other one when the denied file was there before (the
+            # user's `.env`), else the denied one (a `.env` linked to a file of the user's).
+            denied_before = {path for entry in self._before_dirs.values() for path in entry.denied}
+            for rel in linked:
+                partner = index.hard_links[rel]
+                _remove(os.path.join(self.root, rel if partner in denied_before else partner))
+            raise CommandUndone(
+                f"the command made a hard link to a file the policy does not let you read ({', '.join(linked)}): "
+                f"a link shows that file's content under another name, so gitbot removed it and counts the "
+                f"command as failed" + (f"; it also made git metadata, undone: {'; '.join(undone)}" if undone else ""))
         if undone:
             raise GitMetadataPlanted(
                 "the command made git metadata that git on the user's machine would read (and could run a "

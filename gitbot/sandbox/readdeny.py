@@ -84,6 +84,9 @@ class DeniedFiles:
         # Git metadata below the root as of the last walk (repository-relative): `.git` entries and
         # directories shaped like git directories (sandbox/planted.py, mounts.py).
         self.git_metadata: list[str] = []
+        # Other names of denied files that have more than one (hard links), as of the last walk: hidden
+        # too, since read_deny judges names and a link under another name shows the same content.
+        self.hard_links: dict[str, str] = {}  # other name -> the denied name it shares a file with
 
     @property
     def directories(self):
@@ -142,6 +145,8 @@ class DeniedFiles:
         if changed or len(new) != len(old):
             self._save()
         found = [path for entry in new.values() if entry.denied for path in entry.denied]
+        self.hard_links = self._other_names(found)
+        found += sorted(self.hard_links)
         self.unreadable = sorted(unreadable)
         self.git_metadata = sorted(path for entry in new.values() if entry.git for path in entry.git)
         if len(found) + len(unreadable) > MAX_MASKED_FILES:
@@ -149,6 +154,36 @@ class DeniedFiles:
                 f"more than {MAX_MASKED_FILES} files in the repository match files.read_deny; the sandbox "
                 f"hides each one and will not run a command with that many (narrow the read_deny rules or "
                 f"remove the files)")
+        return found
+
+    def _other_names(self, denied: list[str]) -> dict[str, str]:
+        """The other names, anywhere in the tree, of the denied files that are hard-linked. Costs an
+        lstat() per denied file, and a listing of every directory only while one has a link count above
+        one (rare: a command that made such a link fails, sandbox/planted.py)."""
+        linked: dict[int, tuple[int, str]] = {}
+        for relative in denied:
+            try:
+                st = os.lstat(f"{self.root}/{relative}")
+            except OSError:
+                continue
+            if st.st_nlink > 1 and stat.S_ISREG(st.st_mode):
+                linked[st.st_ino] = (st.st_dev, relative)
+        if not linked:
+            return {}
+        names = set(denied)
+        found = {}
+        for relative in self._dirs:
+            prefix = f"{relative}/" if relative else ""
+            with contextlib.suppress(OSError), os.scandir(f"{self.root}/{relative}" if relative else self.root) as entries:
+                for entry in entries:
+                    # d_ino comes with the listing; only a match costs an lstat().
+                    if entry.inode() not in linked or prefix + entry.name in names or (not relative and entry.name == ".git"):
+                        continue
+                    with contextlib.suppress(OSError):
+                        st = entry.stat(follow_symlinks=False)
+                        device, partner = linked.get(st.st_ino, (None, ""))
+                        if stat.S_ISREG(st.st_mode) and device == st.st_dev:
+                            found[prefix + entry.name] = partner
         return found
 
     def _read(self, relative: str, stamp: tuple[int, int, int, int] | None) -> _Directory:
