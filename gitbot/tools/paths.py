@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from stat import S_ISREG
 import subprocess
 from pathlib import Path, PurePosixPath
 
@@ -50,6 +51,7 @@ def resolve(ctx: ToolContext, path: str, *, for_edit: bool = False, must_exist: 
         raise ToolError(f"{written!r} leads through a symlink into {relpath}; " + _git_dir_message(relpath))
 
     _check_policy(ctx, relpath, lexical, for_edit=for_edit)
+    _refuse_a_hard_link_to_a_denied_file(ctx, real, relpath)
     if for_edit and not real.is_dir():
         _refuse_blocking_a_protected_directory(ctx, relpath)
     if for_edit and real.is_file():
@@ -110,6 +112,23 @@ def _check_policy(ctx: ToolContext, relpath: str, lexical: str, *, for_edit: boo
         decision = check(candidate)
         if not decision.allowed:
             raise ToolDenied(f"cannot {action} {relpath}: {decision.reason}")
+
+
+def _refuse_a_hard_link_to_a_denied_file(ctx: ToolContext, real: Path, relpath: str) -> None:
+    """read_deny judges names; a file with more than one name may be a file it denies under another. Only
+    then is the sandbox's index of denied files asked (it lists such other names, readdeny.py)."""
+    try:
+        st = os.lstat(real)
+    except OSError:
+        return
+    if st.st_nlink < 2 or not S_ISREG(st.st_mode):
+        return
+    try:
+        hidden, _unreadable = ctx.runner.denied_files(ctx.repo)
+    except Exception:  # cannot tell (e.g. too many denied files): refuse rather than show it
+        hidden = [relpath]
+    if relpath in hidden:
+        raise ToolDenied(f"cannot read {relpath}: it is a hard link to a file that files.read_deny hides")
 
 
 def _refuse_blocking_a_protected_directory(ctx: ToolContext, relpath: str) -> None:
