@@ -54,6 +54,7 @@ def resolve(ctx: ToolContext, path: str, *, for_edit: bool = False, must_exist: 
     _refuse_a_hard_link_to_a_denied_file(ctx, real, relpath)
     if for_edit and not real.is_dir():
         _refuse_blocking_a_protected_directory(ctx, relpath)
+        _refuse_making_a_git_directory(root, relpath)
     if for_edit and real.is_file():
         # Editing shows the file's lines back (matches, "did you mean", the guardrail's excerpt), so
         # changing an existing file also needs the right to read it.
@@ -129,6 +130,24 @@ def _refuse_a_hard_link_to_a_denied_file(ctx: ToolContext, real: Path, relpath: 
         hidden = [relpath]
     if relpath in hidden:
         raise ToolDenied(f"cannot read {relpath}: it is a hard link to a file that files.read_deny hides")
+
+
+def _refuse_making_a_git_directory(root: Path, relpath: str) -> None:
+    """A file that is, or would make, part of a directory shaped like a git directory (gitmeta.py): git run
+    in it would read its config and could run a program from it (the commands' version is undone after
+    each one, sandbox/planted.py)."""
+    from gitbot.gitmeta import GIT_DIR_MEMBERS, looks_like_git_dir
+
+    parts = relpath.split("/")
+    directory = root
+    for depth, part in enumerate(parts):
+        if depth:  # the root is the repository's own
+            present = {name for name in GIT_DIR_MEMBERS if os.path.lexists(directory / name)} | {part}
+            if looks_like_git_dir(present):
+                shown = "/".join(parts[:depth])
+                raise ToolDenied(f"cannot write {relpath}: {shown}/ is, or would become, a git directory (it has "
+                                 f"HEAD, objects/ and refs/), which git would read and could run programs from")
+        directory = directory / part
 
 
 def _refuse_blocking_a_protected_directory(ctx: ToolContext, relpath: str) -> None:

@@ -292,3 +292,18 @@ def test_a_file_cannot_stand_where_a_protected_directory_belongs(ctx, repo):
         assert not (repo / path.split("/")[0]).exists()
     write_to_file(ctx, {"path": ".github/CODEOWNERS", "content": "* @me\n"})  # beside it is fine
     assert (repo / ".github" / "CODEOWNERS").is_file()
+
+
+def test_the_file_tools_cannot_build_a_git_directory(ctx, repo):
+    # Issue 20: a directory shaped like a git directory is one git run inside it reads (and runs its
+    # config's programs from); commands that make one are undone, and the file tools refuse.
+    write_to_file(ctx, {"path": "evil/HEAD", "content": "ref: refs/heads/main\n"})
+    write_to_file(ctx, {"path": "evil/objects/info/packs", "content": "\n"})
+    with pytest.raises(ToolDenied, match="git directory"):
+        write_to_file(ctx, {"path": "evil/refs/heads/main", "content": "0" * 40 + "\n"})
+    (repo / "wt").mkdir()
+    (repo / "wt" / "commondir").write_text("../evil\n")  # a worktree's git directory needs no objects/
+    with pytest.raises(ToolDenied, match="git directory"):
+        write_to_file(ctx, {"path": "wt/HEAD", "content": "x\n"})
+    assert not (repo / "evil" / "refs").exists()
+    write_to_file(ctx, {"path": "docs/HEAD", "content": "a file named HEAD alone is fine\n"})
