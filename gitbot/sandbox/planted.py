@@ -248,9 +248,10 @@ class GitMetadataGuard:
     def _check_gitmodules(self, state: _State) -> list[str]:
         path = os.path.join(self.root, GITMODULES)
         stamp, content = state.gitmodules
-        if _stamp(path) == stamp or not os.path.isfile(path) or os.path.islink(path):
+        if _stamp(path) == stamp or not os.path.lexists(path):
             return []
-        risky = risky_gitmodules_settings(path)
+        # A link could lead git to a file the checks here never see change: never one a command made.
+        risky = ["a symlink"] if os.path.islink(path) else risky_gitmodules_settings(path) if os.path.isfile(path) else []
         if not risky:
             return []
         if content is None:

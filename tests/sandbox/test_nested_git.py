@@ -53,7 +53,8 @@ def test_without_the_sandbox_a_changed_gitfile_and_a_risky_gitmodules_are_put_ba
     gitfile = (repo / "libsub" / ".git").read_bytes()
     gitmodules = (repo / ".gitmodules").read_bytes()
     for attack in ("echo 'gitdir: ../x' > libsub/.git", "printf '\\turl = ext::sh -c touch% pwned\\n' >> .gitmodules",
-                   "printf '\\tupdate = !sh pwn.sh\\n' >> .gitmodules", "mkdir -p deep/er && ln -s ../../nested/.git deep/er/.git"):
+                   "printf '\\tupdate = !sh pwn.sh\\n' >> .gitmodules", "mkdir -p deep/er && ln -s ../../nested/.git deep/er/.git",
+                   "cp .gitmodules gm && printf '\\tupdate = !sh pwn.sh\\n' >> gm && mv .gitmodules real-gm && ln -s gm .gitmodules"):
         with pytest.raises(GitMetadataPlanted):
             runner.run_shell(attack, 60)
         assert (repo / "libsub" / ".git").read_bytes() == gitfile
