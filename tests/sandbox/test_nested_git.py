@@ -125,3 +125,24 @@ def test_without_the_sandbox_a_hard_link_to_the_users_read_denied_file_is_remove
     with pytest.raises(CommandUndone, match="hard link"):
         runner.run_shell("ln .env notes.txt", 60)
     assert not (repo / "notes.txt").exists() and (repo / ".env").is_file()
+
+
+def test_a_nested_repository_inside_a_protected_directory_keeps_it_read_only(tmp_path: Path):
+    # Pinning the directories above a nested .git must not bind a protected directory writable again.
+    require_bwrap()
+    repo = make_repo(tmp_path / "repo", {"vendor/README": "vendored\n"})
+    make_repo(repo / "vendor" / "lib", {"lib.py": "X = 1\n"})
+    runner = Runner(Policy(repo=repo, sandbox_mode="required", edit_deny=("vendor/**",)), repo)
+    for attack in ("echo x > vendor/new.txt", "echo x > vendor/lib/new.txt"):
+        assert runner.run_shell(attack, 60).exit_code != 0, attack
+    assert not (repo / "vendor" / "new.txt").exists() and not (repo / "vendor" / "lib" / "new.txt").exists()
+
+
+def test_nested_protected_directories_stay_read_only_and_commands_still_start(tmp_path: Path):
+    require_bwrap()
+    repo = make_repo(tmp_path / "repo", {".github/CODEOWNERS": "* @me\n"})
+    runner = Runner(Policy(repo=repo, sandbox_mode="required", edit_deny=(".github/**", ".github/workflows/**")), repo)
+    assert runner.run_shell("echo started", 60).output.strip() == "started"
+    assert runner.run_shell("mkdir -p .github/workflows && echo x > .github/workflows/x.yml", 60).exit_code != 0
+    assert runner.run_shell("echo x > .github/CODEOWNERS", 60).exit_code != 0
+    assert not (repo / ".github" / "workflows").exists()
