@@ -279,6 +279,19 @@ def risky_gitmodules_settings(path: str) -> list[str]:
     return found
 
 
+def risky_gitmodules_text(text: str) -> list[str]:
+    """`risky_gitmodules_settings` for a `.gitmodules` about to be written (the file tools' check)."""
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="gitbot-gitmodules-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
+            handle.write(text)
+        return risky_gitmodules_settings(path)
+    finally:
+        os.unlink(path)
+
+
 def _changed_since(path: str, began_ns: int) -> bool:
     try:
         return os.lstat(path).st_ctime_ns >= began_ns

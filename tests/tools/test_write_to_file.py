@@ -307,3 +307,12 @@ def test_the_file_tools_cannot_build_a_git_directory(ctx, repo):
         write_to_file(ctx, {"path": "wt/HEAD", "content": "x\n"})
     assert not (repo / "evil" / "refs").exists()
     write_to_file(ctx, {"path": "docs/HEAD", "content": "a file named HEAD alone is fine\n"})
+
+
+def test_a_gitmodules_setting_that_runs_a_program_is_never_written(ctx, repo):
+    for setting in ("update = !sh pwn.sh", "url = ext::sh -c touch% pwned", "url = --upload-pack=touch pwned"):
+        text = f'[submodule "lib"]\n\tpath = lib\n\t{setting}\n'
+        message = rejected(ctx, ".gitmodules", text)
+        assert "run a program" in message and not (repo / ".gitmodules").exists()
+    write_to_file(ctx, {"path": ".gitmodules", "content": '[submodule "lib"]\n\tpath = lib\n\turl = ../lib\n'})
+    assert (repo / ".gitmodules").is_file()
