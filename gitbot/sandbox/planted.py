@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from gitbot.sandbox.readdeny import DeniedFiles
 
 GITMODULES = ".gitmodules"
+SET_ASIDE = "set-aside"  # in the git directory's gitbot/ store, which commands cannot see
 CLOCK_TICK_NS = 50_000_000
 CONFIG_NAMES = ("config", "config.worktree")
 # URL schemes that make git start a program named in the URL: ext:: runs a shell command, fd:: reads
@@ -73,8 +74,9 @@ def protected_links(root: str, protected: list[str]) -> dict[str, str]:
     return links
 
 
-def put_back_links(root: str, links: dict[str, str]) -> None:
-    """Raise ProtectedLinkReplaced when a command replaced one of `links`, after putting it back."""
+def put_back_links(root: str, links: dict[str, str], aside: str | None) -> None:
+    """Raise ProtectedLinkReplaced when a command replaced one of `links`, after putting it back (what
+    stood there instead is moved to `aside`, see `set_aside`)."""
     replaced = []
     for relative, target in links.items():
         path = os.path.join(root, relative)
@@ -83,7 +85,7 @@ def put_back_links(root: str, links: dict[str, str]) -> None:
                 continue
         except OSError:
             pass
-        _remove(path)
+        set_aside(path, root, aside)
         os.symlink(target, path)
         replaced.append(relative)
     if replaced:
@@ -123,7 +125,10 @@ class GitMetadataGuard:
     def __init__(self, root: str):
         self.root = root
         self._state: _State | None = None
-        self._own_git_dirs = {d for d in git_directories(root) if d}
+        own = git_directories(root)
+        self._own_git_dirs = {d for d in own if d}
+        # Where what a command made is moved (never deleted: it may hold the user's files, moved in).
+        self.aside = os.path.join(own[0], "gitbot", SET_ASIDE) if own[0] else None
         self._before_dirs = None
         self._links_before: set[str] = set()
         self._began_ns = 0
@@ -213,14 +218,13 @@ class GitMetadataGuard:
     def _remove_new(self, rel: str) -> list[str]:
         path = os.path.join(self.root, rel)
         if rel.rpartition("/")[2] == GIT_ENTRY or rel not in self._before_dirs:
-            _remove(path)
-            return [f"{rel} (new, removed)"]
+            return [f"{rel} (new, {set_aside(path, self.root, self.aside)})"]
         # A directory that was there before the command and is shaped like a git directory now: take
         # away what the command wrote of the entries that decide it, and leave the rest alone.
         made = [name for name in GIT_DIR_MEMBERS if _changed_since(os.path.join(path, name), self._began_ns)]
-        for name in made or [HEAD]:
-            _remove(os.path.join(path, name))
-        return [f"{rel} (made a git directory; {', '.join(made or [HEAD])} removed)"]
+        moved = [set_aside(os.path.join(path, name), self.root, self.aside) for name in made or [HEAD]]
+        return [f"{rel} (made a git directory; " + ", ".join(f"{name} {how}" for name, how in zip(made or [HEAD], moved))
+                + ")"]
 
     def _restore_entry(self, rel: str, identity: tuple[int, int, int], state: _State) -> list[str]:
         path = os.path.join(self.root, rel)
@@ -238,7 +242,7 @@ class GitMetadataGuard:
                 return []
             if not link and stat.S_ISREG(st.st_mode) and _read(path) == content:
                 return []
-        _remove(path)
+        set_aside(path, self.root, self.aside)
         if link:
             os.symlink(os.fsdecode(content), path)
         else:
@@ -254,11 +258,10 @@ class GitMetadataGuard:
         risky = ["a symlink"] if os.path.islink(path) else risky_gitmodules_settings(path) if os.path.isfile(path) else []
         if not risky:
             return []
-        if content is None:
-            _remove(path)
-        else:
+        moved = set_aside(path, self.root, self.aside)
+        if content is not None:
             _put_back(path, content)
-        return [f"{GITMODULES} ({', '.join(risky)}; {'removed' if content is None else 'put back'})"]
+        return [f"{GITMODULES} ({', '.join(risky)}; {moved if content is None else 'put back'})"]
 
 
 def risky_gitmodules_settings(path: str) -> list[str]:
@@ -297,6 +300,22 @@ def _changed_since(path: str, began_ns: int) -> bool:
         return os.lstat(path).st_ctime_ns >= began_ns
     except OSError:
         return False
+
+
+def set_aside(path: str, root: str, aside: str | None) -> str:
+    """Move what a command made at `path` out of the work tree, into `aside` (kept, since a command may have
+    moved the user's own files into it); removed only without a place to keep it. Says which, for a message."""
+    if aside is not None and os.path.lexists(path):
+        with contextlib.suppress(OSError):
+            name = os.path.relpath(path, root).replace("/", "%")
+            target = os.path.join(aside, f"{time.time_ns()}-{name}")
+            os.makedirs(aside, mode=0o700, exist_ok=True)
+            if os.path.isdir(path) and not os.path.islink(path):
+                _make_removable(path)
+            shutil.move(path, target)
+            return f"moved out of the work tree, kept in the git directory's gitbot/{SET_ASIDE}/"
+    _remove(path)
+    return "removed"
 
 
 def _remove(path: str) -> None:

@@ -197,7 +197,7 @@ class Runner:
                                       echo=echo, limit=limit, sandboxed=self.sandboxed)
                 except BaseException:
                     with contextlib.suppress(Exception):
-                        put_back_links(real, links)
+                        put_back_links(real, links, guard.aside)
                     with contextlib.suppress(Exception):
                         guard.after(index)  # interrupted: what the command planted still goes
                     raise
@@ -211,7 +211,7 @@ class Runner:
         # Before anything else reads the work tree (the step's checkpoint, the user's git): raises
         # GitMetadataPlanted when the command made git metadata, after undoing it.
         try:
-            put_back_links(real, links)
+            put_back_links(real, links, guard.aside)
         finally:
             guard.after(index)
         if run.exit_code == confine.EXIT_FAILED and run.output.startswith(confine.FAILURE_PREFIX):
