@@ -2,8 +2,9 @@
 of `git status`, apart from how snapshot.py builds and records the tree.
 
 A path is captured unless it is denied by the policy's read_deny, larger than the size cap, not a
-regular file or symlink, unreadable, or a nested repository (recorded by reference: a gitlink to its
-HEAD). Paths are never followed through symbolic links: a file under a directory that became a
+regular file or symlink, unreadable, a nested repository (recorded by reference: a gitlink to its
+HEAD), or git metadata (gitmeta.py: inside a `.git`, or inside a directory shaped like a git directory,
+such as one a gitfile can point at: storing it would let a restore or a commit plant it again). Paths are never followed through symbolic links: a file under a directory that became a
 symlink is gone.
 """
 
@@ -17,11 +18,13 @@ from pathlib import Path
 
 from gitbot import git
 from gitbot.checkpoints.shadow import GITLINK_MODE
+from gitbot.gitmeta import has_git_component, is_git_dir
 
 DEFAULT_SIZE_CAP = 10 * 1024 * 1024
 SIZE_CAP_ENV = "GITBOT_CHECKPOINT_SIZE_CAP"
 GITLINK_REASON = "git repository (nested repository or submodule) recorded by reference at "
 READ_DENY_REASON = "matches the policy's files.read_deny; never stored in a checkpoint"
+GIT_METADATA_REASON = "git metadata (inside a git directory below the root); never stored in a checkpoint"
 
 STATUS_ARGS = ("status", "--porcelain=v2", "-z", "--untracked-files=all", "--no-renames",
                # A submodule counts as changed when its HEAD moves, not when its files do:
@@ -108,6 +111,21 @@ class CaptureRules:
             return os.lstat(self.repo / rel)
         except (FileNotFoundError, NotADirectoryError):
             return None
+
+    def in_git_metadata(self, rel: str, git_dirs: dict[str, bool]) -> bool:
+        """Whether `rel` lies inside git metadata below the root. `git_dirs` memoises, per parent, whether
+        it is shaped like a git directory (three lstat()s per parent, once per scan)."""
+        if has_git_component(rel):
+            return True
+        prefix = ""
+        for part in rel.split("/")[:-1]:
+            prefix = f"{prefix}/{part}" if prefix else part
+            known = git_dirs.get(prefix)
+            if known is None:
+                known = git_dirs[prefix] = is_git_dir(self.repo / prefix)
+            if known:
+                return True
+        return False
 
     def why_not_capturable(self, rel: str, st: os.stat_result) -> str | None:
         if self.denied is not None and self.denied(rel):

@@ -55,6 +55,7 @@ from typing import Any
 from gitbot.checkpoints.capture import (
     GITLINK_REASON,
     STATUS_ARGS,
+    GIT_METADATA_REASON,
     CaptureRules,
     gitlink_reason,
     is_nested_repo,
@@ -418,6 +419,7 @@ class Checkpointer:
         to_add: list[str] = []
         to_drop: list[str] = []
         dirs: dict[str, bool] = {}
+        git_dirs: dict[str, bool] = {}
         for rel in touched:
             if rel == ".":
                 return False
@@ -432,7 +434,8 @@ class Checkpointer:
                 continue
             if stat.S_ISDIR(st.st_mode) or not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
                 return False  # a directory, nested repository or special file: let the scan classify it
-            why = self.rules.why_not_capturable(rel, st)
+            why = GIT_METADATA_REASON if self.rules.in_git_metadata(rel, git_dirs) else \
+                self.rules.why_not_capturable(rel, st)
             if why:
                 to_drop.append(rel)
                 self._not_captured[rel] = why
@@ -505,12 +508,16 @@ class Checkpointer:
         gitlinks: list[tuple[str, str]] = []
         changed: list[str] = []  # status reported them, so their entries differ (or they are new)
         dirs: dict[str, bool] = {}
+        git_dirs: dict[str, bool] = {}
         for rel in candidates:
             st = self.rules.lstat(rel, dirs)  # never through a symlink: a file under one is gone
             if st is None:
                 # gone: --force-remove drops its entry (plain --remove refuses a path beyond a symlink)
                 drop.append(rel)
                 self._not_captured.pop(rel, None)
+            elif self.rules.in_git_metadata(rel, git_dirs):
+                drop.append(rel)
+                self._not_captured[rel] = GIT_METADATA_REASON
             elif stat.S_ISDIR(st.st_mode) and is_nested_repo(self.repo / rel):
                 head = self.rules.nested_head(self.repo / rel)
                 if head:

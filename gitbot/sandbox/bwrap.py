@@ -20,7 +20,13 @@ from pathlib import Path
 
 from gitbot.sandbox import confine, layout
 from gitbot.sandbox.env import SANDBOX_HOME, build_env, clean_path, protect_process_environ, under
-from gitbot.sandbox.mounts import git_arguments, git_directories, host_sockets, system_git_config
+from gitbot.sandbox.mounts import (
+    git_arguments,
+    git_directories,
+    host_sockets,
+    nested_git_arguments,
+    system_git_config,
+)
 from gitbot.sandbox.remembered import code_fingerprint, user_cache_dir
 from gitbot.sandbox.toolchain import SYSTEM_DIRS, ToolchainView, build_view
 
@@ -88,7 +94,7 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
          protected_files: tuple[str, ...] | list[str] = (), env: dict[str, str] | None = None,
          status: SandboxStatus | None = None, hidden_files: tuple[str, ...] | list[str] = (),
          hidden_directories: tuple[str, ...] | list[str] = (), toolchain: ToolchainView | None = None,
-         limit: ProcessLimit | None = None) -> list[str]:
+         limit: ProcessLimit | None = None, nested_git: tuple[str, ...] | list[str] = ()) -> list[str]:
     """The command line that runs `argv` in the sandbox, with the repository as the working directory.
 
     `read_only` and `protected_files`: directories and files inside the repository that are protected
@@ -99,7 +105,10 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     cannot look into, so cannot tell what they hold).
     `toolchain`: what of the host the commands need (default: computed from gitbot's environment).
     `env`: the sandbox's whole environment (default: build_env() for that toolchain). `limit`: the
-    command's process limit, when it is to be run with one (the helper may apply it, see confine.py)."""
+    command's process limit, when it is to be run with one (the helper may apply it, see confine.py).
+    `nested_git`: the `.git` entries below the root (submodules, nested repositories; repository-relative):
+    read-only and pinned like protected paths, with the git directories they name inside the repository,
+    whose `gitbot/` is hidden and config sanitized (mounts.py)."""
     protect_process_environ()
     status = status or probe()
     bwrap = status.bwrap or _bwrap_path() or "bwrap"
@@ -117,8 +126,14 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     git_dirs = git_directories(repo)
     args += git_arguments(repo, *git_dirs)
     args += system_git_config()
-    args += layout.protected_arguments(repo, [*layout.ALWAYS_PROTECTED_DIRS, *read_only],
-                                       [*layout.ALWAYS_PROTECTED_FILES, *protected_files], features)
+    present = [rel for rel in nested_git if os.path.lexists(os.path.join(repo, rel))
+               and not os.path.islink(os.path.join(repo, rel))]
+    nested, targets = nested_git_arguments(repo, present, [repo, *(d for d in git_dirs if d)])
+    nested_dirs = [rel for rel in present if os.path.isdir(os.path.join(repo, rel))]
+    nested_files = [rel for rel in present if rel not in nested_dirs]
+    args += layout.protected_arguments(repo, [*layout.ALWAYS_PROTECTED_DIRS, *read_only, *nested_dirs, *targets],
+                                       [*layout.ALWAYS_PROTECTED_FILES, *protected_files, *nested_files], features)
+    args += nested  # inside the read-only mounts just made, so after them
     # Files last: a directory bound above would otherwise cover them again.
     masked = set()
     for path in hidden_files:

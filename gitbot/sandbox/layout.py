@@ -123,15 +123,24 @@ def protected_arguments(repo: str, directories, files, features: frozenset[str])
     """Read-only mounts (or placeholders) for protected directories and files, their parents pinned."""
     args: list[str] = []
     pinned: set[str] = set()
+    read_only: set[str] = set()  # directories mounted read-only here: nothing below them needs a pin
 
     def pin_parents(relative: str) -> None:
         path = repo
         for part in relative.split("/")[:-1]:
             path = os.path.join(path, part)
+            if path in read_only:
+                return  # a writable pin here would undo it (a nested .git inside a protected directory)
             if path in pinned or os.path.islink(path) or not os.path.isdir(path):
                 return
             pinned.add(path)
             args.extend(["--bind", path, path])
+
+    def mount_read_only(path: str) -> None:
+        if not any(under(path, done) for done in read_only):
+            args.extend(["--ro-bind", path, path])
+            if os.path.isdir(path):
+                read_only.add(path)
 
     entries = [(rel, True) for rel in dict.fromkeys(filter(None, (_clean_relative(repo, d) for d in directories)))]
     entries += [(rel, False) for rel in dict.fromkeys(filter(None, (_clean_relative(repo, f) for f in files)))]
@@ -141,10 +150,27 @@ def protected_arguments(repo: str, directories, files, features: frozenset[str])
         target = os.path.join(repo, relative)
         if missing is None:
             if os.path.islink(target) or os.path.realpath(target) != target:
-                continue  # a bind would follow the link out of the repository
+                # A bind would follow the link: pin what it leads to when that is inside the repository
+                # (the link itself no mount can pin; the runner puts it back if a command replaces it).
+                real = os.path.realpath(target)
+                inside = _clean_relative(repo, real) if under(real, repo) else None
+                if inside and (os.path.isfile(real) or os.path.isdir(real)):
+                    pin_parents(inside)
+                    mount_read_only(real)
+                continue
             pin_parents(relative)
             if is_dir and os.path.isdir(target) or not is_dir and os.path.isfile(target):
-                args += ["--ro-bind", target, target]
+                mount_read_only(target)
+            continue
+        if any(under(missing, done) for done in read_only):
+            continue  # inside a read-only directory: nothing can be made there, and no mount point either
+        blocker = os.path.dirname(missing)
+        if blocker != repo and not os.path.isdir(blocker):
+            # A file stands where a directory on the way must be (no mount point can go below it): pin the
+            # file instead, so that no command can swap it for the directory and write there.
+            if os.path.isfile(blocker) and not os.path.islink(blocker):
+                pin_parents(os.path.relpath(blocker, repo))
+                mount_read_only(blocker)
             continue
         pin_parents(os.path.relpath(missing, repo))
         if missing == target and not is_dir:

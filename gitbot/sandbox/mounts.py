@@ -118,6 +118,47 @@ def git_directories(repo: str) -> tuple[str | None, str | None]:
     return _read_gitfile(dot_git)
 
 
+# ---------------------------------------------------------------------------------------------
+# Git metadata below the root (submodules, nested repositories): read-only like the repository's own
+
+
+def gitfile_directories(dot_git: str) -> tuple[str | None, str | None]:
+    """(git dir, common dir) that a `.git` below the root (a directory or a gitfile) stands for, read
+    without running git (whose config there is not trusted); (None, None) when it names none."""
+    return _read_gitfile(dot_git)
+
+
+def nested_git_arguments(repo: str, entries: list[str], visible: list[str]) -> tuple[list[str], list[str]]:
+    """For the `.git` entries below the root (repository-relative): (bubblewrap arguments that hide
+    each git directory's `gitbot/` and show its config without credentials, the git directories inside
+    the repository that their gitfiles point to, to be made read-only like the entries themselves).
+    `visible`: the directories the sandbox shows (the repository, its own git directories): a git
+    directory anywhere else is not there to cover."""
+    args: list[str] = []
+    targets: list[str] = []
+    top = os.path.join(repo, ".git")
+    for relative in entries:
+        dot_git = os.path.join(repo, relative)
+        if os.path.islink(dot_git):
+            continue  # a bind would follow it; the runner's check after the command covers a change
+        directories = [d for d in dict.fromkeys(gitfile_directories(dot_git)) if d]
+        for directory in directories:
+            if not any(under(directory, shown) for shown in visible):
+                continue
+            if directory != dot_git and under(directory, repo) and not under(directory, top):
+                targets.append(os.path.relpath(directory, repo))
+            shadow = os.path.join(directory, "gitbot")
+            if os.path.isdir(shadow) and not os.path.islink(shadow):
+                args += ["--tmpfs", shadow, "--remount-ro", shadow]
+            for name in ("config", "config.worktree"):
+                config = os.path.join(directory, name)
+                if os.path.isfile(config) and not os.path.islink(config):
+                    sanitized = sanitized_copy(config)
+                    if sanitized is not None:
+                        args += ["--ro-bind", sanitized, config]
+    return args, sorted(set(targets))
+
+
 def _read_gitfile(dot_git: str) -> tuple[str | None, str | None]:
     """What git would find without running it: `.git` as a directory, or a `gitdir:` file."""
     if os.path.isdir(dot_git):

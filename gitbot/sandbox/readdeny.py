@@ -30,6 +30,8 @@ import os
 import stat
 import time
 
+from gitbot.gitmeta import GIT_ENTRY, looks_like_git_dir
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -42,7 +44,7 @@ MAX_MASKED_FILES = 2000
 # coarsest timestamps in use (1 s on ext4 with small inodes, 2 s on FAT) and clock ticks fit in it.
 RACY_SECONDS = 2.5
 STORE_NAME = "read-deny-index.json"  # in <git dir>/gitbot/
-_STORE_VERSION = 2  # 2: a `.git` below the root is walked (a version-1 store left those out)
+_STORE_VERSION = 3  # 2: a `.git` below the root is walked; 3: git metadata below the root is noted
 
 
 class SandboxRefusal(Exception):
@@ -50,13 +52,16 @@ class SandboxRefusal(Exception):
 
 
 class _Directory:
-    __slots__ = ("children", "denied", "stamp", "subdirs", "unreadable")
+    __slots__ = ("children", "denied", "git", "stamp", "subdirs", "unreadable")
 
     def __init__(self, stamp: tuple[int, int, int, int] | None, subdirs: list[str], denied: list[str],
-                 unreadable: bool = False):
+                 unreadable: bool = False, git: list[str] | None = None):
         self.stamp = stamp  # None: read it again on the next walk
         self.subdirs = subdirs
         self.denied = denied
+        # Git metadata seen in the listing (gitmeta.py): a `.git` entry in it, or the directory itself
+        # when it is shaped like a git directory. Noted by the same walk, so finding it costs nothing more.
+        self.git = git or []
         self.unreadable = unreadable  # not wholly listed (then stamp is None: looked at again each walk)
         self.children: list[tuple[str, str]] | None = None  # (relative, absolute) of the subdirectories
 
@@ -76,6 +81,18 @@ class DeniedFiles:
         # Directories the last walk could not look into (no permission, a path too long to name):
         # what they hold is unknown, so the sandbox hides each whole (repository-relative, "" the root).
         self.unreadable: list[str] = []
+        # Git metadata below the root as of the last walk (repository-relative): `.git` entries and
+        # directories shaped like git directories (sandbox/planted.py, mounts.py).
+        self.git_metadata: list[str] = []
+        # Other names of denied files that have more than one (hard links), as of the last walk: hidden
+        # too, since read_deny judges names and a link under another name shows the same content.
+        self.hard_links: dict[str, str] = {}  # other name -> the denied name it shares a file with
+
+    @property
+    def directories(self):
+        """The directories (repository-relative, "" the root) as of the last walk: a mapping the next walk
+        replaces rather than changes, so a caller may keep it to compare with the walk after."""
+        return self._dirs
 
     def current(self) -> list[str]:
         """The denied files now (repository-relative paths); `unreadable` says what else to hide.
@@ -113,7 +130,8 @@ class DeniedFiles:
                 was, entry = entry, self._read(relative, stamp if st.st_ctime_ns < racy_after else None)
                 # The stored copy is rewritten only when what a directory holds changed: a stamp alone
                 # (placeholders made and removed by bubblewrap) only costs the next process one listing.
-                changed = changed or was is None or was.subdirs != entry.subdirs or was.denied != entry.denied
+                changed = changed or was is None or was.subdirs != entry.subdirs or was.denied != entry.denied \
+                    or was.git != entry.git
             new[relative] = entry
             if entry.unreadable:
                 unreadable.add(relative)
@@ -127,7 +145,10 @@ class DeniedFiles:
         if changed or len(new) != len(old):
             self._save()
         found = [path for entry in new.values() if entry.denied for path in entry.denied]
+        self.hard_links = self._other_names(found)
+        found += sorted(self.hard_links)
         self.unreadable = sorted(unreadable)
+        self.git_metadata = sorted(path for entry in new.values() if entry.git for path in entry.git)
         if len(found) + len(unreadable) > MAX_MASKED_FILES:
             raise SandboxRefusal(
                 f"more than {MAX_MASKED_FILES} files in the repository match files.read_deny; the sandbox "
@@ -135,9 +156,40 @@ class DeniedFiles:
                 f"remove the files)")
         return found
 
+    def _other_names(self, denied: list[str]) -> dict[str, str]:
+        """The other names, anywhere in the tree, of the denied files that are hard-linked. Costs an
+        lstat() per denied file, and a listing of every directory only while one has a link count above
+        one (rare: a command that made such a link fails, sandbox/planted.py)."""
+        linked: dict[int, tuple[int, str]] = {}
+        for relative in denied:
+            try:
+                st = os.lstat(f"{self.root}/{relative}")
+            except OSError:
+                continue
+            if st.st_nlink > 1 and stat.S_ISREG(st.st_mode):
+                linked[st.st_ino] = (st.st_dev, relative)
+        if not linked:
+            return {}
+        names = set(denied)
+        found = {}
+        for relative in self._dirs:
+            prefix = f"{relative}/" if relative else ""
+            with contextlib.suppress(OSError), os.scandir(f"{self.root}/{relative}" if relative else self.root) as entries:
+                for entry in entries:
+                    # d_ino comes with the listing; only a match costs an lstat().
+                    if entry.inode() not in linked or prefix + entry.name in names or (not relative and entry.name == ".git"):
+                        continue
+                    with contextlib.suppress(OSError):
+                        st = entry.stat(follow_symlinks=False)
+                        device, partner = linked.get(st.st_ino, (None, ""))
+                        if stat.S_ISREG(st.st_mode) and device == st.st_dev:
+                            found[prefix + entry.name] = partner
+        return found
+
     def _read(self, relative: str, stamp: tuple[int, int, int, int] | None) -> _Directory:
         subdirs: list[str] = []
         denied: list[str] = []
+        names: set[str] = set()
         prefix = f"{relative}/" if relative else ""
         path = f"{self.root}/{relative}" if relative else self.root
         # Listing needs read permission and deciding what an entry is may need search permission; gitbot
@@ -147,9 +199,10 @@ class DeniedFiles:
             with os.scandir(path) as entries:
                 for entry in entries:
                     name = entry.name
+                    names.add(name)
                     if name == ".git" and not relative:
                         # The repository's own: read-only to commands. A `.git` further down (a nested
-                        # repository's, or one a command made) is writable, so it is walked like the rest.
+                        # repository's, or one a command made) is walked like the rest.
                         continue
                     try:
                         if entry.is_dir(follow_symlinks=False):
@@ -162,7 +215,10 @@ class DeniedFiles:
             stamp = None  # gone since its stamp was taken: its parent has changed too
         except OSError:
             unreadable = True
-        return _Directory(None if unreadable else stamp, subdirs, denied, unreadable)
+        git = [prefix + GIT_ENTRY] if relative and GIT_ENTRY in names else []
+        if relative and looks_like_git_dir(names) and relative.rpartition("/")[2] != GIT_ENTRY:  # (noted above)
+            git.append(relative)
+        return _Directory(None if unreadable else stamp, subdirs, denied, unreadable, git)
 
     # -- the copy in the git directory -----------------------------------------------------------
 
@@ -178,8 +234,8 @@ class DeniedFiles:
                     data.get("rules") != list(self.rules) or \
                     _code_fingerprint() is None or data.get("code") != _code_fingerprint():
                 return {}
-            return {relative: _Directory(tuple(stamp) if stamp else None, list(subdirs), list(denied))
-                    for relative, (stamp, subdirs, denied) in data["dirs"].items()}
+            return {relative: _Directory(tuple(stamp) if stamp else None, list(subdirs), list(denied), git=list(git))
+                    for relative, (stamp, subdirs, denied, git) in data["dirs"].items()}
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             return {}  # none yet, or unreadable: walk the tree once
 
@@ -189,7 +245,8 @@ class DeniedFiles:
         import json
 
         data = {"version": _STORE_VERSION, "root": self.root, "rules": list(self.rules), "code": _code_fingerprint(),
-                "dirs": {relative: [entry.stamp, entry.subdirs, entry.denied] for relative, entry in self._dirs.items()}}
+                "dirs": {relative: [entry.stamp, entry.subdirs, entry.denied, entry.git]
+                         for relative, entry in self._dirs.items()}}
         temporary = f"{self._store_path}.{os.getpid()}.tmp"
         try:
             os.makedirs(os.path.dirname(self._store_path), exist_ok=True)

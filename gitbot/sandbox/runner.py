@@ -21,6 +21,7 @@ the same mounts:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitbot.errors import ConfigError
-from gitbot.sandbox import bwrap, confine, contain, diagnose, layout, mounts, processes
+from gitbot.sandbox import bwrap, confine, contain, diagnose, layout, mounts, processes, remembered
 from gitbot.sandbox.command import (
     BoundedOutput,
     CannotStart,
@@ -39,6 +40,7 @@ from gitbot.sandbox.command import (
     split_command,
 )
 from gitbot.sandbox.env import build_env, without_framework_venv
+from gitbot.sandbox.planted import CommandUndone, GitMetadataGuard, protected_links, put_back_links
 from gitbot.sandbox.readdeny import DeniedFiles, SandboxRefusal
 from gitbot.sandbox.toolchain import ToolchainView, build_view
 
@@ -64,6 +66,8 @@ class Runner:
         # The pre-commit framework's private venv is gitbot's, not the project's: not on the commands' PATH.
         self.user_environ = without_framework_venv(dict(os.environ if environ is None else environ))
         self.toolchain = build_view(self.user_environ, self.repo, policy.sandbox_read_only)
+        # Before the probe reads what it remembered: never from where the commands can write.
+        remembered.writable_by_commands(self.repo)
         # The policy as enforced: what the sandbox keeps read-only, the file tools may not edit either.
         self.policy = protected_policy(policy, self.toolchain)
         self.status = bwrap.probe() if self.mode != "off" else None
@@ -75,6 +79,8 @@ class Runner:
             layout.remove_stale_placeholders(os.path.realpath(self.repo))
         # Per directory commands run in: the read-denied files there, kept up to date between commands.
         self._denied_files: dict[str, DeniedFiles] = {}
+        # Per directory commands run in: what git metadata they found there, to undo what they plant.
+        self._guards: dict[str, GitMetadataGuard] = {}
         self.refusal: str | None = None
         if self.mode == "required" and not self.sandboxed and not self.contained:
             self.refusal = (f"commands must run in the sandbox ([sandbox] mode = \"required\"), but "
@@ -134,8 +140,9 @@ class Runner:
     # ------------------------------------------------------------------------------------------
 
     def run_shell(self, command: str, timeout: float, *, max_processes: int | None = None) -> CommandRun:
-        """The agent's command line, through `bash -c` in the repository. Raises SandboxRefused, or
-        OSError when it cannot start."""
+        """The agent's command line, through `bash -c` in the repository. Raises SandboxRefused,
+        CommandUndone (it planted git metadata or replaced a protected path; undone), or OSError when it
+        cannot start."""
         bash = shutil.which("bash", path="/usr/bin:/bin") or "/bin/bash"
         return self._run([bash, "-c", command], self.repo, timeout, display=command, echo=None,
                          output=BoundedOutput.in_chars(TOOL_HEAD_CHARS, TOOL_TAIL_CHARS), max_processes=max_processes)
@@ -152,6 +159,10 @@ class Runner:
             run = self._run(argv, where, timeout, display=shown, echo=echo, output=None, checking=True)
         except OSError as exc:
             raise CannotStart(f"cannot start the check command {argv[0]!r}: {exc}") from None
+        except CommandUndone as exc:
+            # The check ran code that planted git metadata or replaced a protected path (undone): it
+            # failed, and says why.
+            return CommandRun(shown, 1, f"gitbot: {exc}\n", 0.0, sandboxed=self.sandboxed)
         if self.sandboxed and run.exit_code == 1 and run.output.strip().startswith(diagnose.BWRAP_EXEC_FAILED) \
                 and "\n" not in run.output.strip():
             raise CannotStart(self.environment_problem(argv, run) or run.output.strip())
@@ -172,7 +183,11 @@ class Runner:
         home = None if self.sandboxed else tempfile.mkdtemp(prefix="gitbot-home-")
         tmpdir = tempfile.mkdtemp(prefix="gitbot-tmp-") if self.contained else None
         placeholders: list[str] = []
+        links: dict[str, str] = {}
         note = None
+        real = os.path.realpath(where)
+        guard = self._guards.get(real) or self._guards.setdefault(real, GitMetadataGuard(real))
+        index = self._index(real)
         try:
             if self.sandboxed:
                 env = build_env(repo=where, toolchain=view, home=bwrap.sandbox_home(view, os.path.realpath(where)))
@@ -185,25 +200,36 @@ class Runner:
                                                 os.path.realpath(where), self.sandboxed)
                 if problem is not None:
                     raise CannotStart(problem)
-            if self.sandboxed:
-                try:
-                    hidden, unreadable = self.denied_files(where)
-                except SandboxRefusal as exc:
+            try:
+                hidden, unreadable = index.current(), index.unreadable
+            except SandboxRefusal as exc:
+                if self.sandboxed or self.contained:
                     raise SandboxRefused(f"command refused: {exc}") from None
+            nested_git = guard.before(index)
+            if self.sandboxed:
                 directories = self.policy.file_rules.protected_directories()
                 placeholders = layout.placeholders(os.path.realpath(where), self.protected_paths())
+                links = protected_links(real, self.protected_paths())
                 note = layout.record_placeholders(os.path.realpath(where), placeholders)
             with processes.ProcessLimit(max_processes or processes.MAX_PROCESSES) as limit:
                 if self.sandboxed:
                     argv = bwrap.wrap(argv, where, network=self.network, env=env, hidden_files=tuple(hidden),
                                       hidden_directories=tuple(unreadable), read_only=tuple(directories),
-                                      status=self.status, toolchain=view, limit=limit)
+                                      status=self.status, toolchain=view, limit=limit, nested_git=nested_git)
                 elif self.contained:
-                    argv = contain.wrap(argv, self.grants(where, view, home, tmpdir), limit)
+                    argv = contain.wrap(argv, self.grants(real, view, home, tmpdir, [*hidden, *unreadable],
+                                                          nested_git), limit)
                 else:
                     argv = confine.unsandboxed(argv, limit)
-                run = run_command(argv, where, env=env, timeout=timeout, display=display, output=output,
-                                  echo=echo, limit=limit, sandboxed=self.sandboxed)
+                try:
+                    run = run_command(argv, where, env=env, timeout=timeout, display=display, output=output,
+                                      echo=echo, limit=limit, sandboxed=self.sandboxed)
+                except BaseException:
+                    with contextlib.suppress(Exception):
+                        put_back_links(real, links, guard.aside)
+                    with contextlib.suppress(Exception):
+                        guard.after(index)  # interrupted: what the command planted still goes
+                    raise
         finally:
             layout.remove_placeholders(placeholders)
             layout.finished(note)
@@ -212,22 +238,26 @@ class Runner:
                     shutil.rmtree(scratch, ignore_errors=True)
         if self.sandboxed and _setup_failed(run):
             bwrap.forget_probe()  # what worked when the probe ran does not now: the next process probes again
+        # Before anything else reads the work tree (the step's checkpoint, the user's git): raises
+        # GitMetadataPlanted when the command made git metadata, after undoing it.
+        try:
+            put_back_links(real, links, guard.aside)
+        finally:
+            guard.after(index)
         if run.exit_code == confine.EXIT_FAILED and run.output.startswith(confine.FAILURE_PREFIX):
             raise SandboxRefused(f"the sandbox could not be set up for this command: "
                                  f"{run.output.strip().removeprefix(confine.FAILURE_PREFIX).strip()}")
         return run
 
 
-    def grants(self, where: Path, view: ToolchainView, home: str, tmpdir: str) -> contain.Grants:
-        """What a contained command run in `where` may read and write (contain.py)."""
-        real = os.path.realpath(where)
-        try:
-            hidden, unreadable = self.denied_files(where)
-        except SandboxRefusal as exc:
-            raise SandboxRefused(f"command refused: {exc}") from None
+    def grants(self, real: str, view: ToolchainView, home: str, tmpdir: str, unreadable: list[str],
+               nested_git: list[str]) -> contain.Grants:
+        """What a contained command run in `real` may read and write (contain.py): not the files
+        `unreadable` names, and the git metadata, top-level and nested, and the protected paths only read."""
         git_dirs = [directory for directory in mounts.git_directories(real) if directory]
+        _, targets = mounts.nested_git_arguments(real, nested_git, [real])
         return contain.grants(repo=real, home=home, tmpdir=tmpdir, toolchain=view, network=self.network,
-                              unreadable=[*hidden, *unreadable], read_only=[".git", *self.protected_paths()],
+                              unreadable=unreadable, read_only=[".git", *nested_git, *targets, *self.protected_paths()],
                               git_dirs=git_dirs)
 
     def protected_paths(self) -> list[str]:
@@ -239,11 +269,14 @@ class Runner:
     def denied_files(self, where: Path) -> tuple[list[str], list[str]]:
         """(the files under `where` the policy hides from commands, the directories there hidden whole
         because gitbot cannot look into them), as of now (readdeny.py)."""
-        real = os.path.realpath(where)
+        index = self._index(os.path.realpath(where))
+        return index.current(), index.unreadable
+
+    def _index(self, real: str) -> DeniedFiles:
         index = self._denied_files.get(real)
         if index is None:
             index = self._denied_files[real] = DeniedFiles(real, self.policy)
-        return index.current(), index.unreadable
+        return index
 
 
 def _setup_failed(run: CommandRun) -> bool:

@@ -221,6 +221,9 @@ def ensure_encodable(text: str, name: str) -> None:
 
 # --- writing through the guardrail -------------------------------------------------------------
 
+GITMODULES = ".gitmodules"
+
+
 def write_guarded(path: Path, relpath: str, before: str | None, after: str, data: bytes, *,
                   changed: tuple[int, int] | None = None) -> GuardrailReport:
     """Write `data` to `path` unless the guardrail finds a new syntax error in `after`.
@@ -231,6 +234,13 @@ def write_guarded(path: Path, relpath: str, before: str | None, after: str, data
     touches the disk, so a rejected edit leaves the file byte-identical, and a file that did not
     exist is never created.
     """
+    if relpath.lower() == GITMODULES:
+        from gitbot.sandbox.planted import risky_gitmodules_text
+
+        risky = risky_gitmodules_text(after)
+        if risky:
+            raise ToolError(f"The change was NOT applied: {relpath} would have settings that make git run a "
+                            f"program ({', '.join(risky)}), which gitbot never writes.")
     report = check_edit(path, before, after)
     if report.rejected:
         raise ToolError(rejection_message(relpath, report, after, created=not path.exists(), changed=changed))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from stat import S_ISREG
 import subprocess
 from pathlib import Path, PurePosixPath
 
@@ -50,6 +51,10 @@ def resolve(ctx: ToolContext, path: str, *, for_edit: bool = False, must_exist: 
         raise ToolError(f"{written!r} leads through a symlink into {relpath}; " + _git_dir_message(relpath))
 
     _check_policy(ctx, relpath, lexical, for_edit=for_edit)
+    _refuse_a_hard_link_to_a_denied_file(ctx, real, relpath)
+    if for_edit and not real.is_dir():
+        _refuse_blocking_a_protected_directory(ctx, relpath)
+        _refuse_making_a_git_directory(root, relpath)
     if for_edit and real.is_file():
         # Editing shows the file's lines back (matches, "did you mean", the guardrail's excerpt), so
         # changing an existing file also needs the right to read it.
@@ -108,6 +113,55 @@ def _check_policy(ctx: ToolContext, relpath: str, lexical: str, *, for_edit: boo
         decision = check(candidate)
         if not decision.allowed:
             raise ToolDenied(f"cannot {action} {relpath}: {decision.reason}")
+
+
+def _refuse_a_hard_link_to_a_denied_file(ctx: ToolContext, real: Path, relpath: str) -> None:
+    """read_deny judges names; a file with more than one name may be a file it denies under another. Only
+    then is the sandbox's index of denied files asked (it lists such other names, readdeny.py)."""
+    try:
+        st = os.lstat(real)
+    except OSError:
+        return
+    if st.st_nlink < 2 or not S_ISREG(st.st_mode):
+        return
+    try:
+        hidden, _unreadable = ctx.runner.denied_files(ctx.repo)
+    except Exception:  # cannot tell (e.g. too many denied files): refuse rather than show it
+        hidden = [relpath]
+    if relpath in hidden:
+        raise ToolDenied(f"cannot read {relpath}: it is a hard link to a file that files.read_deny hides")
+
+
+def _refuse_making_a_git_directory(root: Path, relpath: str) -> None:
+    """A file that is, or would make, part of a directory shaped like a git directory (gitmeta.py): git run
+    in it would read its config and could run a program from it (the commands' version is undone after
+    each one, sandbox/planted.py)."""
+    from gitbot.gitmeta import GIT_DIR_MEMBERS, looks_like_git_dir
+
+    parts = relpath.split("/")
+    directory = root
+    for depth, part in enumerate(parts):
+        if depth:  # the root is the repository's own
+            present = {name for name in GIT_DIR_MEMBERS if os.path.lexists(directory / name)} | {part}
+            if looks_like_git_dir(present):
+                shown = "/".join(parts[:depth])
+                raise ToolDenied(f"cannot write {relpath}: {shown}/ is, or would become, a git directory (it has "
+                                 f"HEAD, objects/ and refs/), which git would read and could run programs from")
+        directory = directory / part
+
+
+def _refuse_blocking_a_protected_directory(ctx: ToolContext, relpath: str) -> None:
+    """A file where a protected directory (or a directory above one) belongs would leave the sandbox no
+    place to mount it read-only: every command after would fail to start (issue 20)."""
+    from gitbot.sandbox.layout import ALWAYS_PROTECTED_DIRS
+
+    low = relpath.lower()
+    rules = getattr(ctx.policy, "file_rules", None)  # (a policy-like object may judge paths without rules)
+    for directory in (*ALWAYS_PROTECTED_DIRS, *(rules.protected_directories() if rules else ())):
+        protected = directory.strip("/").lower()
+        if protected == low or protected.startswith(low + "/"):
+            raise ToolDenied(f"cannot write a file at {relpath}: the directory {directory}/ is protected by the "
+                             f"policy (edit_deny), and a file there would stand in its place")
 
 
 def _missing_message(ctx: ToolContext, root: Path, relpath: str) -> str:

@@ -14,6 +14,7 @@ import signal
 from typing import Any
 
 from gitbot.sandbox.command import CommandRun
+from gitbot.sandbox.planted import CommandUndone
 from gitbot.sandbox.runner import TOOL_HEAD_CHARS, TOOL_TAIL_CHARS, SandboxRefused
 from gitbot.tools.base import Tool, ToolContext, ToolDenied, ToolError
 from gitbot.tools.verdicts import command_verdict, raise_refusal
@@ -50,6 +51,8 @@ def execute_command(ctx: ToolContext, args: dict[str, Any]) -> str:
         outcome = ctx.runner.run_shell(command, timeout)
     except SandboxRefused as exc:
         raise ToolDenied(str(exc)) from exc
+    except CommandUndone as exc:
+        raise ToolError(f"the command failed: {exc}") from exc
     except OSError as exc:
         raise ToolError(f"the command could not be started: {exc}") from exc
     # No redaction here: the loop scrubs every tool's output before the model or the record sees it,

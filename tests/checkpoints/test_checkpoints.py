@@ -1029,3 +1029,25 @@ def test_a_restore_that_reseeded_the_index_leaves_no_git_running_after_it_return
     restore(repo, "run-r", 0)
     assert (repo / "a.txt").read_text() == "one\n"
     assert own_children() <= before  # resume builds its next Checkpointer on this index at once
+
+
+def test_git_metadata_below_the_root_is_never_stored(repo: Path) -> None:
+    # Issue 20: a git directory the agent wrote (the target of a rewritten gitfile) was stored as ordinary
+    # files, so a restore or a commit could plant it again.
+    checkpointer = Checkpointer(repo, "gitmeta")
+    checkpointer.take(0)
+    for rel, text in {"evil/HEAD": "ref: refs/heads/main\n", "evil/config": "[core]\n\tfsmonitor = ./hook\n",
+                      "evil/objects/info/x": "", "evil/refs/heads/x": "", "wt/HEAD": "ref: x\n",
+                      "wt/commondir": "../evil\n", "plain/HEAD": "not a git directory\n"}.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    scanned = checkpointer.take(1)
+    (repo / "evil" / "hooks").mkdir()
+    (repo / "evil" / "hooks" / "pre-commit").write_text("#!/bin/sh\n")
+    touched = checkpointer.take(2, touched=["evil/hooks/pre-commit", "evil/config"])  # a file tool's fast path
+    for checkpoint in (scanned, touched):
+        stored = tree_files(repo, checkpoint.commit)
+        assert not [p for p in stored if p.startswith(("evil/", "wt/"))], stored
+        assert "plain/HEAD" in stored  # a file named HEAD alone does not make a git directory
+    assert "evil/config" in scanned.not_captured and "wt/commondir" in scanned.not_captured
+    assert "evil/hooks/pre-commit" in touched.not_captured

@@ -61,6 +61,7 @@ def repo(tmp_path):
                                          "sub/deep/other.txt": "other\n", "AGENTS.md": "be nice\n",
                                          ".gitignore": ".env\nsub/.env\n"})
     (path / ".env").write_text("DB_PASS=top-secret-env-value\n")
+    make_repo(path / "vendor" / "lib", {"lib.py": "x = 1\n"})  # a nested repository, untracked
     (path / "sub" / ".env").write_text("NESTED=nested-secret-value\n")
     return path
 
@@ -73,6 +74,8 @@ def test_in_a_container_without_user_namespaces_commands_are_confined_not_unsand
         "create_root_file": "echo x > top.txt",
         "git_config": "echo '[core] fsmonitor = x' >> .git/config",
         "git_hook": "echo evil > .git/hooks/post-checkout",
+        "nested_git_config": "echo '[core] fsmonitor = x' >> vendor/lib/.git/config",
+        "nested_git_file": "echo x > vendor/lib/lib.py",
         "agents": "echo evil > AGENTS.md",
         "policy_dir": "mkdir .gitbot",
         "env_file": "cat .env",
@@ -108,6 +111,9 @@ def test_in_a_container_without_user_namespaces_commands_are_confined_not_unsand
     refused("git_config")
     assert "fsmonitor" not in (repo / ".git" / "config").read_text()
     refused("git_hook")
+    refused("nested_git_config")
+    assert "fsmonitor" not in (repo / "vendor" / "lib" / ".git" / "config").read_text()
+    ok("nested_git_file")  # the nested repository's work tree is the repository's to change
     assert not (repo / ".git" / "hooks" / "post-checkout").exists()
     refused("agents")
     assert (repo / "AGENTS.md").read_text() == "be nice\n"

@@ -127,3 +127,27 @@ def test_a_probe_remembered_by_another_gitbot_is_not_trusted(cache_home: Path, m
     assert "disable-userns" in bwrap.probe().features
     argv = bwrap.wrap(["true"], cache_home.parent, network=False)
     assert "--disable-userns" in argv
+
+
+@pytest.mark.slow
+def test_a_cache_directory_inside_the_repository_is_never_trusted(tmp_path: Path, monkeypatch):
+    # Issue 20: with $XDG_CACHE_HOME inside the repository, a command could plant the probe's memory.
+    require_bwrap()
+    from tests.conftest import make_repo
+
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    monkeypatch.setenv("XDG_CACHE_HOME", str(repo / ".cache"))
+    runner = Runner(Policy(repo=repo, sandbox_mode="required"), repo)
+    real = bwrap.probe()
+    key = bwrap._machine_key(real.bwrap)
+    # What a command could write there: a success, with features this bubblewrap may not have.
+    forged = json.dumps({"key": key, "bwrap": real.bwrap, "features": ["size", "disable-userns"]})
+    run = runner.run_shell(f"mkdir -p .cache/gitbot && printf '%s' '{forged}' > .cache/gitbot/"
+                           f"{bwrap.PROBE_CACHE_NAME}", 60)
+    assert run.exit_code == 0 and (repo / ".cache" / "gitbot" / bwrap.PROBE_CACHE_NAME).is_file()
+    assert bwrap._remembered(real.bwrap, key) is None
+    forget_the_process_copy(monkeypatch)
+    ran = probes_run(monkeypatch)
+    bwrap.probe()
+    assert len(ran) == 1  # probed for real, not read from the repository
+    assert not any(p.name.startswith("config-") for p in (repo / ".cache").rglob("*"))  # no config copies kept there

@@ -448,15 +448,18 @@ def test_a_denied_file_created_during_the_run_is_hidden_from_the_next_command(sa
 @pytest.mark.slow
 def test_a_denied_file_moved_into_a_nested_git_directory_stays_hidden(sandboxed):
     # The user's secret arrives mid-run; a command moves its directory into a `.git` of its own making
-    # (the mask moves with it for that command), and the next command reads it there.
+    # (the mask moves with it for that command). A new `.git` fails the command (issue 20): it is set aside
+    # in gitbot's store, the user's file with it, intact, and no later command reads it.
     value = "moved-into-dot-git-" + uuid.uuid4().hex
     run(sandboxed, "mkdir -p config && echo ok")
     (sandboxed.repo / "config" / ".env").write_text(f"SECRET={value}\n")
-    result = run(sandboxed, "mkdir -p stash/.git && mv config stash/.git/ && echo moved")
-    assert result.endswith("moved"), result
-    result = run(sandboxed, "cat stash/.git/config/.env; echo done")
+    with pytest.raises(ToolError, match="git metadata"):
+        run(sandboxed, "mkdir -p stash/.git && mv config stash/.git/ && echo moved")
+    assert not (sandboxed.repo / "stash" / ".git").exists()
+    result = run(sandboxed, "cat stash/.git/config/.env .git/gitbot/set-aside/*/config/.env; echo done")
     assert value not in result and result.endswith("done"), result
-    assert (sandboxed.repo / "stash/.git/config/.env").read_text() == f"SECRET={value}\n"
+    kept = list((sandboxed.repo / ".git" / "gitbot" / "set-aside").glob("*/config/.env"))
+    assert [path.read_text() for path in kept] == [f"SECRET={value}\n"]
 
 
 @pytest.mark.slow

@@ -359,3 +359,19 @@ def test_schema_and_description(ctx):
     description = definition["description"]
     assert "100" in description and "start_line" in description and "end_line" in description
     assert not READ_FILE.changes_files
+
+
+def test_a_hard_link_to_a_read_denied_file_is_not_read(tmp_path):
+    # Issue 20: read_deny judges names; another name of the same file showed its content.
+    from gitbot.policy import Policy
+    from gitbot.secrets import Secrets
+    from gitbot.tools.base import ToolContext
+    from tests.conftest import make_repo
+
+    repo = make_repo(tmp_path / "linked", {"app.py": "print('app')\n"})
+    (repo / ".env").write_text("DB_PASSWORD=hunter2-linked\n")
+    os.link(repo / ".env", repo / "notes.txt")
+    ctx = ToolContext(repo, Policy(repo=repo, read_deny=(".env",), sandbox_mode="off"), Secrets())
+    with pytest.raises(ToolDenied, match="hard link"):
+        read_file(ctx, {"path": "notes.txt"})
+    assert "print" in str(read_file(ctx, {"path": "app.py"}))

@@ -281,3 +281,38 @@ def test_schema_and_description():
     assert definition["input_schema"]["required"] == ["path", "content"]
     assert WRITE_TO_FILE.changes_files
     assert "guardrail" in definition["description"].lower()
+
+
+def test_a_file_cannot_stand_where_a_protected_directory_belongs(ctx, repo):
+    # Issue 20: `.github` written as a file left the sandbox no place to mount .github/workflows read-only,
+    # and no command could start after it.
+    for path in (".github", ".GitHub", ".gitbot", ".github/workflows"):
+        with pytest.raises(ToolDenied, match="protected|edit_deny"):
+            write_to_file(ctx, {"path": path, "content": "x\n"})
+        assert not (repo / path.split("/")[0]).exists()
+    write_to_file(ctx, {"path": ".github/CODEOWNERS", "content": "* @me\n"})  # beside it is fine
+    assert (repo / ".github" / "CODEOWNERS").is_file()
+
+
+def test_the_file_tools_cannot_build_a_git_directory(ctx, repo):
+    # Issue 20: a directory shaped like a git directory is one git run inside it reads (and runs its
+    # config's programs from); commands that make one are undone, and the file tools refuse.
+    write_to_file(ctx, {"path": "evil/HEAD", "content": "ref: refs/heads/main\n"})
+    write_to_file(ctx, {"path": "evil/objects/info/packs", "content": "\n"})
+    with pytest.raises(ToolDenied, match="git directory"):
+        write_to_file(ctx, {"path": "evil/refs/heads/main", "content": "0" * 40 + "\n"})
+    (repo / "wt").mkdir()
+    (repo / "wt" / "commondir").write_text("../evil\n")  # a worktree's git directory needs no objects/
+    with pytest.raises(ToolDenied, match="git directory"):
+        write_to_file(ctx, {"path": "wt/HEAD", "content": "x\n"})
+    assert not (repo / "evil" / "refs").exists()
+    write_to_file(ctx, {"path": "docs/HEAD", "content": "a file named HEAD alone is fine\n"})
+
+
+def test_a_gitmodules_setting_that_runs_a_program_is_never_written(ctx, repo):
+    for setting in ("update = !sh pwn.sh", "url = ext::sh -c touch% pwned", "url = --upload-pack=touch pwned"):
+        text = f'[submodule "lib"]\n\tpath = lib\n\t{setting}\n'
+        message = rejected(ctx, ".gitmodules", text)
+        assert "run a program" in message and not (repo / ".gitmodules").exists()
+    write_to_file(ctx, {"path": ".gitmodules", "content": '[submodule "lib"]\n\tpath = lib\n\turl = ../lib\n'})
+    assert (repo / ".gitmodules").is_file()

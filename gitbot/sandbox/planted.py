@@ -1,0 +1,353 @@
+"""Git metadata a command plants in the repository: found right after the command, and undone before
+any git of the user's can read it.
+
+The user's own git reads more than the top-level `.git` (gitbot/gitmeta.py), and a config it reads
+can make it run a program (`core.fsmonitor`, a pager, a diff driver) on the host, as the user. In the
+sandbox every `.git` below the root, and the git directory its gitfile names, is read-only and its
+config sanitized (mounts.py), so a command can only make new metadata; without the sandbox a command
+can also rewrite what exists, which cannot be prevented there, only found and undone afterwards.
+
+After each command, compared with the state the run found (and then the state each command left):
+- a new `.git` (directory, gitfile or symlink) anywhere below the root: removed;
+- a new directory shaped like a git directory: removed; an existing one that became so: the entries
+  that made it so, which the command wrote, removed;
+- a `.git` file or symlink that changed, or the config of a git directory the run found (nested ones
+  and the repository's own): put back as it was;
+- a `.gitmodules` that now has a setting that makes git run something (`update = !cmd`, a URL git
+  would hand to a remote helper that runs commands, an option-like URL or path): put back as it was.
+Then the command counts as failed (GitMetadataPlanted says what was found and what was undone). All of
+this happens before the command's checkpoint, so none of it reaches a checkpoint or a commit.
+
+Where the existing metadata is comes free from the read-deny walk (readdeny.py), which already lists
+every directory whose change time moved; so the check costs one more stamp walk per command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import time
+from dataclasses import dataclass, field
+
+from gitbot.gitmeta import GIT_DIR_MEMBERS, GIT_ENTRY, HEAD
+from gitbot.sandbox.gitconfig import parse_entries
+from gitbot.sandbox.mounts import git_directories, gitfile_directories
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gitbot.sandbox.readdeny import DeniedFiles
+
+GITMODULES = ".gitmodules"
+SET_ASIDE = "set-aside"  # in the git directory's gitbot/ store, which commands cannot see
+CLOCK_TICK_NS = 50_000_000
+CONFIG_NAMES = ("config", "config.worktree")
+# URL schemes that make git start a program named in the URL: ext:: runs a shell command, fd:: reads
+# file descriptors the caller set up; neither belongs in a submodule.
+RISKY_URL_TRANSPORTS = ("ext::", "fd::")
+
+
+class CommandUndone(Exception):
+    """A command changed what it must not; gitbot undid it, and the command counts as failed. The message
+    says what, for the model."""
+
+
+class GitMetadataPlanted(CommandUndone):
+    """A command made git metadata the user's git would read; it was undone."""
+
+
+class ProtectedLinkReplaced(CommandUndone):
+    """A command replaced a protected path that is a symlink (which no mount can pin); it was put back."""
+
+
+def protected_links(root: str, protected: list[str]) -> dict[str, str]:
+    """The protected paths (repository-relative) that are symlinks now, with their targets. A mount
+    would follow a symlink, so the sandbox cannot pin one (it pins its target when that lies inside the
+    repository, layout.py): `put_back_links` puts back one a command replaced."""
+    links = {}
+    for relative in protected:
+        path = os.path.join(root, relative)
+        with contextlib.suppress(OSError):
+            if os.path.islink(path):
+                links[relative] = os.readlink(path)
+    return links
+
+
+def put_back_links(root: str, links: dict[str, str], aside: str | None) -> None:
+    """Raise ProtectedLinkReplaced when a command replaced one of `links`, after putting it back (what
+    stood there instead is moved to `aside`, see `set_aside`)."""
+    replaced = []
+    for relative, target in links.items():
+        path = os.path.join(root, relative)
+        try:
+            if os.path.islink(path) and os.readlink(path) == target:
+                continue
+        except OSError:
+            pass
+        set_aside(path, root, aside)
+        os.symlink(target, path)
+        replaced.append(relative)
+    if replaced:
+        raise ProtectedLinkReplaced(
+            f"the command replaced {', '.join(replaced)}, which the policy protects (only the user may change "
+            f"it), so gitbot put it back and counts the command as failed")
+
+
+@dataclass
+class _State:
+    """What of the repository's git metadata a check compares: identities and the bytes to put back."""
+    entries: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # relative -> (mode, dev, ino)
+    pointers: dict[str, tuple[bool, bytes]] = field(default_factory=dict)  # .git file/symlink -> (link, content)
+    configs: dict[str, tuple[tuple, bytes | None]] = field(default_factory=dict)  # absolute -> (stamp, content)
+    gitmodules: tuple[tuple, bytes | None] = ((), None)
+
+
+def _stamp(path: str) -> tuple:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return ()
+    return (st.st_mode, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+class GitMetadataGuard:
+    """Finds and undoes the git metadata commands plant under one work tree (`root`, a real path)."""
+
+    def __init__(self, root: str):
+        self.root = root
+        self._state: _State | None = None
+        own = git_directories(root)
+        self._own_git_dirs = {d for d in own if d}
+        # Where what a command made is moved (never deleted: it may hold the user's files, moved in).
+        self.aside = os.path.join(own[0], "gitbot", SET_ASIDE) if own[0] else None
+        self._before_dirs = None
+        self._links_before: set[str] = set()
+        self._began_ns = 0
+
+    def before(self, index: DeniedFiles) -> list[str]:
+        """Call with the index just walked, right before a command (what changed since the last one was
+        not the command's: the user's own `git remote add` is never undone). Returns the `.git` entries
+        below the root that exist now (for the sandbox to make read-only)."""
+        self._state = self._snapshot(index.git_metadata)
+        self._before_dirs = index.directories
+        self._links_before = set(index.hard_links)
+        # A file system's clock lags the system's by up to a tick: what the command wrote at its start may
+        # carry a change time a little before this.
+        self._began_ns = time.time_ns() - CLOCK_TICK_NS
+        return [rel for rel in self._state.entries if rel.rpartition("/")[2] == GIT_ENTRY]
+
+    def after(self, index: DeniedFiles) -> None:
+        """Call after the command. Undoes what it planted and raises GitMetadataPlanted, or returns."""
+        state, self._state = self._state, None
+        if state is None:
+            return
+        with contextlib.suppress(Exception):
+            index.current()  # raises only when too many files are read-denied; the walk is done by then
+        undone: list[str] = []
+        for rel in index.git_metadata:
+            if rel not in state.entries:
+                undone += self._remove_new(rel)
+        for rel, identity in state.entries.items():
+            undone += self._restore_entry(rel, identity, state)
+        for path, (stamp, content) in state.configs.items():
+            if _stamp(path) != stamp and _read(path) != content:
+                _put_back(path, content)
+                undone.append(f"{os.path.relpath(path, self.root)} (a git config, put back)")
+        undone += self._check_gitmodules(state)
+        linked = [rel for rel in index.hard_links if rel not in self._links_before]
+        if linked:
+            # Undo the name the command made: the other one when the denied file was there before (the
+            # user's `.env`), else the denied one (a `.env` linked to a file of the user's).
+            denied_before = {path for entry in self._before_dirs.values() for path in entry.denied}
+            for rel in linked:
+                partner = index.hard_links[rel]
+                _remove(os.path.join(self.root, rel if partner in denied_before else partner))
+            raise CommandUndone(
+                f"the command made a hard link to a file the policy does not let you read ({', '.join(linked)}): "
+                f"a link shows that file's content under another name, so gitbot removed it and counts the "
+                f"command as failed" + (f"; it also made git metadata, undone: {'; '.join(undone)}" if undone else ""))
+        if undone:
+            raise GitMetadataPlanted(
+                "the command made git metadata that git on the user's machine would read (and could run a "
+                "program from), so gitbot undid it and counts the command as failed: " + "; ".join(undone) +
+                ". Commands must not create `.git` files or directories, git directories, or `.gitmodules` "
+                "settings that run programs, nor change a git config.")
+
+    # -- what is there ---------------------------------------------------------------------------
+
+    def _snapshot(self, metadata: list[str]) -> _State:
+        state = _State()
+        git_dirs = set(self._own_git_dirs)
+        for rel in metadata:
+            path = os.path.join(self.root, rel)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            state.entries[rel] = (stat.S_IFMT(st.st_mode), st.st_dev, st.st_ino)
+            if rel.rpartition("/")[2] != GIT_ENTRY:
+                git_dirs.add(path)  # a git-shaped directory
+            elif stat.S_ISLNK(st.st_mode):
+                with contextlib.suppress(OSError):
+                    state.pointers[rel] = (True, os.fsencode(os.readlink(path)))
+            elif stat.S_ISREG(st.st_mode):
+                content = _read(path)
+                if content is not None:
+                    state.pointers[rel] = (False, content)
+            if rel.rpartition("/")[2] == GIT_ENTRY and not stat.S_ISLNK(st.st_mode):
+                git_dirs.update(d for d in gitfile_directories(path) if d)
+        for directory in git_dirs:
+            for name in CONFIG_NAMES:
+                config = os.path.join(directory, name)
+                state.configs[config] = (_stamp(config), _read(config))
+        gitmodules = os.path.join(self.root, GITMODULES)
+        state.gitmodules = (_stamp(gitmodules), _read(gitmodules))
+        return state
+
+    # -- undoing ---------------------------------------------------------------------------------
+
+    def _remove_new(self, rel: str) -> list[str]:
+        path = os.path.join(self.root, rel)
+        if rel.rpartition("/")[2] == GIT_ENTRY or rel not in self._before_dirs:
+            return [f"{rel} (new, {set_aside(path, self.root, self.aside)})"]
+        # A directory that was there before the command and is shaped like a git directory now: take
+        # away what the command wrote of the entries that decide it, and leave the rest alone.
+        made = [name for name in GIT_DIR_MEMBERS if _changed_since(os.path.join(path, name), self._began_ns)]
+        moved = [set_aside(os.path.join(path, name), self.root, self.aside) for name in made or [HEAD]]
+        return [f"{rel} (made a git directory; " + ", ".join(f"{name} {how}" for name, how in zip(made or [HEAD], moved))
+                + ")"]
+
+    def _restore_entry(self, rel: str, identity: tuple[int, int, int], state: _State) -> list[str]:
+        path = os.path.join(self.root, rel)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return []  # gone: nothing for git to read there
+        pointer = state.pointers.get(rel)
+        if pointer is None:
+            return []  # a directory: its config is compared on its own
+        link, content = pointer
+        now_link = stat.S_ISLNK(st.st_mode)
+        with contextlib.suppress(OSError):
+            if link and now_link and os.fsencode(os.readlink(path)) == content:
+                return []
+            if not link and stat.S_ISREG(st.st_mode) and _read(path) == content:
+                return []
+        set_aside(path, self.root, self.aside)
+        if link:
+            os.symlink(os.fsdecode(content), path)
+        else:
+            _put_back(path, content)
+        return [f"{rel} (changed, put back)"]
+
+    def _check_gitmodules(self, state: _State) -> list[str]:
+        path = os.path.join(self.root, GITMODULES)
+        stamp, content = state.gitmodules
+        if _stamp(path) == stamp or not os.path.lexists(path):
+            return []
+        # A link could lead git to a file the checks here never see change: never one a command made.
+        risky = ["a symlink"] if os.path.islink(path) else risky_gitmodules_settings(path) if os.path.isfile(path) else []
+        if not risky:
+            return []
+        moved = set_aside(path, self.root, self.aside)
+        if content is not None:
+            _put_back(path, content)
+        return [f"{GITMODULES} ({', '.join(risky)}; {moved if content is None else 'put back'})"]
+
+
+def risky_gitmodules_settings(path: str) -> list[str]:
+    """The keys of a `.gitmodules` file whose values make git run something, or look like an option to
+    the programs git hands them to. A file git cannot parse is not risky (git will not read it either)."""
+    entries = parse_entries(path) or []
+    found = []
+    for key, value in entries:
+        section, _, rest = key.partition(".")
+        name = rest.rpartition(".")[2].lower()
+        if section.lower() != "submodule" or value is None:
+            continue
+        text = value.strip()
+        if name == "update" and text.startswith("!") or \
+                name == "url" and (text.lower().startswith(RISKY_URL_TRANSPORTS) or text.startswith("-")) or \
+                name == "path" and (text.startswith("-") or GIT_ENTRY in text.lower().split("/")):
+            found.append(key)
+    return found
+
+
+def risky_gitmodules_text(text: str) -> list[str]:
+    """`risky_gitmodules_settings` for a `.gitmodules` about to be written (the file tools' check)."""
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="gitbot-gitmodules-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
+            handle.write(text)
+        return risky_gitmodules_settings(path)
+    finally:
+        os.unlink(path)
+
+
+def _changed_since(path: str, began_ns: int) -> bool:
+    try:
+        return os.lstat(path).st_ctime_ns >= began_ns
+    except OSError:
+        return False
+
+
+def set_aside(path: str, root: str, aside: str | None) -> str:
+    """Move what a command made at `path` out of the work tree, into `aside` (kept, since a command may have
+    moved the user's own files into it); removed only without a place to keep it. Says which, for a message."""
+    if aside is not None and os.path.lexists(path):
+        with contextlib.suppress(OSError):
+            name = os.path.relpath(path, root).replace("/", "%")
+            target = os.path.join(aside, f"{time.time_ns()}-{name}")
+            os.makedirs(aside, mode=0o700, exist_ok=True)
+            if os.path.isdir(path) and not os.path.islink(path):
+                _make_removable(path)
+            shutil.move(path, target)
+            return f"moved out of the work tree, kept in the git directory's gitbot/{SET_ASIDE}/"
+    _remove(path)
+    return "removed"
+
+
+def _remove(path: str) -> None:
+    """Remove a file, symlink or directory tree, never following a symlink."""
+    with contextlib.suppress(FileNotFoundError):
+        if os.path.isdir(path) and not os.path.islink(path):
+            _make_removable(path)
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+
+
+def _make_removable(top: str) -> None:
+    """A command may have taken away the permission to list or change its own directories."""
+    with contextlib.suppress(OSError):
+        os.chmod(top, 0o700)
+    for directory, subdirs, _files in os.walk(top):
+        for name in subdirs:
+            with contextlib.suppress(OSError):
+                sub = os.path.join(directory, name)
+                if not os.path.islink(sub):
+                    os.chmod(sub, 0o700)
+
+
+def _put_back(path: str, content: bytes | None) -> None:
+    """Write `content` at `path` (replacing whatever is there), or remove it when it was absent."""
+    if content is None:
+        _remove(path)
+        return
+    if os.path.isdir(path) and not os.path.islink(path):
+        _remove(path)
+    temporary = f"{path}.gitbot-{os.getpid()}.tmp"
+    with open(temporary, "wb") as handle:
+        handle.write(content)
+    os.replace(temporary, path)
