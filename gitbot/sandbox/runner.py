@@ -35,6 +35,8 @@ from gitbot.sandbox.command import (
     split_command,
 )
 from gitbot.sandbox.env import build_env, without_framework_venv
+from gitbot.sandbox.filtered_store import FilteredStore, StoreNotReady, StoreView
+from gitbot.sandbox.mounts import git_directories
 from gitbot.sandbox.readdeny import DeniedFiles, SandboxRefusal
 from gitbot.sandbox.toolchain import ToolchainView, build_view
 
@@ -69,6 +71,10 @@ class Runner:
             layout.remove_stale_placeholders(os.path.realpath(self.repo))
         # Per directory commands run in: the read-denied files there, kept up to date between commands.
         self._denied_files: dict[str, DeniedFiles] = {}
+        # The object store commands see, read_deny's blobs left out; prepared from now on, in the background.
+        self.history = history_store(self.repo, self.policy) if self.sandboxed else None
+        if self.history is not None:
+            self.history.start()
         self.refusal: str | None = None
         if self.mode == "required" and not self.sandboxed:
             self.refusal = (f"commands must run in the sandbox ([sandbox] mode = \"required\"), but "
@@ -165,13 +171,14 @@ class Runner:
                 except SandboxRefusal as exc:
                     raise SandboxRefused(f"command refused: {exc}") from None
                 directories = self.policy.file_rules.protected_directories()
+                store = self.store_view()
                 placeholders = layout.placeholders(os.path.realpath(where), self.protected_paths())
                 note = layout.record_placeholders(os.path.realpath(where), placeholders)
             with processes.ProcessLimit(max_processes or processes.MAX_PROCESSES) as limit:
                 if self.sandboxed:
                     argv = bwrap.wrap(argv, where, network=self.network, env=env, hidden_files=tuple(hidden),
                                       hidden_directories=tuple(unreadable), read_only=tuple(directories),
-                                      status=self.status, toolchain=view, limit=limit)
+                                      status=self.status, toolchain=view, limit=limit, store=store)
                 else:
                     argv = confine.unsandboxed(argv, limit)
                 run = run_command(argv, where, env=env, timeout=timeout, display=display, output=output,
@@ -195,6 +202,16 @@ class Runner:
         return [*layout.ALWAYS_PROTECTED_DIRS, *self.policy.file_rules.protected_directories(),
                 *layout.ALWAYS_PROTECTED_FILES]
 
+    def store_view(self) -> StoreView | None:
+        """The filtered object store for this command (None: nothing is hidden, the real one is shown);
+        raises SandboxRefused while it is not ready after a bounded wait."""
+        if self.history is None:
+            return None
+        try:
+            return self.history.view()
+        except StoreNotReady as exc:
+            raise SandboxRefused(f"command refused: {exc}") from None
+
     def denied_files(self, where: Path) -> tuple[list[str], list[str]]:
         """(the files under `where` the policy hides from commands, the directories there hidden whole
         because gitbot cannot look into them), as of now (readdeny.py)."""
@@ -203,6 +220,18 @@ class Runner:
         if index is None:
             index = self._denied_files[real] = DeniedFiles(real, self.policy)
         return index.current(), index.unreadable
+
+
+def history_store(repo: Path, policy: Policy) -> FilteredStore | None:
+    """The filtered object store for commands in `repo`, or None when read_deny is empty or the
+    repository has no git directory of its own to keep it in."""
+    if not policy.read_deny:
+        return None
+    real = os.path.realpath(repo)
+    _git_dir, common_dir = git_directories(real)
+    if common_dir is None or not os.path.isdir(os.path.join(common_dir, "objects")):
+        return None
+    return FilteredStore(real, common_dir, tuple(policy.read_deny), policy.file_rules.denies_read_by_name)
 
 
 def _setup_failed(run: CommandRun) -> bool:
