@@ -33,6 +33,7 @@ from gitbot.sandbox.hidden_blobs import (
     HistoryUnreadable,
     Tips,
     current_tips,
+    feed,
     hidden_in_history,
     index_entries,
     run_git,
@@ -161,22 +162,29 @@ class FilteredStore:
         entries = index_entries(self.repo, index_files(self.common_dir))
         in_index = {blob for blob, path in entries if self.denied(path)}
         if state is not None and state.get("hidden") is not None:
-            seen = state.get("tips", [])
-            hidden = set(state["hidden"]) | in_index | hidden_in_history(self.repo, self.denied, self.patterns, tips,
-                                                                         seen)
-            added = hidden - set(state["hidden"])
-            if not state["hidden"] and hidden:
-                return self._build(wanted, tips, hidden, entries)
-            if state["hidden"] and self._holds(added):
-                return self._build(wanted, tips, hidden, entries)  # a kept object is hidden now: start over
-            if hidden:
-                self._add(tips, seen, hidden, entries, added)
-            return self._write_state(wanted, tips, hidden)
-        hidden = in_index | hidden_in_history(self.repo, self.denied, self.patterns, tips)
+            try:
+                return self._catch_up(state, wanted, tips, entries, in_index)
+            except HistoryUnreadable:
+                pass  # an earlier tip is gone (pruned), say: start over
+        hidden = in_index | hidden_in_history(self.repo, self.denied, tips)
         if not hidden:
             os.makedirs(self.root, exist_ok=True)
             return self._write_state(wanted, tips, hidden)
         return self._build(wanted, tips, hidden, entries)
+
+    def _catch_up(self, state: dict, wanted: str, tips: Tips, entries: list[tuple[str, str]],
+                  in_index: set[str]) -> dict:
+        """From the state an earlier preparation left: walk only what is new, add one pack."""
+        seen = state.get("tips", [])
+        hidden = set(state["hidden"]) | in_index | hidden_in_history(self.repo, self.denied, tips, seen)
+        added = hidden - set(state["hidden"])
+        if not state["hidden"] and hidden:
+            return self._build(wanted, tips, hidden, entries)
+        if state["hidden"] and self._holds(added):
+            return self._build(wanted, tips, hidden, entries)  # a kept object is hidden now: start over
+        if hidden:
+            self._add(tips, seen, hidden, entries, added)
+        return self._write_state(wanted, tips, hidden)
 
     def _build(self, wanted: str, tips: Tips, hidden: set[str], entries: list[tuple[str, str]]) -> dict:
         building = f"{self.root}.building-{uuid.uuid4().hex[:8]}"
@@ -206,12 +214,12 @@ class FilteredStore:
         env = git.clean_env()
         revisions = "".join(f"{rev}\n" for rev in positive) + "".join(f"^{rev}\n" for rev in negative)
         rev_list = subprocess.Popen(["git", *QUIET, "-C", self.repo, "rev-list", "--objects", "--missing=allow-any",
-                                     "--stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     "--ignore-missing", "--stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, env=env)
         packer = subprocess.Popen(["git", *QUIET, "-C", self.repo, "pack-objects", "-q", "--delta-base-offset",
                                    os.path.join(where, "objects", "pack", "pack")],
                                   stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-        feeder = threading.Thread(target=_feed, args=(rev_list, revisions.encode()), daemon=True)
+        feeder = threading.Thread(target=feed, args=(rev_list, revisions.encode()), daemon=True)
         feeder.start()
         try:
             listed = set()
@@ -296,12 +304,6 @@ class FilteredStore:
                                                                                             entry.name)):
                     shutil.copyfile(entry.path, os.path.join(view, "replace", entry.name))
         return view
-
-
-def _feed(process: subprocess.Popen, data: bytes) -> None:
-    with contextlib.suppress(BrokenPipeError, OSError):
-        process.stdin.write(data)
-        process.stdin.close()
 
 
 def _write_atomically(path: str, data: bytes) -> None:

@@ -3,16 +3,17 @@ path in any commit reachable from a ref or a reflog entry (a stash's index and u
 included), in a tree a ref names, or in an index. A blob seen at both a denied and an allowed path is
 hidden (its id is what git looks up, whatever the path). The empty blob never is: it holds nothing.
 
-One path-limited walk finds them: `git log --full-history -c --raw` over the tips, limited to pathspecs
-that cover every read_deny rule (`:(glob,icase)**/NAME` for a rule's last component), each path then
-checked against the rules themselves. `-c` lists a merge's blob only where it differs from every parent
-(an evil merge, a conflict resolution); any other blob a merge holds came from a parent, whose own
-commits are walked (--full-history: no side branch is skipped). The walk is incremental: given the
-tips of an earlier walk, only commits they do not reach are looked at.
+One walk finds them: `git log -c --raw` over the tips, every path it lists checked against the rules.
+`-c` lists a merge's blob only where it differs from every parent (an evil merge, a conflict
+resolution); any other blob a merge holds came from a parent, whose own commits are walked. The walk
+is incremental: given the tips of an earlier walk, only commits they do not reach are looked at.
 """
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -77,48 +78,67 @@ def _has_head(repo: str) -> bool:
     return done.returncode == 0
 
 
-def pathspecs(patterns: Sequence[str]) -> list[str] | None:
-    """Pathspecs that select at least every path the rules match (the rules decide afterwards); None
-    when one rule cannot be narrowed (its last component is `**`): then the walk looks at every path."""
-    specs = []
-    for pattern in patterns:
-        last = pattern.rstrip("/").rsplit("/", 1)[-1]
-        if "**" in last or not last:
-            return None
-        specs.append(f":(glob,icase)**/{last}")
-    return sorted(set(specs))
-
-
-def hidden_in_history(repo: str, denied: Callable[[str], bool], patterns: Sequence[str], tips: Tips,
-                      seen: Iterable[str] = ()) -> set[str]:
+def hidden_in_history(repo: str, denied: Callable[[str], bool], tips: Tips, seen: Iterable[str] = ()) -> set[str]:
     """The blobs at read-denied paths in the commits `tips` reach and `seen` (earlier tips) do not."""
-    specs = pathspecs(patterns)
-    revisions = "".join(f"{commit}\n" for commit in tips.commits) + "".join(f"^{old}\n" for old in seen)
-    if not tips.commits:
-        return set()
-    output = run_git(repo, "log", "--stdin", "--full-history", "-c", "--root", "--no-renames", "--raw",
-                     "--no-abbrev", "--format=", "-z", "--", *(specs if specs is not None else []),
-                     input=revisions.encode())
-    found = set()
-    fields = output.split(b"\0")
-    # -z --raw: ":modes... ids... STATUS" NUL path NUL; a combined record ("::") lists one id per parent
-    # and the result's id last.
-    i = 0
-    while i < len(fields) - 1:
-        record = fields[i].lstrip(b"\n")
-        if not record.startswith(b":"):
-            i += 1
-            continue
-        path = fields[i + 1].decode("utf-8", "surrogateescape")
-        i += 2
-        if denied(path):
-            found.update(word.decode() for word in record.split() if len(word) in (40, 64)
-                         and not word.startswith(b":"))
+    found: set[str] = set()
+    if tips.commits:
+        revisions = "".join(f"{commit}\n" for commit in tips.commits) + "".join(f"^{old}\n" for old in seen)
+        # No pathspec: with one (`**/.env` cannot be narrowed to a directory) git compares every path of
+        # every changed tree against it, many times slower than listing them all for the rules to judge.
+        command = ["git", *QUIET, "-C", repo, "log", "--stdin", "--ignore-missing", "-c", "--root", "--no-renames", "--raw",
+                   "--no-abbrev", "--format=", "-z"]
+        _walk(command, revisions.encode(), denied, found)
     for tree in tips.trees:
         found |= _hidden_in_tree(repo, tree, denied)
     found.discard("0" * 40)
     found.discard(EMPTY_BLOB)
     return found
+
+
+def _walk(command: list[str], revisions: bytes, denied: Callable[[str], bool], found: set[str]) -> None:
+    """Read git's raw records as they come (-z: ":modes ids STATUS" NUL path NUL; a merge's combined
+    record, "::", lists one id per parent and its own last), keeping the ids of read-denied paths."""
+    verdicts: dict[bytes, bool] = {}
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=git.clean_env())
+    feeder = threading.Thread(target=feed, args=(process, revisions), daemon=True)
+    feeder.start()
+    errors: list[bytes] = []
+    drain = threading.Thread(target=lambda: errors.append(process.stderr.read()), daemon=True)
+    drain.start()
+    pending = b""
+    record = None
+    try:
+        while chunk := process.stdout.read(1 << 20):
+            fields = (pending + chunk).split(b"\0")
+            pending = fields.pop()
+            for field in fields:
+                if record is None:
+                    field = field.lstrip(b"\n")
+                    if field.startswith(b":"):
+                        record = field
+                    continue
+                verdict = verdicts.get(field)
+                if verdict is None:
+                    verdict = verdicts[field] = denied(field.decode("utf-8", "surrogateescape"))
+                if verdict:
+                    found.update(word.decode() for word in record.split()
+                                 if len(word) in (40, 64) and not word.startswith(b":"))
+                record = None
+    finally:
+        process.stdout.close()
+        process.wait()
+        feeder.join()
+        drain.join()
+    if process.returncode != 0:
+        raise HistoryUnreadable(f"git log failed (exit {process.returncode}): "
+                                f"{b''.join(errors).decode('utf-8', 'replace')[:300]}")
+
+
+def feed(process: subprocess.Popen, data: bytes) -> None:
+    with contextlib.suppress(BrokenPipeError, OSError):
+        process.stdin.write(data)
+        process.stdin.close()
 
 
 def _hidden_in_tree(repo: str, tree: str, denied: Callable[[str], bool]) -> set[str]:
