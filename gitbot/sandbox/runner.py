@@ -75,6 +75,7 @@ class Runner:
         self.history = history_store(self.repo, self.policy) if self.sandboxed else None
         if self.history is not None:
             self.history.start()
+            self.policy = dataclasses.replace(self.policy, history_hidden_by_sandbox=True)
         self.refusal: str | None = None
         if self.mode == "required" and not self.sandboxed:
             self.refusal = (f"commands must run in the sandbox ([sandbox] mode = \"required\"), but "

@@ -160,3 +160,9 @@ def test_a_secret_committed_during_the_run_is_hidden_at_the_next_command(runner,
         assert "later/.env" in output  # the commit is there, its .env content is not
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", str(work)], cwd=repo, check=True)
+
+
+def test_the_judge_leaves_history_to_the_sandbox_and_keeps_it_unsandboxed(runner, repo):
+    for command in ("git log -p --all", "git diff HEAD~1", "git show HEAD~1"):
+        assert runner.policy.check_command(command).allowed, command
+        assert not Policy(repo=repo).check_command(command).allowed, command

@@ -57,7 +57,7 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
                  check_read: Callable[[str], Decision] | None = None,
                  shelters: Callable[[str], str | None] | None = None,
                  denied_files: Callable[[], tuple[str, ...] | None] | None = None,
-                 denied_name: Callable[[str], bool] | None = None):
+                 denied_name: Callable[[str], bool] | None = None, judge_history: bool = True):
         self.allow = list(allow)
         self.deny = list(deny)
         self.allow_all = any(rule.matches_everything for rule in self.allow)
@@ -73,6 +73,8 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
         self.denied_files = denied_files
         # Whether read_deny covers a path by its name alone (a path in git's history, not on disk).
         self.denied_name = denied_name or (lambda path: not self.check_read(path).allowed)
+        # False where the sandbox hides read_deny's blobs from git's object store: nothing to predict.
+        self.judge_history = judge_history
         self._listing = UNSET
 
     def judge(self, command: str) -> Decision:
@@ -88,7 +90,8 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, Arguments, Runners):
             self._check_outputs(verdicts)
             self._check_reads(verdicts)
             self._check_tree_writes(verdicts)
-            self._check_history(verdicts)
+            if self.judge_history:
+                self._check_history(verdicts)
         except Denied as denial:
             return Decision(False, denial.reason, tuple(verdicts.commands))
         parts = "; ".join(verdicts.allowed) if verdicts.allowed else "it runs no program"
@@ -363,14 +366,17 @@ def judge_command(command: str, allow: Sequence[CommandRule], deny: Sequence[Com
                   extra_allowed: Sequence[str] = (), check_read: Callable[[str], Decision] | None = None,
                   shelters: Callable[[str], str | None] | None = None,
                   denied_files: Callable[[], tuple[str, ...] | None] | None = None,
-                  denied_name: Callable[[str], bool] | None = None) -> Decision:
+                  denied_name: Callable[[str], bool] | None = None, judge_history: bool = True) -> Decision:
     """The decision for one command line; `extra_allowed` are the run's check commands, allowed as
-    written and with more arguments; `denied_files` lists the repository's read-denied files."""
+    written and with more arguments; `denied_files` lists the repository's read-denied files;
+    `judge_history`: whether what git prints from the history is held to read_deny (not where the
+    sandbox hides it)."""
     extra_rules: list[CommandRule] = []
     for check in extra_allowed:
         extra_rules.extend(literal_prefix_rules(check, "the run's check command"))
     judge = CommandJudge([*extra_rules, *allow], deny, check_edit=check_edit, repo=repo, check_read=check_read,
-                         shelters=shelters, denied_files=denied_files, denied_name=denied_name)
+                         shelters=shelters, denied_files=denied_files, denied_name=denied_name,
+                         judge_history=judge_history)
     decision = judge.judge(command)
     is_check_command = any(command.strip() == check.strip() for check in extra_allowed if check.strip())
     if not decision.allowed and is_check_command and not _possibly_denied(command, deny):
