@@ -54,6 +54,7 @@ class StoreView:
     common_dir: str
     objects: str
     refs: str
+    index: tuple[str, str] | None = None  # (a copy of an index, the index it stands in for), see masked_index
 
 
 class StoreNotReady(Exception):
@@ -142,6 +143,44 @@ class FilteredStore:
         if not state.get("hidden"):
             return None
         return StoreView(self.common_dir, os.path.join(self.root, "objects"), self._refs_view())
+
+    def masked_index(self, git_dir: str, hidden: Sequence[str]) -> str | None:
+        """A copy of `git_dir`'s index in which the hidden files (repository-relative) that are tracked
+        are marked skip-worktree, so that `git status` and `git diff` inside do not show them as emptied
+        (they read as empty files there); None when none is tracked or git cannot make the copy (then
+        they show as emptied, nothing worse). Kept until the index or the hidden files change."""
+        index = os.path.join(git_dir, "index")
+        try:
+            st = os.stat(index)
+        except OSError:
+            return None
+        key = hashlib.sha256("\0".join([f"{index}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}",
+                                         *sorted(hidden)]).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        copy = os.path.join(self.root, f"index-{key}")
+        if os.path.isfile(copy):
+            return copy
+        if not hidden or not os.path.isdir(self.root):
+            return None
+        temporary = f"{copy}.{os.getpid()}.tmp"
+        env = git.clean_env({"GIT_INDEX_FILE": temporary})
+        try:
+            shutil.copyfile(index, temporary)
+            tracked = run_git(self.repo, "--literal-pathspecs", "ls-files", "-z", "--", *hidden, env=env)
+            if not tracked:
+                return None
+            run_git(self.repo, "update-index", "--skip-worktree", "-z", "--stdin", input=tracked, env=env)
+            os.chmod(temporary, 0o444)
+            os.replace(temporary, copy)
+        except (HistoryUnreadable, OSError):
+            return None
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+        for name in os.listdir(self.root):
+            if name.startswith("index-") and name != os.path.basename(copy) and "." not in name:
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(self.root, name))
+        return copy
 
     # -- preparing -----------------------------------------------------------------------------
 

@@ -22,4 +22,6 @@ def store_arguments(view: StoreView | None) -> list[str]:
         for name in sorted(os.listdir(refs)):
             if name != "replace" and os.path.lexists(os.path.join(view.refs, name)):
                 args += ["--ro-bind", os.path.join(refs, name), os.path.join(refs, name)]
+    if view.index is not None:
+        args += ["--ro-bind", *view.index]
     return args

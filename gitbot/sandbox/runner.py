@@ -172,7 +172,7 @@ class Runner:
                 except SandboxRefusal as exc:
                     raise SandboxRefused(f"command refused: {exc}") from None
                 directories = self.policy.file_rules.protected_directories()
-                store = self.store_view()
+                store = self.store_view(where, hidden)
                 placeholders = layout.placeholders(os.path.realpath(where), self.protected_paths())
                 note = layout.record_placeholders(os.path.realpath(where), placeholders)
             with processes.ProcessLimit(max_processes or processes.MAX_PROCESSES) as limit:
@@ -203,15 +203,22 @@ class Runner:
         return [*layout.ALWAYS_PROTECTED_DIRS, *self.policy.file_rules.protected_directories(),
                 *layout.ALWAYS_PROTECTED_FILES]
 
-    def store_view(self) -> StoreView | None:
-        """The filtered object store for this command (None: nothing is hidden, the real one is shown);
-        raises SandboxRefused while it is not ready after a bounded wait."""
+    def store_view(self, where: Path | None = None, hidden: list[str] = ()) -> StoreView | None:
+        """The filtered object store for a command in `where` whose `hidden` files read as empty (None:
+        nothing is hidden, the real store is shown); raises SandboxRefused while it is not ready after a
+        bounded wait."""
         if self.history is None:
             return None
         try:
-            return self.history.view()
+            view = self.history.view()
         except StoreNotReady as exc:
             raise SandboxRefused(f"command refused: {exc}") from None
+        real = os.path.realpath(where if where is not None else self.repo)
+        if view is None or not hidden or real != os.path.realpath(self.repo):
+            return view
+        git_dir, _common = git_directories(real)
+        copy = self.history.masked_index(git_dir, hidden) if git_dir else None
+        return dataclasses.replace(view, index=(copy, os.path.join(git_dir, "index"))) if copy else view
 
     def denied_files(self, where: Path) -> tuple[list[str], list[str]]:
         """(the files under `where` the policy hides from commands, the directories there hidden whole

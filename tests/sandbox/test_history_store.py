@@ -166,3 +166,8 @@ def test_the_judge_leaves_history_to_the_sandbox_and_keeps_it_unsandboxed(runner
     for command in ("git log -p --all", "git diff HEAD~1", "git show HEAD~1"):
         assert runner.policy.check_command(command).allowed, command
         assert not Policy(repo=repo).check_command(command).allowed, command
+
+
+def test_a_tracked_hidden_file_is_not_reported_as_emptied(runner):
+    assert runner.run_shell("git status --porcelain -- .env twin", 60).output == ""
+    assert runner.run_shell("git diff --stat -- .env", 60).output == ""
