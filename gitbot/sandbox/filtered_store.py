@@ -117,6 +117,7 @@ class FilteredStore:
         with self._lock:
             if self._thread is not None and self._thread.is_alive():
                 return
+            self._error = None  # a new attempt: an earlier failure no longer says anything
             self._thread = threading.Thread(target=self._prepare_quietly, name="gitbot-history-store", daemon=True)
             self._thread.start()
 
