@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gitbot.policy import Policy
-from gitbot.sandbox.filtered_store import PLACEHOLDER
+from gitbot.sandbox.filtered_store import PLACEHOLDER, FilteredStore, StoreNotReady
 from gitbot.sandbox.runner import Runner
 from tests.conftest import git, make_repo
 from tests.sandbox.support import require_bwrap
@@ -171,3 +171,13 @@ def test_the_judge_leaves_history_to_the_sandbox_and_keeps_it_unsandboxed(runner
 def test_a_tracked_hidden_file_is_not_reported_as_emptied(runner):
     assert runner.run_shell("git status --porcelain -- .env twin", 60).output == ""
     assert runner.run_shell("git diff --stat -- .env", 60).output == ""
+
+
+def test_until_the_store_is_ready_a_command_is_refused_with_the_reason(tmp_path):
+    path = make_repo(tmp_path / "fresh", {"app.py": "print(1)\n", "config/.env": "K=v\n"})
+    policy = Policy(repo=path)
+    store = FilteredStore(str(path), str(path / ".git"), policy.read_deny, policy.file_rules.denies_read_by_name)
+    with pytest.raises(StoreNotReady, match="still preparing"):
+        store.view(wait=0)
+    view = store.view(wait=120)
+    assert view is not None and Path(view.objects, "pack").is_dir()
