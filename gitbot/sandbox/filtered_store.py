@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from gitbot import git
+from gitbot import git, pids
 from gitbot.sandbox.hidden_blobs import (
     QUIET,
     HistoryUnreadable,
@@ -227,7 +227,8 @@ class FilteredStore:
         return self._write_state(wanted, tips, hidden)
 
     def _build(self, wanted: str, tips: Tips, hidden: set[str], entries: list[tuple[str, str]]) -> dict:
-        building = f"{self.root}.building-{uuid.uuid4().hex[:8]}"
+        self._remove_abandoned_builds()
+        building = f"{self.root}.building-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         os.makedirs(os.path.join(building, "objects", "pack"))
         os.makedirs(os.path.join(building, "objects", "info"))
         os.makedirs(os.path.join(building, "refs", "replace"))
@@ -240,6 +241,15 @@ class FilteredStore:
         finally:
             shutil.rmtree(building, ignore_errors=True)
         return self._write_state(wanted, tips, hidden)
+
+    def _remove_abandoned_builds(self) -> None:
+        """Builds a gitbot process left when it ended mid-way (its pid is in the name)."""
+        parent, prefix = os.path.split(f"{self.root}.building-")
+        with contextlib.suppress(OSError):
+            for name in os.listdir(parent):
+                pid = name[len(prefix):].split("-", 1)[0] if name.startswith(prefix) else ""
+                if pid.isdigit() and not pids.alive(int(pid)):
+                    shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
 
     def _add(self, tips: Tips, seen: list[str], hidden: set[str], entries: list[tuple[str, str]],
              added: set[str]) -> None:

@@ -177,7 +177,10 @@ def test_until_the_store_is_ready_a_command_is_refused_with_the_reason(tmp_path)
     path = make_repo(tmp_path / "fresh", {"app.py": "print(1)\n", "config/.env": "K=v\n"})
     policy = Policy(repo=path)
     store = FilteredStore(str(path), str(path / ".git"), policy.read_deny, policy.file_rules.denies_read_by_name)
+    abandoned = Path(f"{store.root}.building-4194304-dead")  # above the kernel's largest pid: no such process
+    abandoned.mkdir(parents=True)
     with pytest.raises(StoreNotReady, match="still preparing"):
         store.view(wait=0)
     view = store.view(wait=120)
     assert view is not None and Path(view.objects, "pack").is_dir()
+    assert not abandoned.exists()
