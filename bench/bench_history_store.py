@@ -12,6 +12,8 @@ Figures:
   catch-up     after one new commit on a new branch (removed again): the incremental preparation
   judge        check_command for `git diff`, `git log -p -1`, `git show HEAD` under the default policy as a
                sandboxed run judges them (history left to the store): median and worst of --runs
+  per command  what a sandboxed command's setup spends on the store (state check, refs, index copy),
+               against `git status`
   sandboxed    the same commands run in the sandbox over the store: exit status, and whether the output
                shows the placeholder where a hidden file changed
 
@@ -36,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from gitbot.policy import Policy
 from gitbot.sandbox.filtered_store import FilteredStore
 from gitbot.sandbox.mounts import git_directories
+from gitbot.sandbox.objects import store_arguments
 
 COMMANDS = ("git diff", "git log -p -1", "git show HEAD")
 TIME = "/usr/bin/time"
@@ -134,6 +137,18 @@ def main() -> None:
 
     runner = Runner(policy, repo)
     if runner.sandboxed:
+        hidden, _unreadable = runner.denied_files(Path(repo))
+        times = []
+        for _ in range(args.runs):
+            started = time.perf_counter()
+            store_arguments(runner.store_view(Path(repo), hidden))
+            times.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, check=True)
+        status = time.perf_counter() - started
+        print(f"per command  the store's part of a sandboxed command's setup: median "
+              f"{statistics.median(times) * 1000:.2f} ms, worst {max(times) * 1000:.2f} ms "
+              f"({statistics.median(times) / status:.3f}x `git status`, {status * 1000:.0f} ms)")
         for command in COMMANDS:
             run = runner.run_shell(command, 300)
             print(f"sandboxed  {command!r}: exit {run.exit_code}, {run.output_bytes} bytes, "
