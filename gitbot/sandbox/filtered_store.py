@@ -16,11 +16,11 @@ index is hidden, nothing is built and the sandbox shows the real store, read-onl
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import os
 import shutil
-import subprocess
 import threading
 import time
 import uuid
@@ -29,11 +29,9 @@ from dataclasses import dataclass
 
 from gitbot import git, pids
 from gitbot.sandbox.hidden_blobs import (
-    QUIET,
     HistoryUnreadable,
     Tips,
     current_tips,
-    feed,
     hidden_in_history,
     index_entries,
     run_git,
@@ -44,6 +42,8 @@ PLACEHOLDER = b"[hidden by gitbot: this file matches files.read_deny]\n"
 STATE_FILE = "state.json"
 # How long a sandboxed command waits for the store before it is refused (the preparation goes on).
 WAIT_SECONDS = 120.0
+# Catching up adds a pack; past this many the store is built again as one.
+MAX_PACKS = 30
 
 
 @dataclass(frozen=True)
@@ -222,6 +222,8 @@ class FilteredStore:
             return self._build(wanted, tips, hidden, entries)
         if state["hidden"] and self._holds(added):
             return self._build(wanted, tips, hidden, entries)  # a kept object is hidden now: start over
+        if hidden and len(glob.glob(os.path.join(self.root, "objects", "pack", "*.pack"))) >= MAX_PACKS:
+            return self._build(wanted, tips, hidden, entries)  # one pack again: git looks in each
         if hidden:
             self._add(tips, seen, hidden, entries, added)
         return self._write_state(wanted, tips, hidden)
@@ -260,40 +262,23 @@ class FilteredStore:
 
     def _pack(self, where: str, positive: list[str], negative: list[str], hidden: set[str],
               extra_blobs: list[str]) -> None:
-        """rev-list --objects over the tips, less the hidden blobs, into pack-objects."""
-        env = git.clean_env()
+        """rev-list --objects over the tips, less the hidden blobs, into one pack (none when nothing is new)."""
         revisions = "".join(f"{rev}\n" for rev in positive) + "".join(f"^{rev}\n" for rev in negative)
-        rev_list = subprocess.Popen(["git", *QUIET, "-C", self.repo, "rev-list", "--objects", "--missing=allow-any",
-                                     "--ignore-missing", "--stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, env=env)
-        packer = subprocess.Popen(["git", *QUIET, "-C", self.repo, "pack-objects", "-q", "--delta-base-offset",
-                                   os.path.join(where, "objects", "pack", "pack")],
-                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-        feeder = threading.Thread(target=feed, args=(rev_list, revisions.encode()), daemon=True)
-        feeder.start()
-        try:
-            listed = set()
-            for line in rev_list.stdout:
-                blob = line[:64].split(b" ", 1)[0].strip().decode()
-                if blob in hidden or blob in listed:
-                    continue
-                listed.add(blob)
-                packer.stdin.write(line)
-            for blob in extra_blobs:
-                if blob not in hidden and blob not in listed:
-                    listed.add(blob)
-                    packer.stdin.write(f"{blob}\n".encode())
-            packer.stdin.close()
-        finally:
-            feeder.join()
-            listing_error = rev_list.stderr.read()
-            rev_list.wait()
-            packing_error = packer.stderr.read()
-            packer.wait()
-        if rev_list.returncode != 0:
-            raise HistoryUnreadable(f"git rev-list failed: {listing_error.decode('utf-8', 'replace')[:300]}")
-        if packer.returncode != 0:
-            raise HistoryUnreadable(f"git pack-objects failed: {packing_error.decode('utf-8', 'replace')[:300]}")
+        listing = run_git(self.repo, "rev-list", "--objects", "--missing=allow-any", "--ignore-missing", "--stdin",
+                          input=revisions.encode())
+        kept: list[bytes] = []
+        listed: set[bytes] = set()
+        for line in listing.splitlines(keepends=True):
+            name = line.split(b" ", 1)[0].strip()
+            if name.decode() not in hidden:
+                listed.add(name)
+                kept.append(line)
+        del listing
+        kept += [f"{blob}\n".encode() for blob in dict.fromkeys(extra_blobs)
+                 if blob not in hidden and blob.encode() not in listed]
+        if kept:
+            run_git(self.repo, "pack-objects", "-q", "--delta-base-offset",
+                    os.path.join(where, "objects", "pack", "pack"), input=b"".join(kept))
 
     def _placeholders(self, where: str, hidden: set[str]) -> None:
         """The placeholder blob in the store and a replace ref to it for each hidden blob."""

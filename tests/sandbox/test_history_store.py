@@ -4,6 +4,7 @@ real bubblewrap, the sandbox's own Runner; the command judge is not asked)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -184,3 +185,12 @@ def test_until_the_store_is_ready_a_command_is_refused_with_the_reason(tmp_path)
     view = store.view(wait=120)
     assert view is not None and Path(view.objects, "pack").is_dir()
     assert not abandoned.exists()
+    packs = sorted(Path(view.objects, "pack").glob("*.pack"))
+    os.utime(path / ".git" / "index", ns=(1, 1))  # a new state with nothing new in it: no new pack
+    store.view(wait=120)
+    assert sorted(Path(view.objects, "pack").glob("*.pack")) == packs
+    (path / "new.py").write_text("x\n")
+    git(path, "add", "new.py")
+    store.view(wait=120)
+    added = sorted(set(Path(view.objects, "pack").glob("*.pack")) - set(packs))
+    assert len(added) == 1  # new.py's blob, and only it
