@@ -47,6 +47,9 @@ class Policy:
     source: str = "built-in defaults"
     # The [model] table: provider, model id, base URL, prices (gitbot/llm/settings.py).
     model: ModelSettings = field(default_factory=ModelSettings)
+    # Set by the sandbox's Runner, never by a policy file: its commands see an object store without
+    # read_deny's blobs (sandbox/filtered_store.py), so the judge does not predict git's history reads.
+    history_hidden_by_sandbox: bool = False
 
     @property
     def allow_origin(self) -> str:
@@ -88,7 +91,8 @@ class Policy:
                              extra_allowed=tuple(extra_allowed), check_read=self.check_read,
                              shelters=self.file_rules.shelters, denied_files=self.file_rules.existing_read_denied,
                              denied_name=self.file_rules.denies_read_by_name,
-                             sandboxed=sandboxed and self.command_sandboxed == "deny-list")
+                             sandboxed=sandboxed and self.command_sandboxed == "deny-list",
+                             judge_history=not (sandboxed and self.history_hidden_by_sandbox))
 
     def protected_directories(self, repo: Path | None = None) -> list[Path]:
         """Existing directories the edit rules protect whole (`dir/**` in edit_deny), for the sandbox

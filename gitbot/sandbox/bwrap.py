@@ -27,11 +27,13 @@ from gitbot.sandbox.mounts import (
     nested_git_arguments,
     system_git_config,
 )
+from gitbot.sandbox.objects import store_arguments
 from gitbot.sandbox.remembered import code_fingerprint, user_cache_dir
 from gitbot.sandbox.toolchain import SYSTEM_DIRS, ToolchainView, build_view
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from gitbot.sandbox.filtered_store import StoreView
     from gitbot.sandbox.processes import ProcessLimit
 
 PROBE_TIMEOUT_SECONDS = 20
@@ -94,13 +96,14 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
          protected_files: tuple[str, ...] | list[str] = (), env: dict[str, str] | None = None,
          status: SandboxStatus | None = None, hidden_files: tuple[str, ...] | list[str] = (),
          hidden_directories: tuple[str, ...] | list[str] = (), toolchain: ToolchainView | None = None,
-         limit: ProcessLimit | None = None, nested_git: tuple[str, ...] | list[str] = ()) -> list[str]:
+         limit: ProcessLimit | None = None, nested_git: tuple[str, ...] | list[str] = (),
+         store: StoreView | None = None) -> list[str]:
     """The command line that runs `argv` in the sandbox, with the repository as the working directory.
 
     `read_only` and `protected_files`: directories and files inside the repository that are protected
     (the policy's edit_deny directories, in-repository toolchain directories; `.gitbot/` and AGENTS.md
     always): read-only and pinned, or an empty placeholder when missing (layout.py). `hidden_files`:
-    files inside the repository replaced by /dev/null (read_deny matches, see `read_denied_files`).
+    files inside the repository shown empty and read-only (read_deny matches, see `read_denied_files`).
     `hidden_directories`: directories inside the repository shown empty and read-only (those gitbot
     cannot look into, so cannot tell what they hold).
     `toolchain`: what of the host the commands need (default: computed from gitbot's environment).
@@ -108,7 +111,8 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     command's process limit, when it is to be run with one (the helper may apply it, see confine.py).
     `nested_git`: the `.git` entries below the root (submodules, nested repositories; repository-relative):
     read-only and pinned like protected paths, with the git directories they name inside the repository,
-    whose `gitbot/` is hidden and config sanitized (mounts.py)."""
+    whose `gitbot/` is hidden and config sanitized (mounts.py).
+    `store`: the filtered object store to show instead of the real one (objects.py), if any."""
     protect_process_environ()
     status = status or probe()
     bwrap = status.bwrap or _bwrap_path() or "bwrap"
@@ -125,6 +129,7 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     args += ["--bind", repo, repo]
     git_dirs = git_directories(repo)
     args += git_arguments(repo, *git_dirs)
+    args += store_arguments(store)
     args += system_git_config()
     present = [rel for rel in nested_git if os.path.lexists(os.path.join(repo, rel))
                and not os.path.islink(os.path.join(repo, rel))]
@@ -135,16 +140,18 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
                                        [*layout.ALWAYS_PROTECTED_FILES, *protected_files, *nested_files], features)
     args += nested  # inside the read-only mounts just made, so after them
     # Files last: a directory bound above would otherwise cover them again.
-    masked = set()
+    # A hidden file reads as an empty regular file (git hashes it like any other, so `git diff` and
+    # `status` still work where one is tracked); a socket is covered by /dev/null.
+    emptied_files = set()
     for path in hidden_files:
         real = os.path.realpath(path if os.path.isabs(path) else os.path.join(repo, path))
         if under(real, repo) and real != repo and os.path.isfile(real):
-            masked.add(real)
+            emptied_files.add(real)
     visible = [d for d in SYSTEM_DIRS if d not in covered] + [m.dest for m in view.mounts] + \
         [repo, *(d for d in git_dirs if d)]
-    masked.update(host_sockets(visible))
-    for path in sorted(masked):
-        args += ["--ro-bind", "/dev/null", path]
+    sockets = set(host_sockets(visible)) - emptied_files
+    for path in sorted(emptied_files | sockets):
+        args += ["--ro-bind", empty_file() if path in emptied_files else "/dev/null", path]
     # After the files: an empty tmpfs covers whatever is below it. The topmost only (below one, nothing is left).
     emptied: list[str] = []
     for path in sorted(os.path.realpath(os.path.join(repo, d)) for d in hidden_directories):
@@ -166,6 +173,24 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     args += ["--chdir", repo, "--", *argv]
     return confine.unprivileged(args, idmapped=[repo, *(d for d in dict.fromkeys(git_dirs) if d and not under(d, repo))],
                                 limit=limit)
+
+
+_EMPTY_FILE: list[str] = []
+_EMPTY_LOCK = threading.Lock()
+
+
+def empty_file() -> str:
+    """A read-only empty regular file on the host, made once per process, bound over hidden files."""
+    with _EMPTY_LOCK:
+        if not _EMPTY_FILE or not os.path.isfile(_EMPTY_FILE[0]) or os.path.getsize(_EMPTY_FILE[0]):
+            directory = tempfile.mkdtemp(prefix="gitbot-empty-")
+            os.chmod(directory, 0o755)  # the sandbox's unprivileged user binds it
+            path = os.path.join(directory, "empty")
+            with open(path, "wb"):
+                pass
+            os.chmod(path, 0o444)
+            _EMPTY_FILE[:] = [path]
+        return _EMPTY_FILE[0]
 
 
 _PROBE_LOCK = threading.Lock()

@@ -7,7 +7,7 @@ Inside, the root is empty and read-only except for what is put there:
 - a fresh /tmp, /var/tmp and /run, and an empty $HOME at the real home's path;
 - the user's toolchain (toolchain.py), read-only, with credential files in it masked;
 - the repository, writable, with its git directories read-only (mounts.py), the protected paths below
-  read-only, and files the policy's read_deny matches replaced by /dev/null.
+  read-only, and files the policy's read_deny matches shown empty (bwrap.py).
 
 So host paths outside the repository, the toolchain and the system directories are not there at all:
 another user's home, /root, /opt, /srv, /var (a self-hosted runner's `.credentials` and `_work/_temp`,

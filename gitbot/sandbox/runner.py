@@ -41,6 +41,7 @@ from gitbot.sandbox.command import (
 )
 from gitbot.sandbox.env import build_env, without_framework_venv
 from gitbot.sandbox.planted import CommandUndone, GitMetadataGuard, protected_links, put_back_links
+from gitbot.sandbox.filtered_store import FilteredStore, StoreNotReady, StoreView
 from gitbot.sandbox.readdeny import DeniedFiles, SandboxRefusal
 from gitbot.sandbox.toolchain import ToolchainView, build_view
 
@@ -81,6 +82,11 @@ class Runner:
         self._denied_files: dict[str, DeniedFiles] = {}
         # Per directory commands run in: what git metadata they found there, to undo what they plant.
         self._guards: dict[str, GitMetadataGuard] = {}
+        # The object store commands see, read_deny's blobs left out; prepared from now on, in the background.
+        self.history = history_store(self.repo, self.policy) if self.sandboxed else None
+        if self.history is not None:
+            self.history.start()
+            self.policy = dataclasses.replace(self.policy, history_hidden_by_sandbox=True)
         self.refusal: str | None = None
         if self.mode == "required" and not self.sandboxed and not self.contained:
             self.refusal = (f"commands must run in the sandbox ([sandbox] mode = \"required\"), but "
@@ -208,6 +214,7 @@ class Runner:
             nested_git = guard.before(index)
             if self.sandboxed:
                 directories = self.policy.file_rules.protected_directories()
+                store = self.store_view(where, hidden)
                 placeholders = layout.placeholders(os.path.realpath(where), self.protected_paths())
                 links = protected_links(real, self.protected_paths())
                 note = layout.record_placeholders(os.path.realpath(where), placeholders)
@@ -215,7 +222,8 @@ class Runner:
                 if self.sandboxed:
                     argv = bwrap.wrap(argv, where, network=self.network, env=env, hidden_files=tuple(hidden),
                                       hidden_directories=tuple(unreadable), read_only=tuple(directories),
-                                      status=self.status, toolchain=view, limit=limit, nested_git=nested_git)
+                                      status=self.status, toolchain=view, limit=limit, nested_git=nested_git,
+                                      store=store)
                 elif self.contained:
                     argv = contain.wrap(argv, self.grants(real, view, home, tmpdir, [*hidden, *unreadable],
                                                           nested_git), limit)
@@ -266,6 +274,23 @@ class Runner:
         return [*layout.ALWAYS_PROTECTED_DIRS, *self.policy.file_rules.protected_directories(),
                 *layout.ALWAYS_PROTECTED_FILES]
 
+    def store_view(self, where: Path | None = None, hidden: list[str] = ()) -> StoreView | None:
+        """The filtered object store for a command in `where` whose `hidden` files read as empty (None:
+        nothing is hidden, the real store is shown); raises SandboxRefused while it is not ready after a
+        bounded wait."""
+        if self.history is None:
+            return None
+        try:
+            view = self.history.view()
+        except StoreNotReady as exc:
+            raise SandboxRefused(f"command refused: {exc}") from None
+        real = os.path.realpath(where if where is not None else self.repo)
+        if view is None or not hidden or real != os.path.realpath(self.repo):
+            return view
+        git_dir, _common = mounts.git_directories(real)
+        copy = self.history.masked_index(git_dir, hidden) if git_dir else None
+        return dataclasses.replace(view, index=(copy, os.path.join(git_dir, "index"))) if copy else view
+
     def denied_files(self, where: Path) -> tuple[list[str], list[str]]:
         """(the files under `where` the policy hides from commands, the directories there hidden whole
         because gitbot cannot look into them), as of now (readdeny.py)."""
@@ -277,6 +302,18 @@ class Runner:
         if index is None:
             index = self._denied_files[real] = DeniedFiles(real, self.policy)
         return index
+
+
+def history_store(repo: Path, policy: Policy) -> FilteredStore | None:
+    """The filtered object store for commands in `repo`, or None when read_deny is empty or the
+    repository has no git directory of its own to keep it in."""
+    if not policy.read_deny:
+        return None
+    real = os.path.realpath(repo)
+    _git_dir, common_dir = mounts.git_directories(real)
+    if common_dir is None or not os.path.isdir(os.path.join(common_dir, "objects")):
+        return None
+    return FilteredStore(real, common_dir, tuple(policy.read_deny), policy.file_rules.denies_read_by_name)
 
 
 def _setup_failed(run: CommandRun) -> bool:

@@ -133,9 +133,10 @@ def test_a_secret_in_a_deleted_files_history_is_stopped_at_the_command_output(ha
     assert "step 1 (execute_command output): line 3 (aws-access-key-id), line 4 (slack-token)" in pr.body
     stops = [e for e in record_events(harness) if e["event"] == "secrets_stopped"]
     assert {"kind": "aws-access-key-id", "line": 3} in stops[0]["findings"]
-    # `git show HEAD~1:.env` was either refused (the judge applies read_deny) or its output scrubbed.
+    # `git show HEAD~1:.env` was refused (the judge applies read_deny to REV:PATH), or it ran in the sandbox,
+    # whose object store holds a placeholder instead of the read-denied blob (sandbox/filtered_store.py).
     env_step = next(e for e in record_events(harness) if e["event"] == "tool_end" and e["step"] == 2)
-    assert env_step["outcome"] == "denied" or "step 2 (execute_command output)" in pr.body
+    assert env_step["outcome"] == "denied" or "hidden by gitbot" in env_step["result"], env_step
 
 
 def test_an_untracked_read_denied_file_reaches_neither_the_model_nor_the_store_nor_the_artifact(harness):

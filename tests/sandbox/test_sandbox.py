@@ -14,7 +14,7 @@ import pytest
 from gitbot.policy import Policy
 from gitbot.sandbox import bwrap, processes, readdeny
 from gitbot.sandbox import env as sandbox_env
-from gitbot.sandbox.bwrap import SandboxStatus, wrap
+from gitbot.sandbox.bwrap import SandboxStatus, empty_file, wrap
 from gitbot.sandbox.env import build_env
 from gitbot.sandbox.runner import Runner
 from tests.sandbox.support import require_bwrap
@@ -251,7 +251,8 @@ def test_wrap_masks_hidden_files_after_every_directory_bind(tmp_path: Path):
                 hidden_files=[".github/workflows/.env", "../outside.env", "missing.env"])
     repo = os.path.realpath(tmp_path)
     target = f"{repo}/.github/workflows/.env"
-    assert argv[argv.index(target) - 2:argv.index(target) + 1] == ["--ro-bind", "/dev/null", target]
+    assert argv[argv.index(target) - 2:argv.index(target) + 1] == ["--ro-bind", empty_file(), target]
+    assert os.path.getsize(empty_file()) == 0
     assert argv.index(target) > argv.index(f"{repo}/.github/workflows")
     assert not any("outside.env" in arg or "missing.env" in arg for arg in argv)
 

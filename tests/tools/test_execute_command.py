@@ -424,8 +424,7 @@ def test_read_denied_files_cannot_be_read_by_commands(sandboxed):
     assert not (repo / "copied.txt").exists() or value not in (repo / "copied.txt").read_text()
     for relpath in files:
         assert (repo / relpath).read_text() == f"SECRET={value}\n"  # neither changed nor removed
-    # Known gap, by design: `git show HEAD:.env` reads git's object store, which cannot be masked
-    # file by file; the command judge and redaction have to cover it.
+    # git's object store: tests/sandbox/test_history_store.py.
 
 
 @pytest.mark.slow

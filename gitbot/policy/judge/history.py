@@ -1,6 +1,9 @@
 """What git can print that read_deny protects: the read-denied paths in the repository's index and in
 its history (every commit reachable from a ref, a reflog entry or a stash), asked of git itself.
 
+Only for commands that run unsandboxed: the sandbox shows an object store without those blobs
+(sandbox/filtered_store.py), and its Runner's policy turns this check off (`history_hidden_by_sandbox`).
+
 The sandbox can hide a file in the work tree, not its earlier versions in the object store, so a git
 command that prints contents (`git show`, `log -p`, `diff REV`, `cat-file -p`, `archive`, `grep`,
 `stash show -p`) is allowed only when no read-denied path is among what it could print. The paths

@@ -60,7 +60,8 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, GitDir, Arguments, R
                  check_read: Callable[[str], Decision] | None = None,
                  shelters: Callable[[str], str | None] | None = None,
                  denied_files: Callable[[], tuple[str, ...] | None] | None = None,
-                 denied_name: Callable[[str], bool] | None = None, sandboxed: bool = False):
+                 denied_name: Callable[[str], bool] | None = None, sandboxed: bool = False,
+                 judge_history: bool = True):
         self.allow = list(allow)
         self.deny = list(deny)
         # In the sandbox (under commands.sandboxed = "deny-list") a command runs unless a deny rule
@@ -79,6 +80,8 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, GitDir, Arguments, R
         self.denied_files = denied_files
         # Whether read_deny covers a path by its name alone (a path in git's history, not on disk).
         self.denied_name = denied_name or (lambda path: not self.check_read(path).allowed)
+        # False where the sandbox hides read_deny's blobs from git's object store: nothing to predict.
+        self.judge_history = judge_history
         self._listing = UNSET
 
     def judge(self, command: str) -> Decision:
@@ -96,7 +99,8 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, GitDir, Arguments, R
             self._phase(self._check_outputs, verdicts, RULE_EDIT)
             self._phase(self._check_reads, verdicts, RULE_READ)
             self._phase(self._check_tree_writes, verdicts, RULE_EDIT)
-            self._phase(self._check_history, verdicts, RULE_HISTORY)
+            if self.judge_history:
+                self._phase(self._check_history, verdicts, RULE_HISTORY)
         except Denied as denial:
             return refusal(command, denial, tuple(verdicts.commands))
         parts = "; ".join(verdicts.allowed) if verdicts.allowed else "it runs no program"
@@ -109,7 +113,8 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, GitDir, Arguments, R
         what is left to judge is commands.deny, and reads of git's history (below)."""
         try:
             self._script(command, 0, verdicts)
-            self._sandboxed_history_rule(verdicts)
+            if self.judge_history:  # False where the sandbox shows a store without read_deny's blobs
+                self._sandboxed_history_rule(verdicts)
         except Denied as denial:
             if denial.rule or self.deny:
                 return refusal(command, denial, tuple(verdicts.commands))
@@ -123,9 +128,9 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, GitDir, Arguments, R
                         fed=frozenset(verdicts.fed))
 
     def _sandboxed_history_rule(self, verdicts: Verdicts) -> None:
-        """Until the sandbox hides read-denied blobs from git's object store, the git commands the agent
-        types are still held to read_deny for what they print from the history and the index. The one
-        place to remove once it does (with Verdicts.git_reads and the git walk in _in_sandbox)."""
+        """Where the sandbox shows git's real object store (no filtered store: sandbox/filtered_store.py),
+        the git commands the agent types are still held to read_deny for what they print from the
+        history and the index."""
         git_reads = Verdicts(reads=verdicts.git_reads, changes_directory=verdicts.changes_directory)
         self._phase(self._check_reads, git_reads, RULE_HISTORY)
         self._phase(self._check_history, verdicts, RULE_HISTORY)
@@ -468,15 +473,19 @@ def judge_command(command: str, allow: Sequence[CommandRule], deny: Sequence[Com
                   extra_allowed: Sequence[str] = (), check_read: Callable[[str], Decision] | None = None,
                   shelters: Callable[[str], str | None] | None = None,
                   denied_files: Callable[[], tuple[str, ...] | None] | None = None,
-                  denied_name: Callable[[str], bool] | None = None, sandboxed: bool = False) -> Decision:
+                  denied_name: Callable[[str], bool] | None = None, sandboxed: bool = False,
+                  judge_history: bool = True) -> Decision:
     """The decision for one command line; `extra_allowed` are the run's check commands, allowed as
     written and with more arguments; `denied_files` lists the repository's read-denied files;
-    `sandboxed`: it runs in the sandbox under a deny-list (Policy.check_command decides that)."""
+    `sandboxed`: it runs in the sandbox under a deny-list (Policy.check_command decides that);
+    `judge_history`: whether what git prints from the history is held to read_deny (not where the
+    sandbox's filtered object store hides it)."""
     extra_rules: list[CommandRule] = []
     for check in extra_allowed:
         extra_rules.extend(literal_prefix_rules(check, "the run's check command"))
     judge = CommandJudge([*extra_rules, *allow], deny, check_edit=check_edit, repo=repo, check_read=check_read,
-                         shelters=shelters, denied_files=denied_files, denied_name=denied_name, sandboxed=sandboxed)
+                         shelters=shelters, denied_files=denied_files, denied_name=denied_name,
+                         sandboxed=sandboxed, judge_history=judge_history)
     decision = judge.judge(command)
     is_check_command = any(command.strip() == check.strip() for check in extra_allowed if check.strip())
     if not decision.allowed and is_check_command and not _possibly_denied(command, deny):
