@@ -88,7 +88,7 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
          protected_files: tuple[str, ...] | list[str] = (), env: dict[str, str] | None = None,
          status: SandboxStatus | None = None, hidden_files: tuple[str, ...] | list[str] = (),
          hidden_directories: tuple[str, ...] | list[str] = (), toolchain: ToolchainView | None = None,
-         limit: ProcessLimit | None = None) -> list[str]:
+         limit: ProcessLimit | None = None, kept: tuple[str, ...] | list[str] = ()) -> list[str]:
     """The command line that runs `argv` in the sandbox, with the repository as the working directory.
 
     `read_only` and `protected_files`: directories and files inside the repository that are protected
@@ -96,7 +96,8 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     always): read-only and pinned, or an empty placeholder when missing (layout.py). `hidden_files`:
     files inside the repository replaced by /dev/null (read_deny matches, see `read_denied_files`).
     `hidden_directories`: directories inside the repository shown empty and read-only (those gitbot
-    cannot look into, so cannot tell what they hold).
+    cannot look into, so cannot tell what they hold). `kept`: paths inside the repository that no
+    restore could bring back, read-only and pinned where they exist.
     `toolchain`: what of the host the commands need (default: computed from gitbot's environment).
     `env`: the sandbox's whole environment (default: build_env() for that toolchain). `limit`: the
     command's process limit, when it is to be run with one (the helper may apply it, see confine.py)."""
@@ -114,17 +115,20 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
         args += ["--dir", SANDBOX_HOME]
     args += layout.toolchain_arguments(view)
     args += ["--bind", repo, repo]
-    git_dirs = git_directories(repo)
-    args += git_arguments(repo, *git_dirs)
-    args += system_git_config()
-    args += layout.protected_arguments(repo, [*layout.ALWAYS_PROTECTED_DIRS, *read_only],
-                                       [*layout.ALWAYS_PROTECTED_FILES, *protected_files], features)
-    # Files last: a directory bound above would otherwise cover them again.
     masked = set()
     for path in hidden_files:
         real = os.path.realpath(path if os.path.isabs(path) else os.path.join(repo, path))
         if under(real, repo) and real != repo and os.path.isfile(real):
             masked.add(real)
+    # Before the git directories: these pin directories of the work tree, and a later bind of a
+    # directory would hide mounts made inside it before (a nested repository's read-only .git).
+    args += layout.protected_arguments(repo, [*layout.ALWAYS_PROTECTED_DIRS, *read_only],
+                                       [*layout.ALWAYS_PROTECTED_FILES, *protected_files], features,
+                                       kept=kept, held=sorted(masked))
+    git_dirs = git_directories(repo)
+    args += git_arguments(repo, *git_dirs)
+    args += system_git_config()
+    # Files last: a directory bound above would otherwise cover them again.
     visible = [d for d in SYSTEM_DIRS if d not in covered] + [m.dest for m in view.mounts] + \
         [repo, *(d for d in git_dirs if d)]
     masked.update(host_sockets(visible))

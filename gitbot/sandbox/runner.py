@@ -67,6 +67,9 @@ class Runner:
         self.environ_protected = self.sandboxed or confine.environ_protection()
         if self.sandboxed:
             layout.remove_stale_placeholders(os.path.realpath(self.repo))
+        # What no checkpoint can bring back (ignored directories over the caps, large files, nested
+        # repositories): read-only for every command of the run (`keep_read_only`).
+        self.kept: tuple[str, ...] = ()
         # Per directory commands run in: the read-denied files there, kept up to date between commands.
         self._denied_files: dict[str, DeniedFiles] = {}
         self.refusal: str | None = None
@@ -171,7 +174,8 @@ class Runner:
                 if self.sandboxed:
                     argv = bwrap.wrap(argv, where, network=self.network, env=env, hidden_files=tuple(hidden),
                                       hidden_directories=tuple(unreadable), read_only=tuple(directories),
-                                      status=self.status, toolchain=view, limit=limit)
+                                      status=self.status, toolchain=view, limit=limit,
+                                      kept=self.kept if where.resolve() == self.repo.resolve() else ())
                 else:
                     argv = confine.unsandboxed(argv, limit)
                 run = run_command(argv, where, env=env, timeout=timeout, display=display, output=output,
@@ -188,6 +192,11 @@ class Runner:
                                  f"{run.output.strip().removeprefix(confine.FAILURE_PREFIX).strip()}")
         return run
 
+
+    def keep_read_only(self, paths) -> None:
+        """From now on, commands cannot delete, move or change these repository paths (relative to it):
+        what the run's checkpoints cannot restore. Many in one directory make it read-only whole."""
+        self.kept = tuple(layout.fewer_mounts(paths))
 
     def protected_paths(self) -> list[str]:
         """Repository paths the sandbox pins read-only for every command; where one is missing, its

@@ -1,0 +1,214 @@
+"""What a run starts with that its checkpoints do not hold, made safe from the run's commands.
+
+Checkpoints follow git's view: ignored files are not in them (a `.venv` of 50,000 files would cost
+more per step than the step). But an ignored file is often what the user cannot make again: a
+`config.local.py`, a data file, a filled-in settings file. So at the start of a run (step 0):
+
+- ignored files are captured once, into a commit of their own at `refs/gitbot/<run>/ignored`, within
+  a budget (IGNORED_FILES_CAP files, IGNORED_BYTES_CAP bytes, each under the checkpoint size cap; an
+  ignored directory only whole, and only with at most DIRECTORY_FILES_CAP files): restoring the run
+  to step 0 writes them back;
+- whatever neither that commit nor step 0 holds (an ignored directory or file over a cap, a file over
+  the size cap, an unreadable or special file, a nested repository or submodule) is *unrestorable*:
+  the sandbox keeps it read-only for the whole run, so no command can delete, move or change it.
+
+Files the policy's read_deny matches are neither: they are never stored, and the sandbox already
+masks them (and pins their directories, so they cannot be moved away either).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gitbot.checkpoints.capture import READ_DENY_REASON
+from gitbot.checkpoints.shadow import MANIFEST_PREFIX, REF_ROOT, ShadowRepo, fs
+from gitbot.git import GitCommandError
+
+IGNORED_REF = "ignored"  # refs/gitbot/<run>/ignored: not a step (run_steps reads only numbers)
+IGNORED_FILES_CAP = 5_000
+IGNORED_BYTES_CAP = 100 * 1024 * 1024
+DIRECTORY_FILES_CAP = 1_000
+# Ignored entries, directories collapsed (`.venv/` and not its 50,000 files), read with the user's ignore rules.
+LISTING_ARGS = ("ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory",
+                "--no-empty-directory")
+
+
+@dataclass
+class IgnoredCapture:
+    commit: str
+    captured: list[str] = field(default_factory=list)  # files the commit holds
+    unrestorable: dict[str, str] = field(default_factory=dict)  # path -> why it is kept read-only instead
+
+
+def ignored_ref(run_id: str) -> str:
+    return f"{REF_ROOT}/{run_id}/{IGNORED_REF}"
+
+
+def capture_ignored(shadow: ShadowRepo, index: Path, run_id: str, *, size_cap_bytes: int,
+                    denied: Callable[[str], bool] | None) -> IgnoredCapture:
+    """Capture the ignored files of the work tree (as the run's private `index` tells tracked from
+    untracked) into the run's `ignored` commit, within the budget; name the rest unrestorable."""
+    listing = shadow.git("ls-files", *LISTING_ARGS[1:], index=index).stdout
+    budget = _Budget(files=IGNORED_FILES_CAP, bytes=IGNORED_BYTES_CAP)
+    chosen: list[str] = []
+    unrestorable: dict[str, str] = {}
+    root = shadow.paths.work_tree
+    directories: list[str] = []
+    for raw in listing.split(b"\0"):
+        if not raw:
+            continue
+        rel = os.fsdecode(raw)
+        if rel.endswith("/"):
+            directories.append(rel.rstrip("/"))
+            continue
+        if any(rel.startswith(d + "/") for d in directories):
+            continue  # listed inside a directory already listed whole
+        _judge_file(root, rel, size_cap_bytes, denied, budget, chosen, unrestorable)
+    for directory in directories:
+        _judge_directory(root, directory, size_cap_bytes, denied, budget, chosen, unrestorable)
+    tree = _write_tree(shadow, chosen, unrestorable)
+    manifest = {"run": run_id, "captured": len(chosen), "unrestorable": unrestorable}
+    message = f"gitbot: ignored files at the start of run {run_id}\n\n{MANIFEST_PREFIX}{json.dumps(manifest, sort_keys=True)}\n"
+    commit = shadow.write_commit(tree, None, message)
+    shadow.set_refs({ignored_ref(run_id): commit})
+    return IgnoredCapture(commit, chosen, unrestorable)
+
+
+def read_ignored(shadow: ShadowRepo, run_id: str) -> tuple[str, dict] | None:
+    """(tree, manifest) of the run's ignored capture; None for a run that has none (an older gitbot's)."""
+    ref = shadow.dir / ignored_ref(run_id)
+    try:
+        commit = ref.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        proc = shadow.git("rev-parse", "-q", "--verify", f"{ignored_ref(run_id)}^{{commit}}", ok=(0, 1, 128))
+        commit = proc.stdout.decode().strip()
+        if proc.returncode != 0 or not commit:
+            return None
+    return shadow.read_commit(commit)
+
+
+def unrestorable_at_start(shadow: ShadowRepo, run_id: str) -> dict[str, str]:
+    """Paths there at the start of the run that no restore can bring back (path -> why): what step 0
+    did not capture, and what the ignored capture left out; never a read_deny file (masked instead)."""
+    start = shadow.run_steps(run_id).get(0)
+    found: dict[str, str] = {}
+    if start is not None:
+        _, manifest = shadow.read_commit(start)
+        found.update({p: why for p, why in manifest.get("not_captured", {}).items() if why != READ_DENY_REASON})
+    ignored = read_ignored(shadow, run_id)
+    if ignored is not None:
+        found.update(ignored[1].get("unrestorable", {}))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Budget:
+    files: int
+    bytes: int
+
+    def take(self, files: int, size: int) -> bool:
+        if files > self.files or size > self.bytes:
+            return False
+        self.files -= files
+        self.bytes -= size
+        return True
+
+
+def _why_not(root: Path, rel: str, st: os.stat_result, size_cap_bytes: int) -> str | None:
+    if stat.S_ISLNK(st.st_mode):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return "ignored, not a regular file or symlink"
+    if st.st_size > size_cap_bytes:
+        return f"ignored, {st.st_size} bytes, over the {size_cap_bytes}-byte cap"
+    if not os.access(root / rel, os.R_OK):
+        return "ignored and not readable"
+    return None
+
+
+def _judge_file(root: Path, rel: str, size_cap_bytes: int, denied, budget: _Budget, chosen: list[str],
+                unrestorable: dict[str, str]) -> None:
+    if denied is not None and denied(rel):
+        return  # masked by the sandbox, never stored
+    try:
+        st = os.lstat(root / rel)
+    except OSError:
+        return  # gone since the listing
+    why = _why_not(root, rel, st, size_cap_bytes)
+    if why is None and not budget.take(1, st.st_size if stat.S_ISREG(st.st_mode) else 0):
+        why = f"ignored, beyond the start-of-run capture's budget ({IGNORED_FILES_CAP} files, {IGNORED_BYTES_CAP} bytes)"
+    if why is None:
+        chosen.append(rel)
+    else:
+        unrestorable[rel] = why
+
+
+def _judge_directory(root: Path, directory: str, size_cap_bytes: int, denied, budget: _Budget, chosen: list[str],
+                     unrestorable: dict[str, str]) -> None:
+    """An ignored directory is captured whole or kept read-only whole: the walk stops at the first sign
+    that it is too big (so a `.venv` costs a thousand directory entries, not its 50,000 files)."""
+    limit = min(DIRECTORY_FILES_CAP, budget.files)
+    files: list[str] = []
+    special: dict[str, str] = {}
+    total = 0
+    pending = [directory]
+    while pending:
+        current = pending.pop()
+        try:
+            with os.scandir(root / current) as entries:
+                listed = list(entries)
+        except OSError:
+            unrestorable[directory] = "an ignored directory that cannot be listed"
+            return
+        for entry in listed:
+            rel = f"{current}/{entry.name}"
+            if entry.name == ".git":
+                unrestorable[directory] = "an ignored directory holding a git repository"
+                return
+            if denied is not None and denied(rel):
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                pending.append(rel)
+                continue
+            why = _why_not(root, rel, st, size_cap_bytes)
+            if why is not None:
+                special[rel] = why
+                continue
+            files.append(rel)
+            total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+            if len(files) > limit or total > budget.bytes:
+                unrestorable[directory] = (f"an ignored directory over the start-of-run capture's caps ({limit} "
+                                           f"files, {budget.bytes} bytes left)")
+                return
+    budget.take(len(files), total)
+    chosen.extend(files)
+    unrestorable.update(special)
+
+
+def _write_tree(shadow: ShadowRepo, chosen: list[str], unrestorable: dict[str, str]) -> str:
+    """The tree of `chosen` (hashed into the shadow's store), from a scratch index of its own."""
+    with tempfile.TemporaryDirectory(dir=shadow.dir, prefix="ignored-index-") as scratch:
+        index = Path(scratch) / "index"
+        if chosen:
+            try:
+                # --remove: a file gone since the listing is simply left out.
+                shadow.git("update-index", "--add", "--remove", "-z", "--stdin", index=index,
+                           input=b"".join(fs(p) + b"\0" for p in chosen))
+            except GitCommandError as exc:  # e.g. a file made unreadable meanwhile: keep all of them read-only
+                for path in chosen:
+                    unrestorable[path] = f"ignored; could not be captured ({exc.stderr.strip()[:200]})"
+                chosen.clear()
+        return shadow.out("write-tree", index=index)

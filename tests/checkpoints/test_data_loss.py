@@ -1,0 +1,99 @@
+"""Nothing a sandboxed command does loses the user's files: what a restore to step 0 cannot bring back
+(an ignored directory over the caps, a file over the size cap, a nested repository) it cannot touch,
+and everything else, ignored files included, comes back byte for byte."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from gitbot.checkpoints import Checkpointer, restore
+from gitbot.policy import Policy
+from gitbot.sandbox.runner import Runner
+from tests.conftest import git, make_repo
+
+pytestmark = pytest.mark.slow
+SIZE_CAP = 4096
+WIPES = ["rm -rf ./* .[!.]*", "git clean -fdx", "find . -mindepth 1 -delete",
+         "mv notes.txt moved.txt; mv cfg moved-cfg; mv vendor moved-vendor; mv .venv moved-venv; mv big.bin moved.bin"]
+DIRECTORY_CAP = 20  # files in an ignored directory captured whole (a smaller cap than gitbot's: a faster test)
+
+
+def user_files(repo: Path) -> dict[str, bytes]:
+    """Every file and symlink of the work tree and its nested repositories, .git aside."""
+    found = {}
+    for directory, subdirs, files in os.walk(repo):
+        subdirs[:] = [d for d in subdirs if not (directory == str(repo) and d == ".git")]
+        for name in files:
+            path = Path(directory, name)
+            rel = str(path.relative_to(repo))
+            found[rel] = b"-> " + os.fsencode(os.readlink(path)) if path.is_symlink() else path.read_bytes()
+    return found
+
+
+def a_users_repository(tmp_path: Path) -> Path:
+    repo = make_repo(tmp_path / "repo", {
+        "app.py": "print('app')\n", "pkg/mod.py": "X = 1\n", "cfg/settings.toml": "a = 1\n",
+        ".gitignore": "config.local.py\n*.pyc\nbig.bin\n.venv/\ndata/\n.env\ncfg/.env\n"})
+    (repo / "notes.txt").write_text("untracked notes\n")
+    (repo / "app.py").write_text("print('edited, not committed')\n")
+    (repo / "config.local.py").write_text("DEBUG = True  # the user's own\n")
+    (repo / "pkg" / "__pycache__").mkdir()
+    (repo / "pkg" / "__pycache__" / "mod.cpython-311.pyc").write_bytes(bytes(range(256)))
+    (repo / "data").mkdir()
+    (repo / "data" / "small.csv").write_text("a,b\n1,2\n")
+    os.symlink("small.csv", repo / "data" / "latest.csv")
+    (repo / "big.bin").write_bytes(os.urandom(SIZE_CAP * 3))  # ignored, over the size cap
+    (repo / "untracked-big.dat").write_bytes(os.urandom(SIZE_CAP * 2))  # untracked, over the size cap
+    venv = repo / ".venv" / "lib"
+    venv.mkdir(parents=True)
+    for n in range(DIRECTORY_CAP + 1):  # an ignored directory over the caps
+        (venv / f"m{n}.py").write_text(f"n = {n}\n")
+    (repo / ".env").write_text("TOKEN=root-secret\n")  # read_deny, ignored
+    (repo / "cfg" / ".env").write_text("TOKEN=nested-secret\n")  # read_deny, in a directory of its own
+    nested = make_repo(repo / "vendor" / "lib", {"lib.py": "L = 1\n"})
+    (nested / "scratch.txt").write_text("the nested repository's own untracked file\n")
+    return repo
+
+
+@pytest.mark.parametrize("wipe", WIPES)
+def test_a_sandboxed_wipe_loses_nothing_that_restoring_step_0_does_not_bring_back(tmp_path: Path, wipe: str,
+                                                                                    monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr("gitbot.checkpoints.ignored.DIRECTORY_FILES_CAP", DIRECTORY_CAP)
+    repo = a_users_repository(tmp_path)
+    before = user_files(repo)
+    dot_git = {p: (repo / ".git" / p).read_bytes() for p in ("HEAD", "index", "config")}
+    policy = Policy(read_deny=(".env", "**/.env"))
+    runner = Runner(policy, repo)
+    assert runner.sandboxed, "bubblewrap must work here"
+    checkpointer = Checkpointer(repo, "wipe", size_cap_bytes=SIZE_CAP, read_deny=policy.read_deny)
+    checkpointer.take(0)
+    runner.keep_read_only(checkpointer.unrestorable())
+
+    runner.run_shell(wipe, timeout=60)
+    assert user_files(repo) != before, "the command changed nothing: the test proves nothing"
+    checkpointer.take(1)
+    report = restore(repo, "wipe", 0)
+
+    assert user_files(repo) == before, report.summary()
+    assert {p: (repo / ".git" / p).read_bytes() for p in dot_git} == dot_git
+
+
+def test_a_file_changed_since_the_start_is_left_unless_forced_and_then_kept_in_a_copy(tmp_path: Path):
+    repo = make_repo(tmp_path / "repo", {"app.py": "x\n", ".gitignore": "local.cfg\n"})
+    (repo / "local.cfg").write_text("the user's\n")
+    checkpointer = Checkpointer(repo, "changed")
+    checkpointer.take(0)
+    (repo / "local.cfg").write_text("rewritten by a build\n")
+    checkpointer.take(1)
+
+    kept = restore(repo, "changed", 0)
+    assert (repo / "local.cfg").read_text() == "rewritten by a build\n"
+    assert "--force" in kept.skipped["local.cfg"]
+
+    forced = restore(repo, "changed", 0, force=True)
+    assert (repo / "local.cfg").read_text() == "the user's\n"
+    assert Path(forced.backed_up["local.cfg"]).read_text() == "rewritten by a build\n"
+    git(repo, "status")  # the user's repository is still a repository
