@@ -12,7 +12,7 @@ import pytest
 from gitbot.checkpoints import Checkpointer, restore
 from gitbot.policy import Policy
 from gitbot.sandbox.runner import Runner
-from tests.conftest import git, make_repo
+from tests.conftest import git, make_repo, run_gitbot
 
 pytestmark = pytest.mark.slow
 SIZE_CAP = 4096
@@ -97,3 +97,20 @@ def test_a_file_changed_since_the_start_is_left_unless_forced_and_then_kept_in_a
     assert (repo / "local.cfg").read_text() == "the user's\n"
     assert Path(forced.backed_up["local.cfg"]).read_text() == "rewritten by a build\n"
     git(repo, "status")  # the user's repository is still a repository
+
+
+def test_an_agents_git_clean_is_undone_by_restoring_step_0_from_the_command_line(tmp_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch):
+    from tests.agent.test_checkpoint_overlap import run_commands
+
+    monkeypatch.setattr("gitbot.checkpoints.ignored.DIRECTORY_FILES_CAP", DIRECTORY_CAP)
+    monkeypatch.setenv("GITBOT_CHECKPOINT_SIZE_CAP", str(SIZE_CAP))
+    repo = a_users_repository(tmp_path)
+    before = user_files(repo)
+    result, _ = run_commands(repo, ["git clean -fdx", "mv cfg moved-cfg; mv big.bin moved.bin"],
+                             Policy(command_allow=("git clean *", "mv *"), read_deny=(".env", "**/.env")))
+    assert "config.local.py" not in user_files(repo)
+
+    restored = run_gitbot(["checkpoints", "restore", result.run_id, "0", "--repo", str(repo)])
+    assert restored.returncode == 0, restored.stderr
+    assert user_files(repo) == before
