@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitbot.checkpoints.capture import READ_DENY_REASON
+from gitbot.checkpoints.seeding import Background
 from gitbot.checkpoints.shadow import MANIFEST_PREFIX, REF_ROOT, ShadowRepo, fs
 from gitbot.git import GitCommandError
 
@@ -50,17 +51,33 @@ def ignored_ref(run_id: str) -> str:
     return f"{REF_ROOT}/{run_id}/{IGNORED_REF}"
 
 
+def start_listing(shadow: ShadowRepo) -> Background | None:
+    """The listing of ignored entries, started while the first checkpoint's scan runs. It reads the
+    user's own index (only reads: ls-files writes no index) to tell tracked from untracked."""
+    try:
+        return Background(shadow, shadow.paths.user_index, LISTING_ARGS, write_index=False)
+    except OSError:
+        return None
+
+
 def capture_ignored(shadow: ShadowRepo, index: Path, run_id: str, *, size_cap_bytes: int,
-                    denied: Callable[[str], bool] | None) -> IgnoredCapture:
-    """Capture the ignored files of the work tree (as the run's private `index` tells tracked from
-    untracked) into the run's `ignored` commit, within the budget; name the rest unrestorable."""
-    listing = shadow.git("ls-files", *LISTING_ARGS[1:], index=index).stdout
+                    denied: Callable[[str], bool] | None, listing: Background | None = None) -> IgnoredCapture:
+    """Capture the ignored files of the work tree into the run's `ignored` commit, within the budget;
+    name the rest unrestorable. `listing`: from `start_listing`, else listed now against `index`."""
+    entries = None
+    if listing is not None:
+        try:
+            entries = listing.output()
+        except GitCommandError:
+            entries = None  # e.g. a split index, whose shared part git looks for beside the shadow: list again
+    if entries is None:
+        entries = shadow.git(*LISTING_ARGS, index=index).stdout
     budget = _Budget(files=IGNORED_FILES_CAP, bytes=IGNORED_BYTES_CAP)
     chosen: list[str] = []
     unrestorable: dict[str, str] = {}
     root = shadow.paths.work_tree
     directories: list[str] = []
-    for raw in listing.split(b"\0"):
+    for raw in entries.split(b"\0"):
         if not raw:
             continue
         rel = os.fsdecode(raw)
@@ -155,11 +172,10 @@ def _judge_file(root: Path, rel: str, size_cap_bytes: int, denied, budget: _Budg
 def _judge_directory(root: Path, directory: str, size_cap_bytes: int, denied, budget: _Budget, chosen: list[str],
                      unrestorable: dict[str, str]) -> None:
     """An ignored directory is captured whole or kept read-only whole: the walk stops at the first sign
-    that it is too big (so a `.venv` costs a thousand directory entries, not its 50,000 files)."""
+    that it is too big, before looking at any file (so a `.venv` costs a thousand directory entries,
+    not its 50,000 files)."""
     limit = min(DIRECTORY_FILES_CAP, budget.files)
-    files: list[str] = []
-    special: dict[str, str] = {}
-    total = 0
+    found: list[os.DirEntry] = []
     pending = [directory]
     while pending:
         current = pending.pop()
@@ -170,30 +186,38 @@ def _judge_directory(root: Path, directory: str, size_cap_bytes: int, denied, bu
             unrestorable[directory] = "an ignored directory that cannot be listed"
             return
         for entry in listed:
-            rel = f"{current}/{entry.name}"
             if entry.name == ".git":
                 unrestorable[directory] = "an ignored directory holding a git repository"
                 return
-            if denied is not None and denied(rel):
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(f"{current}/{entry.name}")
                 continue
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                pending.append(rel)
-                continue
-            why = _why_not(root, rel, st, size_cap_bytes)
-            if why is not None:
-                special[rel] = why
-                continue
-            files.append(rel)
-            total += st.st_size if stat.S_ISREG(st.st_mode) else 0
-            if len(files) > limit or total > budget.bytes:
-                unrestorable[directory] = (f"an ignored directory over the start-of-run capture's caps ({limit} "
-                                           f"files, {budget.bytes} bytes left)")
+            found.append(entry)
+            if len(found) > limit:
+                unrestorable[directory] = (f"an ignored directory of more than {limit} files (the start-of-run "
+                                           "capture's cap)")
                 return
-    budget.take(len(files), total)
+    files: list[str] = []
+    special: dict[str, str] = {}
+    total = 0
+    for entry in found:
+        rel = os.path.relpath(entry.path, root)
+        if denied is not None and denied(rel):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        why = _why_not(root, rel, st, size_cap_bytes)
+        if why is not None:
+            special[rel] = why
+            continue
+        files.append(rel)
+        total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+    if not budget.take(len(files), total):
+        unrestorable[directory] = (f"an ignored directory of {total} bytes in {len(files)} files, over what is "
+                                   "left of the start-of-run capture's budget")
+        return
     chosen.extend(files)
     unrestorable.update(special)
 

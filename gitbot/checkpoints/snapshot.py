@@ -64,7 +64,7 @@ from gitbot.checkpoints.capture import (
     status_paths,
 )
 from gitbot.checkpoints.errors import json_safe_path
-from gitbot.checkpoints.ignored import capture_ignored, unrestorable_at_start
+from gitbot.checkpoints.ignored import capture_ignored, start_listing, unrestorable_at_start
 from gitbot.checkpoints.pace import SLOW_MEDIAN_SECONDS, Pace
 from gitbot.checkpoints.seeding import (
     LISTING_ARGS,
@@ -201,10 +201,17 @@ class Checkpointer:
         relative = None if touched is None else [relative_path(self.repo, p) for p in touched]
         began = time.perf_counter()
         first = self._last_commit is None
-        tree = self.build_tree(relative)
-        checkpoint = self.record(step, tree, reason=reason)
-        if first and step == 0:
-            self._capture_ignored()
+        # A run's start: its ignored files are listed while the first scan runs (ignored.py).
+        listing = start_listing(self.shadow) if first and step == 0 else None
+        try:
+            tree = self.build_tree(relative)
+            checkpoint = self.record(step, tree, reason=reason)
+        except BaseException:
+            if listing is not None:
+                listing.discard()
+            raise
+        if listing is not None:
+            self._capture_ignored(listing)
         checkpoint.seconds = time.perf_counter() - began
         self.pace.note(step, checkpoint.seconds, first)
         self._refresh_later()
@@ -215,9 +222,10 @@ class Checkpointer:
         keeps them read-only (ignored.py)."""
         return unrestorable_at_start(self.shadow, self.run_id)
 
-    def _capture_ignored(self) -> None:
+    def _capture_ignored(self, listing: Background) -> None:
         """At the start of a run: its ignored files, captured apart from the steps (ignored.py)."""
-        capture_ignored(self.shadow, self.index, self.run_id, size_cap_bytes=self.size_cap_bytes, denied=self._denied)
+        capture_ignored(self.shadow, self.index, self.run_id, size_cap_bytes=self.size_cap_bytes, denied=self._denied,
+                        listing=listing)
 
     def watch(self, untouchable: Sequence[str] = ()) -> None:
         """From now on, learn what commands change from inotify (watch.py), so that a checkpoint after one
