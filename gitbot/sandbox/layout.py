@@ -140,7 +140,9 @@ def protected_arguments(repo: str, directories, files, features: frozenset[str],
         path = repo
         for part in relative.split("/")[:-1]:
             path = os.path.join(path, part)
-            if path in pinned or os.path.islink(path) or not os.path.isdir(path):
+            if path in pinned:
+                continue  # pinned for another path; the ones below it may not be
+            if os.path.islink(path) or not os.path.isdir(path):
                 return
             pinned.add(path)
             args.extend(["--bind", path, path])

@@ -195,8 +195,15 @@ class Runner:
 
     def keep_read_only(self, paths) -> None:
         """From now on, commands cannot delete, move or change these repository paths (relative to it):
-        what the run's checkpoints cannot restore. Many in one directory make it read-only whole."""
+        what the run's checkpoints cannot restore. Many in one directory make it read-only whole. The
+        file tools refuse them too, through `self.policy` (the caller's ToolContext must take it up)."""
         self.kept = tuple(layout.fewer_mounts(paths))
+        # `dir/**/*` and not `dir/**`: the latter would make it a protected directory, which gets a placeholder
+        # when missing; these are never missing while the run lasts (read-only).
+        wanted = [pattern for path in self.kept for pattern in (_literal_glob(path), f"{_literal_glob(path)}/**/*")]
+        missing = tuple(pattern for pattern in wanted if pattern not in self.policy.edit_deny)
+        if missing:
+            self.policy = dataclasses.replace(self.policy, edit_deny=(*self.policy.edit_deny, *missing))
 
     def protected_paths(self) -> list[str]:
         """Repository paths the sandbox pins read-only for every command; where one is missing, its
@@ -220,6 +227,11 @@ def _setup_failed(run: CommandRun) -> bool:
         return True
     return run.exit_code == 1 and run.output.startswith("bwrap: ") and \
         not run.output.startswith(diagnose.BWRAP_EXEC_FAILED)
+
+
+def _literal_glob(path: str) -> str:
+    """A policy glob that matches exactly `path`: its wildcard characters as one-character classes."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in path)
 
 
 def protected_policy(policy: Policy, view: ToolchainView) -> Policy:

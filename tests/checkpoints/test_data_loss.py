@@ -114,3 +114,32 @@ def test_an_agents_git_clean_is_undone_by_restoring_step_0_from_the_command_line
     restored = run_gitbot(["checkpoints", "restore", result.run_id, "0", "--repo", str(repo)])
     assert restored.returncode == 0, restored.stderr
     assert user_files(repo) == before
+
+
+def test_what_no_restore_brings_back_is_refused_to_the_file_tools_too(tmp_path: Path):
+    repo = make_repo(tmp_path / "repo", {"app.py": "x\n", ".github/workflows/ci.yml": "on: push\n"})
+    (repo / "weird[1]*.bin").write_bytes(b"big")
+    (repo / "vendor" / "lib").mkdir(parents=True)
+    runner = Runner(Policy(), repo)
+    runner.keep_read_only(["weird[1]*.bin", "vendor/lib"])
+    rules = runner.policy.file_rules
+    assert not rules.check_edit("weird[1]*.bin").allowed and not rules.check_edit("vendor/lib/a/b.py").allowed
+    assert rules.check_edit("weird1x.bin").allowed and rules.check_edit("vendor/lib2.py").allowed
+    # Kept paths are no protected directories: those get placeholders when missing, these are never missing.
+    assert rules.protected_directories() == Policy().file_rules.protected_directories()
+
+
+def test_a_kept_file_beside_a_protected_directory_leaves_both_read_only(tmp_path: Path):
+    # Each pins .github; a pin made after the other's read-only mount would hide it (bwrap binds from the host).
+    repo = make_repo(tmp_path / "repo", {"app.py": "x\n", ".github/workflows/ci.yml": "on: push\n"})
+    (repo / ".github" / "big.bin").write_bytes(b"the user's big file")
+    (repo / ".github" / "deep").mkdir()
+    (repo / ".github" / "deep" / "data.bin").write_bytes(b"another")
+    runner = Runner(Policy(), repo)
+    runner.keep_read_only([".github/big.bin", ".github/deep/data.bin"])
+    run = runner.run_shell("echo changed > .github/workflows/ci.yml; rm -f .github/big.bin .github/deep/data.bin; "
+                           "mv .github/deep .github/moved; mv .github .gh", timeout=60)
+    assert run.output.count("Read-only file system") + run.output.count("busy") >= 4, run.output
+    assert (repo / ".github" / "workflows" / "ci.yml").read_text() == "on: push\n"
+    assert (repo / ".github" / "big.bin").read_bytes() == b"the user's big file"
+    assert (repo / ".github" / "deep" / "data.bin").read_bytes() == b"another"
