@@ -12,8 +12,8 @@ more per step than the step). But an ignored file is often what the user cannot 
   the size cap, an unreadable or special file, a nested repository or submodule) is *unrestorable*:
   the sandbox keeps it read-only for the whole run, so no command can delete, move or change it.
 
-Files the policy's read_deny matches are neither: they are never stored, and the sandbox already
-masks them (and pins their directories, so they cannot be moved away either).
+Files the policy's read_deny matches are never stored: they are unrestorable too (and the sandbox masks
+them besides, and pins their directories, so they cannot be moved away either).
 """
 
 from __future__ import annotations
@@ -112,12 +112,12 @@ def read_ignored(shadow: ShadowRepo, run_id: str) -> tuple[str, dict] | None:
 
 def unrestorable_at_start(shadow: ShadowRepo, run_id: str) -> dict[str, str]:
     """Paths there at the start of the run that no restore can bring back (path -> why): what step 0
-    did not capture, and what the ignored capture left out; never a read_deny file (masked instead)."""
+    did not capture, and what the ignored capture left out (read_deny files among them)."""
     start = shadow.run_steps(run_id).get(0)
     found: dict[str, str] = {}
     if start is not None:
         _, manifest = shadow.read_commit(start)
-        found.update({p: why for p, why in manifest.get("not_captured", {}).items() if why != READ_DENY_REASON})
+        found.update(manifest.get("not_captured", {}))
     ignored = read_ignored(shadow, run_id)
     if ignored is not None:
         found.update(ignored[1].get("unrestorable", {}))
@@ -155,7 +155,8 @@ def _why_not(root: Path, rel: str, st: os.stat_result, size_cap_bytes: int) -> s
 def _judge_file(root: Path, rel: str, size_cap_bytes: int, denied, budget: _Budget, chosen: list[str],
                 unrestorable: dict[str, str]) -> None:
     if denied is not None and denied(rel):
-        return  # masked by the sandbox, never stored
+        unrestorable[rel] = READ_DENY_REASON
+        return
     try:
         st = os.lstat(root / rel)
     except OSError:
@@ -203,6 +204,7 @@ def _judge_directory(root: Path, directory: str, size_cap_bytes: int, denied, bu
     for entry in found:
         rel = os.path.relpath(entry.path, root)
         if denied is not None and denied(rel):
+            special[rel] = READ_DENY_REASON
             continue
         try:
             st = entry.stat(follow_symlinks=False)

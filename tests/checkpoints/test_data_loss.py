@@ -71,6 +71,7 @@ def test_a_sandboxed_wipe_loses_nothing_that_restoring_step_0_does_not_bring_bac
     checkpointer = Checkpointer(repo, "wipe", size_cap_bytes=SIZE_CAP, read_deny=policy.read_deny)
     checkpointer.take(0)
     runner.keep_read_only(checkpointer.unrestorable())
+    assert "secret" not in runner.run_shell("cat .env cfg/.env", timeout=60).output  # kept, and still masked
 
     runner.run_shell(wipe, timeout=60)
     assert user_files(repo) != before, "the command changed nothing: the test proves nothing"
@@ -143,3 +144,18 @@ def test_a_kept_file_beside_a_protected_directory_leaves_both_read_only(tmp_path
     assert (repo / ".github" / "workflows" / "ci.yml").read_text() == "on: push\n"
     assert (repo / ".github" / "big.bin").read_bytes() == b"the user's big file"
     assert (repo / ".github" / "deep" / "data.bin").read_bytes() == b"another"
+
+
+def test_a_read_deny_file_there_at_the_start_is_refused_to_the_file_tools(tmp_path: Path):
+    repo = make_repo(tmp_path / "repo", {"app.py": "x\n", ".gitignore": ".env\nlocal/\n"})
+    (repo / ".env").write_text("TOKEN=the user's\n")
+    (repo / "local").mkdir()
+    (repo / "local" / "id_rsa").write_text("a key\n")
+    policy = Policy()  # the default read_deny: .env, **/id_rsa*, ...
+    checkpointer = Checkpointer(repo, "denied", read_deny=policy.read_deny)
+    checkpointer.take(0)
+    runner = Runner(policy, repo)
+    runner.keep_read_only(checkpointer.unrestorable())
+    rules = runner.policy.file_rules
+    assert not rules.check_edit(".env").allowed and not rules.check_edit("local/id_rsa").allowed
+    assert rules.check_edit(".env.example").allowed is policy.file_rules.check_edit(".env.example").allowed
