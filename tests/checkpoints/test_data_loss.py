@@ -159,3 +159,20 @@ def test_a_read_deny_file_there_at_the_start_is_refused_to_the_file_tools(tmp_pa
     rules = runner.policy.file_rules
     assert not rules.check_edit(".env").allowed and not rules.check_edit("local/id_rsa").allowed
     assert rules.check_edit(".env.example").allowed is policy.file_rules.check_edit(".env.example").allowed
+
+
+def test_ignored_files_beyond_the_capture_budget_are_kept_read_only_not_lost(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr("gitbot.checkpoints.ignored.IGNORED_FILES_CAP", 2)
+    repo = make_repo(tmp_path / "repo", {"app.py": "x\n", ".gitignore": "*.local\n"})
+    for name in ("a.local", "b.local", "c.local"):
+        (repo / name).write_text(name)
+    checkpointer = Checkpointer(repo, "budget")
+    checkpointer.take(0)
+    kept = checkpointer.unrestorable()
+    assert list(kept) == ["c.local"] and "budget" in kept["c.local"]
+    for name in ("a.local", "b.local"):
+        (repo / name).unlink()
+    checkpointer.take(1)
+    assert sorted(restore(repo, "budget", 0).written) == ["a.local", "b.local"]
+    assert all((repo / name).read_text() == name for name in ("a.local", "b.local", "c.local"))
