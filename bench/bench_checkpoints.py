@@ -11,6 +11,9 @@ step (median over --steps steps):
 - the naive design: a separate shadow repository with its own index and object store, running
   `git add -A && git commit` on every step, including its first (which hashes every file).
 Goals from issue 4: median per-step checkpoint <= 2x git status; >= 5x faster than naive at 50,000 files.
+Then (issue 22) the start of a run with an ignored `.venv` of --venv-files files added: the first
+checkpoint, which now also captures the ignored files within caps and names the `.venv` as kept
+read-only instead, and that capture alone. Per-step checkpoints do not change: the capture is once.
 Prints; asserts nothing.
 """
 
@@ -63,7 +66,39 @@ def touch(repo: Path, rel: str, step: int) -> None:
         f.write(f"# edited at step {step}\n")
 
 
-def bench_size(n_files: int, steps: int, workdir: Path) -> dict[str, float]:
+def bench_start_with_venv(repo: Path, venv_files: int, status: float, first: float) -> dict[str, float]:
+    """The first checkpoint once the tree also has an ignored `.venv` of `venv_files` files (in 100-file
+    directories, as site-packages has), and the ignored files' capture alone (median of three)."""
+    from gitbot.checkpoints.ignored import capture_ignored
+
+    venv = repo / ".venv" / "lib" / "site-packages"
+    for i in range(venv_files):
+        package = venv / f"pkg_{i // 100}"
+        if i % 100 == 0:
+            package.mkdir(parents=True, exist_ok=True)
+        (package / f"mod_{i % 100}.py").write_text(f"X = {i}\n")
+    exclude = repo / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(exist_ok=True)
+    exclude.write_text(".venv/\n")
+    starts, captures = [], []
+    for k in range(3):
+        cp = Checkpointer(repo, f"bench-venv-{k}")
+        starts.append(timed(lambda cp=cp: cp.take(0)))
+        captures.append(timed(lambda cp=cp, k=k: capture_ignored(cp.shadow, cp.index, f"bench-venv-again-{k}",
+                                                                  size_cap_bytes=cp.size_cap_bytes, denied=None)))
+    kept = cp.unrestorable()
+    result = {"venv_first": statistics.median(starts), "venv_capture": statistics.median(captures)}
+    print(f"with an ignored .venv of {venv_files} files (kept read-only: {sorted(kept)}):")
+    print(f"  gitbot first checkpoint (step 0)                  {result['venv_first'] * 1000:8.1f} ms"
+          f"   = {result['venv_first'] / status:.2f}x git status, {result['venv_first'] / first:.2f}x without the .venv")
+    print(f"  of which the ignored files' capture               {result['venv_capture'] * 1000:8.1f} ms"
+          f"   = {result['venv_capture'] / status:.2f}x git status")
+    shutil.rmtree(repo / ".venv")
+    exclude.write_text("")
+    return result
+
+
+def bench_size(n_files: int, steps: int, workdir: Path, venv_files: int = 50_000) -> dict[str, float]:
     repo = workdir / f"repo-{n_files}"
     began = time.perf_counter()
     make_repo(repo, n_files)
@@ -109,6 +144,8 @@ def bench_size(n_files: int, steps: int, workdir: Path) -> dict[str, float]:
         denying.take(step)
         denying_times.append(time.perf_counter() - began)
 
+    start = bench_start_with_venv(repo, venv_files, statistics.median(status_times), first)
+
     naive_dir = workdir / f"naive-{n_files}.git"
     subprocess.run(["git", "init", "-q", "--bare", "--template=", str(naive_dir)], check=True, env=clean_env())
     naive_env = clean_env(GIT_DIR=str(naive_dir), GIT_WORK_TREE=str(repo), GIT_INDEX_FILE=str(naive_dir / "index"))
@@ -127,7 +164,7 @@ def bench_size(n_files: int, steps: int, workdir: Path) -> dict[str, float]:
     result = {"status": statistics.median(status_times), "first": first,
               "touched": statistics.median(touched_times), "full": statistics.median(full_times),
               "naive_first": naive_first, "naive": statistics.median(naive_times),
-              "first_read_deny": first_denying, "full_read_deny": statistics.median(denying_times)}
+              "first_read_deny": first_denying, "full_read_deny": statistics.median(denying_times), **start}
     ms = {k: v * 1000 for k, v in result.items()}
     print(f"git status (user repo, one file changed)     median {ms['status']:8.1f} ms")
     print(f"gitbot first checkpoint (step 0)                    {ms['first']:8.1f} ms"
@@ -159,13 +196,14 @@ def main() -> int:
     parser.add_argument("--files", type=int, action="append", help="repository size (repeatable); "
                                                                    "default 5000 and 50000")
     parser.add_argument("--steps", type=int, default=10, help="steps per measurement (default 10)")
+    parser.add_argument("--venv-files", type=int, default=50_000, help="files in the ignored .venv (default 50000)")
     args = parser.parse_args()
     sizes = args.files or [5000, 50000]
     version = subprocess.run(["git", "version"], capture_output=True, text=True, check=True).stdout.split()[-1]
     print(f"git {version}, {os.cpu_count()} CPUs, {args.steps} steps per median")
     with tempfile.TemporaryDirectory(prefix="gitbot-bench-ckpt-") as tmp:
         for n in sizes:
-            bench_size(n, args.steps, Path(tmp))
+            bench_size(n, args.steps, Path(tmp), args.venv_files)
     return 0
 
 

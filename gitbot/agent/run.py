@@ -106,6 +106,11 @@ def drive(agent: Agent, record: RunRecord, checkpointer, *, policy: Policy, run_
         # what it changed can be told from inotify (checkpoints/watch.py). The protected paths are mount
         # points it cannot change, made (when missing) and removed around each command.
         checkpointer.watch(agent.ctx.runner.protected_paths())
+    # What the run's checkpoints cannot bring back stays as it was: read-only for every command, and
+    # refused to the file tools.
+    runner = agent.ctx.runner
+    runner.keep_read_only(checkpointer.unrestorable())
+    agent.ctx.policy = runner.policy
     try:
         stop = agent.run()
         result = finish(agent, stop, run_id=run_id, model=provider.model, replay=provider.is_replay,

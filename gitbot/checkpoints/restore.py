@@ -1,7 +1,9 @@
 """Restoring the work tree to a checkpoint, without touching the user's HEAD, branches or index.
 
 Files are written from the run's private index with `checkout-index` and removed with unlink();
-nothing runs `reset --hard` or `clean`. What restore will not do, and says so in its report:
+nothing runs `reset --hard` or `clean`. Restoring to step 0 (before the run) also writes back the
+ignored files captured at the run's start (ignored.py) that are gone, and leaves one that changed
+since as it is unless forced. What restore will not do, and says so in its report:
 - overwrite or delete a file whose current content no checkpoint holds (too large, unreadable,
   or not in the current checkpoint at all, e.g. ignored now). With force=True such a file that
   the target step has is overwritten, but copied to `<git-dir>/gitbot/restore-backup/<time>/`
@@ -30,6 +32,7 @@ from typing import Any
 from gitbot.checkpoints.capture import DEFAULT_SIZE_CAP, GITLINK_REASON
 from gitbot.checkpoints.errors import CheckpointError, OutsideChanges, display_path, json_safe_path
 from gitbot.checkpoints.history import checkpoint_steps, resolve_run, resolve_step
+from gitbot.checkpoints.ignored import read_ignored
 from gitbot.checkpoints.lock import RunLock
 from gitbot.checkpoints.shadow import GITLINK_MODE, DiffEntry, RepoPaths, ShadowRepo, fs
 from gitbot.checkpoints.snapshot import Checkpoint, Checkpointer
@@ -61,7 +64,7 @@ class RestoreReport:
         return data
 
     def summary(self) -> str:
-        if self.before_step is None:
+        if self.before_step is None and not self.written and not self.skipped:
             return f"The work tree already matches run {self.run_id} step {self.step}; nothing to restore."
         lines = [(f"Restored run {self.run_id} to step {self.step} (checkpoint {self.commit[:12]}): "
                   f"{len(self.written)} file(s) written, {len(self.removed)} removed.")]
@@ -74,8 +77,9 @@ class RestoreReport:
             lines.append(f"  FAILED {display_path(path)}: still differs from the checkpoint")
         if self.outside_changes:
             lines.append(f"  {len(self.outside_changes)} change(s) made outside the run were overwritten (--force).")
-        lines.append(f"The state before restoring is checkpoint step {self.before_step}; undo with: "
-                     f"gitbot checkpoints restore {self.run_id} {self.before_step}")
+        if self.before_step is not None:
+            lines.append(f"The state before restoring is checkpoint step {self.before_step}; undo with: "
+                         f"gitbot checkpoints restore {self.run_id} {self.before_step}")
         return "\n".join(lines)
 
 
@@ -112,6 +116,8 @@ def _restore_locked(paths: RepoPaths, run_id: str, step: int, target: str, steps
         raise OutsideChanges(run_id, last_step, outside)
     report = RestoreReport(run_id=run_id, step=step, commit=target, outside_changes=outside)
     if current_tree == target_tree:
+        if step == 0:
+            _restore_ignored(paths, shadow, run_id, force, report)
         return report
 
     # Decide everything before changing anything.
@@ -215,7 +221,79 @@ def _restore_locked(paths: RepoPaths, run_id: str, step: int, target: str, steps
     still_different = shadow.changed_paths(checkpointer.last_tree or "", target_tree)
     report.failed = sorted(set(still_different) - set(report.skipped))
     report.written = [p for p in report.written if p not in report.failed]
+    if step == 0:
+        _restore_ignored(paths, shadow, run_id, force, report)
     return report
+
+
+def _restore_ignored(paths: RepoPaths, shadow: ShadowRepo, run_id: str, force: bool, report: RestoreReport) -> None:
+    """Before the run means its ignored files too: write back those captured at its start (ignored.py)
+    that are gone; one that is there with other content is left as it is unless `force` (then it is
+    copied to the backup directory first). Ignored files made during the run are never touched."""
+    found = read_ignored(shadow, run_id)
+    if found is None:
+        return
+    tree, _ = found
+    root = paths.work_tree
+    entries: list[DiffEntry] = []
+    for record in shadow.git("ls-tree", "-r", "-z", tree).stdout.split(b"\0"):
+        if record:
+            meta, _, path = record.partition(b"\t")
+            mode, _kind, sha = meta.decode().split(" ")
+            entries.append(DiffEntry("000000", mode, "0" * len(sha), sha, "A", os.fsdecode(path)))
+    gone: list[DiffEntry] = []
+    present: list[DiffEntry] = []
+    for entry in entries:
+        obstacle = _obstacle(root, entry.path)  # never through a symlink, never into a nested repository
+        if obstacle:
+            report.skipped[entry.path] = obstacle
+        elif os.path.lexists(root / entry.path):
+            present.append(entry)
+        else:
+            gone.append(entry)
+    same = _same_content(shadow, root, present) | _same_links(shadow, root, present)
+    changed = [e for e in present if e.path not in same]
+    if not force:
+        for entry in changed:
+            report.skipped[entry.path] = ("an ignored file changed since the run started; left as it is "
+                                          "(--force overwrites it, keeping a copy)")
+        changed = []
+    writes = gone + changed
+    missing = shadow.missing_objects(e.new_sha for e in writes)
+    for entry in writes:
+        if entry.new_sha in missing:
+            report.skipped[entry.path] = "its content is no longer in the checkpoint store"
+    writes = [e for e in writes if e.new_sha not in missing]
+    if not writes:
+        return
+    backup_dir = _backup_dir(paths) if any(e in changed for e in writes) else None
+    for entry in writes:
+        if backup_dir is not None and entry in changed:
+            copy = backup_dir / entry.path
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / entry.path, copy, follow_symlinks=False)
+            report.backed_up[entry.path] = str(copy)
+    with tempfile.TemporaryDirectory(dir=shadow.dir, prefix="ignored-restore-") as scratch:
+        index = Path(scratch) / "index"
+        shadow.git("read-tree", tree, index=index)
+        shadow.git("checkout-index", "-f", "-z", "--stdin", index=index, ok=(0, 1, 128),
+                   input=b"".join(fs(e.path) + b"\0" for e in writes))
+    for entry in writes:
+        if os.path.lexists(root / entry.path):
+            report.written.append(entry.path)
+        else:
+            report.failed.append(entry.path)
+
+
+def _same_links(shadow: ShadowRepo, root: Path, entries: list[DiffEntry]) -> set[str]:
+    """Which of these symlink entries are there as the same symlink."""
+    same = set()
+    for entry in entries:
+        if entry.new_mode == "120000" and os.path.islink(root / entry.path):
+            target = shadow.git("cat-file", "blob", entry.new_sha).stdout
+            if os.fsencode(os.readlink(root / entry.path)) == target:
+                same.add(entry.path)
+    return same
 
 
 def _real_parents(root: Path, rel: str, dirs: dict[str, bool]) -> bool:

@@ -23,9 +23,10 @@ policy's `read_deny` rules match (an untracked `.env`: the store is uploaded as 
 artifact, and a secret must not reach it; tracked ones are dropped from the private index too, so
 their blobs are never copied in). The run's read_deny rules are written into every checkpoint's
 manifest, so a restore or resume of the run excludes the same files without being told, and never
-deletes or overwrites one because no checkpoint holds it. Ignored files are never captured: git's
-ignore rules decide, and there is no other built-in exclusion list (so lockfiles and build
-scripts restore fine).
+deletes or overwrites one because no checkpoint holds it. Ignored files are not in the steps' trees:
+git's ignore rules decide, and there is no other built-in exclusion list (so lockfiles and build
+scripts restore fine). They are captured once, at step 0, into a commit of their own, and what
+neither holds is named for the sandbox to keep read-only (ignored.py).
 
 What the seeded index must not be trusted for (fixed up at seeding):
 - stat data the user's git could not vouch for: the copy keeps the index's mtime, so git's
@@ -64,6 +65,7 @@ from gitbot.checkpoints.capture import (
     status_paths,
 )
 from gitbot.checkpoints.errors import json_safe_path
+from gitbot.checkpoints.ignored import capture_ignored, start_listing, unrestorable_at_start
 from gitbot.checkpoints.pace import SLOW_MEDIAN_SECONDS, Pace
 from gitbot.checkpoints.seeding import (
     LISTING_ARGS,
@@ -200,12 +202,31 @@ class Checkpointer:
         relative = None if touched is None else [relative_path(self.repo, p) for p in touched]
         began = time.perf_counter()
         first = self._last_commit is None
-        tree = self.build_tree(relative)
-        checkpoint = self.record(step, tree, reason=reason)
+        # A run's start: its ignored files are listed while the first scan runs (ignored.py).
+        listing = start_listing(self.shadow) if first and step == 0 else None
+        try:
+            tree = self.build_tree(relative)
+            checkpoint = self.record(step, tree, reason=reason)
+        except BaseException:
+            if listing is not None:
+                listing.discard()
+            raise
+        if listing is not None:
+            self._capture_ignored(listing)
         checkpoint.seconds = time.perf_counter() - began
         self.pace.note(step, checkpoint.seconds, first)
         self._refresh_later()
         return checkpoint
+
+    def unrestorable(self) -> dict[str, str]:
+        """Paths there when the run started that no restore can bring back (path -> why): the sandbox
+        keeps them read-only (ignored.py)."""
+        return unrestorable_at_start(self.shadow, self.run_id)
+
+    def _capture_ignored(self, listing: Background) -> None:
+        """At the start of a run: its ignored files, captured apart from the steps (ignored.py)."""
+        capture_ignored(self.shadow, self.index, self.run_id, size_cap_bytes=self.size_cap_bytes, denied=self._denied,
+                        listing=listing)
 
     def watch(self, untouchable: Sequence[str] = ()) -> None:
         """From now on, learn what commands change from inotify (watch.py), so that a checkpoint after one

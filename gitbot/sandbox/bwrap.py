@@ -97,7 +97,7 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
          status: SandboxStatus | None = None, hidden_files: tuple[str, ...] | list[str] = (),
          hidden_directories: tuple[str, ...] | list[str] = (), toolchain: ToolchainView | None = None,
          limit: ProcessLimit | None = None, nested_git: tuple[str, ...] | list[str] = (),
-         store: StoreView | None = None) -> list[str]:
+         store: StoreView | None = None, kept: tuple[str, ...] | list[str] = ()) -> list[str]:
     """The command line that runs `argv` in the sandbox, with the repository as the working directory.
 
     `read_only` and `protected_files`: directories and files inside the repository that are protected
@@ -105,7 +105,8 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     always): read-only and pinned, or an empty placeholder when missing (layout.py). `hidden_files`:
     files inside the repository shown empty and read-only (read_deny matches, see `read_denied_files`).
     `hidden_directories`: directories inside the repository shown empty and read-only (those gitbot
-    cannot look into, so cannot tell what they hold).
+    cannot look into, so cannot tell what they hold). `kept`: paths inside the repository that no
+    restore could bring back, read-only and pinned where they exist.
     `toolchain`: what of the host the commands need (default: computed from gitbot's environment).
     `env`: the sandbox's whole environment (default: build_env() for that toolchain). `limit`: the
     command's process limit, when it is to be run with one (the helper may apply it, see confine.py).
@@ -128,25 +129,28 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     args += layout.toolchain_arguments(view)
     args += ["--bind", repo, repo]
     git_dirs = git_directories(repo)
-    args += git_arguments(repo, *git_dirs)
-    args += store_arguments(store)
-    args += system_git_config()
-    present = [rel for rel in nested_git if os.path.lexists(os.path.join(repo, rel))
-               and not os.path.islink(os.path.join(repo, rel))]
-    nested, targets = nested_git_arguments(repo, present, [repo, *(d for d in git_dirs if d)])
-    nested_dirs = [rel for rel in present if os.path.isdir(os.path.join(repo, rel))]
-    nested_files = [rel for rel in present if rel not in nested_dirs]
-    args += layout.protected_arguments(repo, [*layout.ALWAYS_PROTECTED_DIRS, *read_only, *nested_dirs, *targets],
-                                       [*layout.ALWAYS_PROTECTED_FILES, *protected_files, *nested_files], features)
-    args += nested  # inside the read-only mounts just made, so after them
-    # Files last: a directory bound above would otherwise cover them again.
-    # A hidden file reads as an empty regular file (git hashes it like any other, so `git diff` and
-    # `status` still work where one is tracked); a socket is covered by /dev/null.
     emptied_files = set()
     for path in hidden_files:
         real = os.path.realpath(path if os.path.isabs(path) else os.path.join(repo, path))
         if under(real, repo) and real != repo and os.path.isfile(real):
             emptied_files.add(real)
+    present = [rel for rel in nested_git if os.path.lexists(os.path.join(repo, rel))
+               and not os.path.islink(os.path.join(repo, rel))]
+    nested, targets = nested_git_arguments(repo, present, [repo, *(d for d in git_dirs if d)])
+    nested_dirs = [rel for rel in present if os.path.isdir(os.path.join(repo, rel))]
+    nested_files = [rel for rel in present if rel not in nested_dirs]
+    # Before the git directories: these pin directories of the work tree, and a later bind of a
+    # directory would hide mounts made inside it before.
+    args += layout.protected_arguments(repo, [*layout.ALWAYS_PROTECTED_DIRS, *read_only, *nested_dirs, *targets],
+                                       [*layout.ALWAYS_PROTECTED_FILES, *protected_files, *nested_files], features,
+                                       kept=kept, held=sorted(emptied_files))
+    args += nested  # inside the read-only mounts just made, so after them
+    args += git_arguments(repo, *git_dirs)
+    args += store_arguments(store)
+    args += system_git_config()
+    # Files last: a directory bound above would otherwise cover them again.
+    # A hidden file reads as an empty regular file (git hashes it like any other, so `git diff` and
+    # `status` still work where one is tracked); a socket is covered by /dev/null.
     visible = [d for d in SYSTEM_DIRS if d not in covered] + [m.dest for m in view.mounts] + \
         [repo, *(d for d in git_dirs if d)]
     sockets = set(host_sockets(visible)) - emptied_files

@@ -119,50 +119,70 @@ def _clean_relative(repo: str, path: str | os.PathLike) -> str | None:
     return relative
 
 
-def protected_arguments(repo: str, directories, files, features: frozenset[str]) -> list[str]:
-    """Read-only mounts (or placeholders) for protected directories and files, their parents pinned."""
+def protected_arguments(repo: str, directories, files, features: frozenset[str], *, kept=(),
+                        held=()) -> list[str]:
+    """Read-only mounts (or placeholders) for protected directories and files, their parents pinned.
+
+    `kept`: paths that must survive every command (what no restore can bring back): read-only and
+    pinned where they exist, nothing where they do not. `held`: files masked later (read_deny), whose
+    parents are pinned so that no command can move them away with their directory.
+
+    One pass, outer paths first, and nothing is mounted at or above a path already made read-only:
+    a later bind of a parent takes its contents from the host and would hide the mounts inside it."""
     args: list[str] = []
     pinned: set[str] = set()
-    read_only: set[str] = set()  # directories mounted read-only here: nothing below them needs a pin
+    read_only: list[str] = []  # mounted read-only here: nothing at or below them needs a mount or a pin
+
+    def covered(path: str) -> bool:
+        return any(under(path, done) for done in read_only)
 
     def pin_parents(relative: str) -> None:
         path = repo
         for part in relative.split("/")[:-1]:
             path = os.path.join(path, part)
-            if path in read_only:
+            if covered(path):
                 return  # a writable pin here would undo it (a nested .git inside a protected directory)
-            if path in pinned or os.path.islink(path) or not os.path.isdir(path):
+            if path in pinned:
+                continue  # pinned for another path; the ones below it may not be
+            if os.path.islink(path) or not os.path.isdir(path):
                 return
             pinned.add(path)
             args.extend(["--bind", path, path])
 
-    def mount_read_only(path: str) -> None:
-        if not any(under(path, done) for done in read_only):
-            args.extend(["--ro-bind", path, path])
-            if os.path.isdir(path):
-                read_only.add(path)
+    def bind_read_only(source: str, target: str) -> None:
+        if not covered(target):
+            args.extend(["--ro-bind", source, target])
+            read_only.append(target)
 
-    entries = [(rel, True) for rel in dict.fromkeys(filter(None, (_clean_relative(repo, d) for d in directories)))]
-    entries += [(rel, False) for rel in dict.fromkeys(filter(None, (_clean_relative(repo, f) for f in files)))]
-    # Outer paths first, so a pin never covers a mount made for a path inside it.
-    for relative, is_dir in sorted(entries, key=lambda item: item[0].count("/")):
-        missing = first_missing(repo, relative)
+    entries = [(rel, "dir") for rel in dict.fromkeys(filter(None, (_clean_relative(repo, d) for d in directories)))]
+    entries += [(rel, "file") for rel in dict.fromkeys(filter(None, (_clean_relative(repo, f) for f in files)))]
+    entries += [(rel, "kept") for rel in dict.fromkeys(filter(None, (_clean_relative(repo, k) for k in kept)))]
+    entries += [(rel, "held") for rel in dict.fromkeys(filter(None, (_clean_relative(repo, h) for h in held)))]
+    for relative, kind in sorted(entries, key=lambda item: item[0].count("/")):
         target = os.path.join(repo, relative)
+        if covered(target):
+            continue  # inside a read-only mount already
+        if kind == "held":
+            pin_parents(relative)
+            continue
+        missing = first_missing(repo, relative)
         if missing is None:
             if os.path.islink(target) or os.path.realpath(target) != target:
                 # A bind would follow the link: pin what it leads to when that is inside the repository
                 # (the link itself no mount can pin; the runner puts it back if a command replaces it).
                 real = os.path.realpath(target)
                 inside = _clean_relative(repo, real) if under(real, repo) else None
-                if inside and (os.path.isfile(real) or os.path.isdir(real)):
+                if kind != "kept" and inside and (os.path.isfile(real) or os.path.isdir(real)):
                     pin_parents(inside)
-                    mount_read_only(real)
+                    bind_read_only(real, real)
                 continue
             pin_parents(relative)
-            if is_dir and os.path.isdir(target) or not is_dir and os.path.isfile(target):
-                mount_read_only(target)
+            if kind == "kept" or kind == "dir" and os.path.isdir(target) or kind == "file" and os.path.isfile(target):
+                bind_read_only(target, target)
             continue
-        if any(under(missing, done) for done in read_only):
+        if kind == "kept":
+            continue  # gone already: nothing left to keep
+        if covered(missing):
             continue  # inside a read-only directory: nothing can be made there, and no mount point either
         blocker = os.path.dirname(missing)
         if blocker != repo and not os.path.isdir(blocker):
@@ -170,14 +190,35 @@ def protected_arguments(repo: str, directories, files, features: frozenset[str])
             # file instead, so that no command can swap it for the directory and write there.
             if os.path.isfile(blocker) and not os.path.islink(blocker):
                 pin_parents(os.path.relpath(blocker, repo))
-                mount_read_only(blocker)
+                bind_read_only(blocker, blocker)
             continue
         pin_parents(os.path.relpath(missing, repo))
-        if missing == target and not is_dir:
-            args += ["--ro-bind", "/dev/null", target]
+        if missing == target and kind == "file":
+            bind_read_only("/dev/null", target)
         else:
             args += tmpfs(missing, SMALL_SIZE_BYTES, features) + ["--remount-ro", missing]
+            read_only.append(missing)
     return args
+
+
+MAX_KEPT_MOUNTS = 200
+
+
+def fewer_mounts(paths, limit: int = MAX_KEPT_MOUNTS) -> list[str]:
+    """`paths` (relative to the repository) as at most about `limit` paths to keep read-only: where there
+    are more, the directory holding the most of them stands in for them (it is kept read-only whole)."""
+    kept = sorted(set(paths))
+    while len(kept) > limit:
+        parents: dict[str, int] = {}
+        for path in kept:
+            parent = path.rpartition("/")[0]
+            if parent:
+                parents[parent] = parents.get(parent, 0) + 1
+        if not parents:
+            break  # all at the top: one mount each
+        busiest = max(parents, key=lambda parent: (parents[parent], parent.count("/")))
+        kept = sorted({p for p in kept if not under(p, busiest)} | {busiest})
+    return kept
 
 
 def placeholders(repo: str, protected) -> list[str]:

@@ -78,6 +78,9 @@ class Runner:
         self.environ_protected = self.sandboxed or self.contained or confine.environ_protection()
         if self.sandboxed:
             layout.remove_stale_placeholders(os.path.realpath(self.repo))
+        # What no checkpoint can bring back (ignored directories over the caps, large files, nested
+        # repositories): read-only for every command of the run (`keep_read_only`).
+        self.kept: tuple[str, ...] = ()
         # Per directory commands run in: the read-denied files there, kept up to date between commands.
         self._denied_files: dict[str, DeniedFiles] = {}
         # Per directory commands run in: what git metadata they found there, to undo what they plant.
@@ -223,7 +226,7 @@ class Runner:
                     argv = bwrap.wrap(argv, where, network=self.network, env=env, hidden_files=tuple(hidden),
                                       hidden_directories=tuple(unreadable), read_only=tuple(directories),
                                       status=self.status, toolchain=view, limit=limit, nested_git=nested_git,
-                                      store=store)
+                                      store=store, kept=self.kept if where.resolve() == self.repo.resolve() else ())
                 elif self.contained:
                     argv = contain.wrap(argv, self.grants(real, view, home, tmpdir, [*hidden, *unreadable],
                                                           nested_git), limit)
@@ -265,8 +268,21 @@ class Runner:
         git_dirs = [directory for directory in mounts.git_directories(real) if directory]
         _, targets = mounts.nested_git_arguments(real, nested_git, [real])
         return contain.grants(repo=real, home=home, tmpdir=tmpdir, toolchain=view, network=self.network,
-                              unreadable=unreadable, read_only=[".git", *nested_git, *targets, *self.protected_paths()],
+                              unreadable=unreadable,
+                              read_only=[".git", *nested_git, *targets, *self.kept, *self.protected_paths()],
                               git_dirs=git_dirs)
+
+    def keep_read_only(self, paths) -> None:
+        """From now on, commands cannot delete, move or change these repository paths (relative to it):
+        what the run's checkpoints cannot restore. Many in one directory make it read-only whole. The
+        file tools refuse them too, through `self.policy` (the caller's ToolContext must take it up)."""
+        self.kept = tuple(layout.fewer_mounts(paths))
+        # `dir/**/*` and not `dir/**`: the latter would make it a protected directory, which gets a placeholder
+        # when missing; these are never missing while the run lasts (read-only).
+        wanted = [pattern for path in self.kept for pattern in (_literal_glob(path), f"{_literal_glob(path)}/**/*")]
+        missing = tuple(pattern for pattern in wanted if pattern not in self.policy.edit_deny)
+        if missing:
+            self.policy = dataclasses.replace(self.policy, edit_deny=(*self.policy.edit_deny, *missing))
 
     def protected_paths(self) -> list[str]:
         """Repository paths the sandbox pins read-only for every command; where one is missing, its
@@ -322,6 +338,11 @@ def _setup_failed(run: CommandRun) -> bool:
         return True
     return run.exit_code == 1 and run.output.startswith("bwrap: ") and \
         not run.output.startswith(diagnose.BWRAP_EXEC_FAILED)
+
+
+def _literal_glob(path: str) -> str:
+    """A policy glob that matches exactly `path`: its wildcard characters as one-character classes."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in path)
 
 
 def protected_policy(policy: Policy, view: ToolchainView) -> Policy:

@@ -445,36 +445,35 @@ def test_a_denied_file_created_during_the_run_is_hidden_from_the_next_command(sa
 
 
 @pytest.mark.slow
-def test_a_denied_file_moved_into_a_nested_git_directory_stays_hidden(sandboxed):
-    # The user's secret arrives mid-run; a command moves its directory into a `.git` of its own making
-    # (the mask moves with it for that command). A new `.git` fails the command (issue 20): it is set aside
-    # in gitbot's store, the user's file with it, intact, and no later command reads it.
+def test_a_denied_files_directory_cannot_be_moved_into_a_nested_git_directory(sandboxed):
+    # The user's secret arrives mid-run; a command tries to move its directory into a `.git` of its own
+    # making, where the next command would read it: the directory is pinned (a mount point) while it holds
+    # a masked file, so the move fails, and the new `.git` fails the command (issue 20) and is set aside.
     value = "moved-into-dot-git-" + uuid.uuid4().hex
     run(sandboxed, "mkdir -p config && echo ok")
     (sandboxed.repo / "config" / ".env").write_text(f"SECRET={value}\n")
     with pytest.raises(ToolError, match="git metadata"):
-        run(sandboxed, "mkdir -p stash/.git && mv config stash/.git/ && echo moved")
+        run(sandboxed, "mkdir -p stash/.git && mv config stash/.git/; echo tried")
     assert not (sandboxed.repo / "stash" / ".git").exists()
-    result = run(sandboxed, "cat stash/.git/config/.env .git/gitbot/set-aside/*/config/.env; echo done")
+    result = run(sandboxed, "cat stash/.git/config/.env config/.env; echo done")
     assert value not in result and result.endswith("done"), result
-    kept = list((sandboxed.repo / ".git" / "gitbot" / "set-aside").glob("*/config/.env"))
-    assert [path.read_text() for path in kept] == [f"SECRET={value}\n"]
+    assert (sandboxed.repo / "config/.env").read_text() == f"SECRET={value}\n"
 
 
 @pytest.mark.slow
-def test_a_denied_file_moved_deeper_than_a_path_can_name_stays_hidden(sandboxed):
-    # Step by step with `cd`, a command builds a tree deeper than PATH_MAX and moves the directory
-    # holding the user's secret to its bottom; the next command reaches it there relatively.
+def test_a_denied_files_directory_cannot_be_moved_deeper_than_a_path_can_name(sandboxed):
+    # Step by step with `cd`, a command builds a tree deeper than PATH_MAX and tries to move the directory
+    # holding the user's secret to its bottom: pinned, it stays where it is, hidden.
     value = "moved-too-deep-" + uuid.uuid4().hex
     run(sandboxed, "mkdir -p config && echo ok")
     (sandboxed.repo / "config" / ".env").write_text(f"SECRET={value}\n")
     name = "d" * 200
     descend = " && ".join([f"mkdir {name} && cd {name}"] * 22)
-    result = run(sandboxed, f"top=$PWD && {descend} && mv $top/config . && pwd | wc -c")
-    assert int(result.split()[-1]) > 4096, result
-    climb = " && ".join([f"cd {'/'.join([name] * 11)}"] * 2)
-    result = run(sandboxed, f"{climb} && ls config; cat config/.env; echo done")
+    result = run(sandboxed, f"top=$PWD && {descend} && mv $top/config .; pwd | wc -c")
+    assert "busy" in result and int(result.split()[-1]) > 4096, result
+    result = run(sandboxed, "ls config; cat config/.env; echo done")
     assert value not in result and result.endswith("done"), result
+    assert (sandboxed.repo / "config/.env").read_text() == f"SECRET={value}\n"
 
 
 _UNREADABLE_PROBE = """
@@ -487,10 +486,10 @@ if os.geteuid() == 0:  # as root gitbot lists every directory whatever its mode:
     os.setresgid(65534, 65534, 65534)
     os.setresuid(65534, 65534, 65534)
 runner = Runner(Policy(repo=repo, sandbox_mode="required"), repo)
-print(runner.run_shell("mkdir -p config && echo ok", timeout=20).output)
-with open(os.path.join(repo, "config", ".env"), "w") as handle:  # the user's secret arrives mid-run
+print(runner.run_shell("mkdir -p box/config && echo ok", timeout=20).output)
+with open(os.path.join(repo, "box", "config", ".env"), "w") as handle:  # the user's secret arrives mid-run
     handle.write(f"SECRET={sys.argv[3]}\\n")
-print(runner.run_shell(f"mkdir box && mv config box/ && chmod {mode} box && echo moved", timeout=20).output)
+print(runner.run_shell(f"chmod {mode} box && echo locked", timeout=20).output)
 print(runner.run_shell("cat box/config/.env; chmod 700 box; cat box/config/.env; echo done", timeout=20).output)
 print(runner.run_shell("chmod 700 box; echo done", timeout=20).output)
 """
@@ -516,7 +515,7 @@ def test_a_directory_gitbot_cannot_look_into_is_hidden_whole(secrets, mode):
         completed = subprocess.run([interpreter, "-c", _UNREADABLE_PROBE, repo, mode, planted], capture_output=True,
                                    text=True, env=env, cwd="/", timeout=120, check=False)
         assert completed.returncode == 0, completed.stderr
-        assert "moved" in completed.stdout and completed.stdout.count("done") == 2, completed.stdout
+        assert "locked" in completed.stdout and completed.stdout.count("done") == 2, completed.stdout
         assert planted not in completed.stdout, completed.stdout
         with open(os.path.join(repo, "box", "config", ".env")) as handle:
             assert planted in handle.read()  # hidden, not lost
