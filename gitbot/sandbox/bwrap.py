@@ -144,8 +144,10 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     args += layout.protected_arguments(repo, [*layout.ALWAYS_PROTECTED_DIRS, *read_only, *nested_dirs, *targets],
                                        [*layout.ALWAYS_PROTECTED_FILES, *protected_files, *nested_files], features,
                                        kept=kept, held=sorted(emptied_files))
-    args += nested  # inside the read-only mounts just made, so after them
     args += git_arguments(repo, *git_dirs)
+    # Inside the read-only mounts just made (a nested .git; a submodule's git directory under .git/modules),
+    # so after them.
+    args += nested
     args += store_arguments(store)
     args += system_git_config()
     # Files last: a directory bound above would otherwise cover them again.

@@ -116,13 +116,19 @@ def test_with_no_policy_file_policy_check_allows_what_gitbot_run_adds(tmp_path: 
     """`gitbot run` with no policy file allows the test commands `policy init` would write: so does check."""
     repo = make_repo(tmp_path / "repo", {"app.py": "print(1)\n", "tests/test_app.py": "def test_x():\n    pass\n",
                                          "pyproject.toml": "[project]\nname = 'app'\n"})
-    commands = ["python -m pytest -q", "ls", "echo x > AGENTS.md", "ls", "curl http://example.invalid", "ls"]
+    commands = ["python -m pytest -q", "ls", "echo x > AGENTS.md", "ls", "vim notes.txt", "ls"]
     script = [tool_turn(("execute_command", {"command": c})) for c in commands]
     with FakeMessagesAPI(script + [tool_turn(("attempt_completion", {"result": "done"}))] * 2) as api:
         proc = run_gitbot(["run", "--task", "try things", "--repo", str(repo), "--json"], env=api.env())
     assert proc.returncode == 0, proc.stderr
     _, decisions = _run_decisions(repo)
-    assert [ran for _, ran in decisions] == [True, True, False, True, False, True]
+    # In the sandbox the write to AGENTS.md runs (and meets a read-only mount); without it the judge refuses
+    # it. An editor waits for a person in either.
+    from gitbot.sandbox.bwrap import probe
+
+    sandboxed = probe().available
+    assert [ran for _, ran in decisions] == [True, True, sandboxed, True, False, True]
+    assert (repo / "AGENTS.md").exists() is False
     for tool_input, ran in decisions:
         code, out = _cli(capsys, "policy", "check", "--repo", str(repo), "--command", tool_input["command"])
         assert (code == 0) == ran, (tool_input, out)

@@ -165,7 +165,10 @@ def test_a_secret_committed_during_the_run_is_hidden_at_the_next_command(runner,
 
 def test_the_judge_leaves_history_to_the_sandbox_and_keeps_it_unsandboxed(runner, repo):
     for command in ("git log -p --all", "git diff HEAD~1", "git show HEAD~1"):
-        assert runner.policy.check_command(command).allowed, command
+        # As the shell tool asks: sandboxed, over the filtered store. The same policy asked about an
+        # unsandboxed run, and a policy without the store, still judge git's history.
+        assert runner.policy.check_command(command, sandboxed=True).allowed, command
+        assert not runner.policy.check_command(command, sandboxed=False).allowed, command
         assert not Policy(repo=repo).check_command(command).allowed, command
 
 
