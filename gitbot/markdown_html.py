@@ -63,8 +63,10 @@ GITHUB = Allowlist(
 
 def sanitized_html(markdown: str, allowlist: Allowlist = GITHUB) -> str:
     """Steps 1 and 2: the HTML the page is built from."""
+    markdown, table_note = _small_tables(markdown)
     html = cmarkgfm.markdown_to_html_with_extensions(markdown, options=CMARK_OPTIONS,
                                                       extensions=list(GITHUB_EXTENSIONS))
+    html = _within_budget(html, len(markdown)) + table_note
     return nh3.clean(_shallow(_without_foreign(html, allowlist.elements)), tags=set(allowlist.elements),
                      clean_content_tags=set(allowlist.dropped_with_contents),
                      attributes={k: set(v) for k, v in allowlist.attributes.items()}, strip_comments=True,
@@ -112,6 +114,50 @@ def _holds_html(html: str, start: int, end: int, html_elements: frozenset[str]) 
     return any(m.group(1).lower() in html_elements for m in _ANY_TAG.finditer(html, point.end(), end))
 
 
+# A table row gets as many cells as its header has, however short the row: cmark-gfm pads it, so a
+# wide header over many one-word rows is quadratic (3 KiB of Markdown gave 2.5 MB of HTML and took
+# 6 s to read). No page shows a table this big; the text from the table on is cut, with a note.
+MAX_TABLE_CELLS = 16_384
+_DELIMITER_ROW = re.compile(r"^[ \t>*+-]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$", re.MULTILINE)
+
+
+def _small_tables(markdown: str) -> tuple[str, str]:
+    """The Markdown cut before the table whose cells (header width × the lines that follow it up to a
+    blank line, counted lexically and generously) would pass MAX_TABLE_CELLS in all, and the note to
+    put where it was cut ("" when nothing was cut)."""
+    cells = 0
+    for row in _DELIMITER_ROW.finditer(markdown):
+        if "|" not in row.group(0):
+            continue  # a thematic break or a heading's underline
+        width = row.group(0).count("|") + 1
+        blank = re.compile(r"\n[ \t>]*\n").search(markdown, row.end())
+        lines = markdown.count("\n", row.end(), blank.start() if blank else len(markdown)) + 1
+        cells += width * (lines + 1)
+        if cells > MAX_TABLE_CELLS:
+            header = markdown.rfind("\n", 0, max(0, row.start() - 1)) + 1
+            return markdown[:header], _not_read(len(markdown[header:].encode("utf-8", "surrogatepass")))
+    return markdown, ""
+
+
+# What the walk is given at most: HTML grows with the Markdown (a few times, for lists and tables), and
+# a body that makes far more is an attack on the time it takes to read.
+HTML_PER_INPUT_CHAR = 16
+MAX_HTML_CHARS = 1 << 20
+
+
+def _within_budget(html: str, input_chars: int) -> str:
+    budget = min(MAX_HTML_CHARS, HTML_PER_INPUT_CHAR * max(input_chars, 4096))
+    if len(html) <= budget:
+        return html
+    cut = html.rfind("<", 0, budget)  # at a tag's start, so no tag is read half
+    cut = budget if cut <= 0 else cut
+    return html[:cut] + _not_read(len(html) - cut)
+
+
+def _not_read(count: int) -> str:
+    return f"<p>{escape(render_prompt('visible_text/not_read', count=f'{count:,}'))}</p>"
+
+
 _TAG_NAME = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)")
 # Elements that close themselves, or that a parser closes for them: they do not nest.
 _NOT_NESTING = frozenset([
@@ -119,21 +165,38 @@ _NOT_NESTING = frozenset([
     "rp", "rt", "colgroup", "thead", "tbody", "tfoot",
 ])
 MAX_NESTING = 64
+# HTML5's active formatting elements: a parser reopens every one still open at each new block, so K of
+# them over N paragraphs build K×N elements (60 over 16,000 paragraphs took 10 s).
+FORMATTING = frozenset(["a", "b", "big", "code", "em", "font", "i", "nobr", "s", "small", "strike", "strong",
+                        "tt", "u"])
+MAX_OPEN_FORMATTING = 16
+# Elements a parser may rebuild in all: each tag after an open formatting element counts it once.
+MAX_REBUILT = 16_384
 
 
 def _shallow(html: str) -> str:
-    """The HTML cut where elements nest deeper than MAX_NESTING (counted lexically, before any parse),
-    with a note. No page nests that deep, and an HTML5 tree builder spends time quadratic in the
-    depth (32,768 nested quotes take minutes); what is cut is never shown to the model."""
-    depth = 0
+    """The HTML cut where elements nest deeper than MAX_NESTING, more than MAX_OPEN_FORMATTING
+    formatting elements are open, or a parser would rebuild more than MAX_REBUILT of them (all counted
+    lexically, before any parse), with a note. No page does this, and an HTML5 tree builder spends time
+    quadratic in each (32,768 nested quotes take minutes); what is cut is never shown to the model.
+    An end tag counts only when its element is open: `</x>` closes nothing, so it lifts no cap."""
+    open_count: dict[str, int] = {}
+    depth = formatting = rebuilt = 0
     for tag in _TAG_NAME.finditer(html):
         name = tag.group(2).lower()
         if name in _NOT_NESTING:
+            rebuilt += formatting
+        elif tag.group(1):
+            if open_count.get(name):
+                open_count[name] -= 1
+                depth -= 1
+                formatting -= name in FORMATTING
             continue
-        if tag.group(1):
-            depth = max(0, depth - 1)
         else:
+            open_count[name] = open_count.get(name, 0) + 1
             depth += 1
-            if depth > MAX_NESTING:
-                return html[:tag.start()] + f"<p>{escape(render_prompt('visible_text/too_deep'))}</p>"
+            rebuilt += formatting
+            formatting += name in FORMATTING
+        if depth > MAX_NESTING or formatting > MAX_OPEN_FORMATTING or rebuilt > MAX_REBUILT:
+            return html[:tag.start()] + f"<p>{escape(render_prompt('visible_text/too_deep'))}</p>"
     return html

@@ -12,6 +12,8 @@ import pytest
 
 from gitbot.forge.issue_task import IssueText, build_issue_task, select_comments
 from gitbot.forge.mention import find_request
+from gitbot.markdown_text import visible_text
+from gitbot.prompting import render_prompt
 
 P = "PAYLOADXQ"  # hidden on the page: must not reach the model
 V = "VISIBLEKW"  # shown on the page: must reach the model
@@ -124,20 +126,23 @@ def _timed(body: str) -> float:
 
 
 def test_open_formatting_elements_and_many_paragraphs_are_fast() -> None:
-    body = "".join(f"<b id={i}>" for i in range(60)) + "<p>x" * 2500  # 10 KiB: 2-3 s, 10 s at 64 KiB
+    body = "".join(f"<b id={i}>" for i in range(60)) + "<p>x" * 16000  # 64 KiB: 10.6 s before the cap
     assert _timed(body) < 1.0
 
 
 def test_unmatched_end_tags_do_not_lift_the_nesting_cap() -> None:
-    body = "".join(f"<b id={i}></x>" for i in range(200)) + "<p>x" * 600  # 5 KiB: 2 s here, 43 s at 26 KiB (K=1000, N=3000)
+    # K=200 open <b>s, each followed by an end tag that closes nothing: the caps must still see 200.
+    body = "".join(f"<b id={i}></x>" for i in range(200)) + "<p>x" * 600
+    assert render_prompt("visible_text/too_deep") in visible_text(body)
     assert _timed(body) < 1.0
 
 
 def test_a_wide_table_header_over_short_rows_is_fast() -> None:
-    # Pure Markdown: cmark-gfm pads every row to the header's width (250 x 250 empty cells from 1.5 KiB;
-    # 500 x 500 from 3 KiB is 2.5 MB of HTML, 6 s), and nh3 and the walk take seconds; 10 KiB takes 16 s.
-    body = "|" + "a|" * 250 + "\n|" + "-|" * 250 + "\n" + "x\n" * 250
+    # Pure Markdown: cmark-gfm pads every row to the header's width (500 x 500 empty cells from 3 KiB is
+    # 2.5 MB of HTML, 6.5 s before the cap).
+    body = "|" + "a|" * 500 + "\n|" + "-|" * 500 + "\n" + "x\n" * 500
     assert _timed(body) < 1.0
+    assert "was not read" in visible_text(body)
 
 
 # --- Finding 6: visible text lost after `<svg`/`<math` written where it is not an element ----------------
