@@ -67,51 +67,77 @@ def sanitized_html(markdown: str, allowlist: Allowlist = GITHUB) -> str:
     html = cmarkgfm.markdown_to_html_with_extensions(markdown, options=CMARK_OPTIONS,
                                                       extensions=list(GITHUB_EXTENSIONS))
     html = _within_budget(html, len(markdown)) + table_note
-    return nh3.clean(_shallow(_without_foreign(html, allowlist.elements)), tags=set(allowlist.elements),
+    return nh3.clean(_shallow(_without_foreign(html)), tags=set(allowlist.elements),
                      clean_content_tags=set(allowlist.dropped_with_contents),
                      attributes={k: set(v) for k, v in allowlist.attributes.items()}, strip_comments=True,
                      link_rel=None, url_schemes={"http", "https", "mailto"})
 
 
-_FOREIGN_TAG = re.compile(r"<(/?)(svg|math)(?![\w-])", re.IGNORECASE)
-# Where foreign content holds HTML again. An HTML element opened inside one (`<svg><desc><p>`) makes an
-# HTML5 parser ignore `</desc>` and `</svg>`, so the text after them may still be inside the drawing.
-_INTEGRATION_POINT = re.compile(r"<(?:desc|foreignobject|title|mi|mo|mn|ms|mtext|annotation-xml)(?![\w-])",
-                                re.IGNORECASE)
-_ANY_TAG = re.compile(r"<([A-Za-z][A-Za-z0-9-]*)")
+# One lexeme of raw HTML at a `<`, as an HTML5 tokenizer reads it: a comment (`<!-->` and `--!>` end one
+# too), CDATA, a bogus comment (`<?…>`, `<!…>`, `</ …>`: to the first `>`), or a tag whose quoted
+# attribute values may hold `>` and `</svg>`. Anything else is a literal `<`.
+# An unclosed quote runs to the end, as in a tokenizer (and keeps the scan linear).
+_ATTRIBUTES = r"""(?P<attributes>(?:=[ \t\n\f\r]*"[^"]*(?:"|\Z)|=[ \t\n\f\r]*'[^']*(?:'|\Z)|[^>])*)(?:>|\Z)"""
+_LEXEME = re.compile(
+    r"(?P<comment><!--(?:-?>|.*?--!?>|.*\Z))"
+    r"|(?P<cdata><!\[CDATA\[)"
+    r"|(?P<bogus><(?:[!?]|/(?![A-Za-z]))[^>]*(?:>|\Z))"
+    r"|<(?P<end>/?)(?P<name>[A-Za-z][^\s/>]*)" + _ATTRIBUTES,
+    re.DOTALL)
+_CDATA_END = re.compile(r"\]\]>|\Z")
+_FOREIGN = frozenset(["svg", "math"])
+_VOID = frozenset(["area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
+                   "track", "wbr"])
 
 
-def _without_foreign(html: str, html_elements: frozenset[str]) -> str:
-    """The HTML without `<svg>` and `<math>` elements, cut lexically from the opening tag to its
-    matching end tag — or to the end, when the drawing holds an integration point with an HTML element
-    in it. An HTML5 parser lets `<code>`, `<p>` or `<b>` break out of foreign content (`<svg>`c`P</svg>`
-    would show P, which GitHub drops), and ignores `</svg>` inside `<desc><p>` (`<svg><desc><p></svg>P`
-    hides P): cutting this way keeps the words from the model under either reading."""
+def _without_foreign(html: str) -> str:
+    """The HTML without `<svg>` and `<math>` elements, cut from the opening tag to its matching end tag
+    — or to the end, when an element opened inside the drawing is still open there. Tags are found
+    lexically, skipping attribute values, comments, CDATA and processing instructions, so a `</svg>`
+    written inside one ends nothing (`<svg><!-- </svg> -->P</svg>` hides P) and a `<svg>` written inside
+    one starts nothing. An HTML5 parser lets `<code>`, `<p>` or `<b>` break out of foreign content
+    (`<svg>`c`P</svg>` would show P, which GitHub drops), and ignores `</svg>` inside `<desc><p>`
+    (`<svg><desc><p></svg>P` hides P): cutting this way keeps the words from the model under either
+    reading."""
     parts: list[str] = []
-    depth, last, start = 0, 0, 0
-    for tag in _FOREIGN_TAG.finditer(html):
-        if tag.group(1):
-            if depth:
+    depth, last = 0, 0  # open drawings; where the text to keep starts
+    inside: list[str] = []  # elements open inside the drawing
+    pos = html.find("<")
+    while pos != -1:
+        lexeme = _LEXEME.match(html, pos)
+        if lexeme is None:
+            pos = html.find("<", pos + 1)
+            continue
+        end = lexeme.end()
+        if lexeme.group("cdata"):
+            # CDATA in a drawing; in HTML, a bogus comment up to the first `>`.
+            end = _CDATA_END.search(html, end).end() if depth else _end_of_bogus(html, end)
+        elif lexeme.group("name"):
+            name = lexeme.group("name").lower()
+            closing = bool(lexeme.group("end"))
+            if name in _FOREIGN and not closing:
+                if not depth:
+                    parts.append(html[last:pos])
+                depth += 1
+            elif name in _FOREIGN and depth:
                 depth -= 1
                 if not depth:
-                    if _holds_html(html, start, tag.start(), html_elements):
-                        return "".join(parts)
-                    end = html.find(">", tag.end())
-                    last = len(html) if end == -1 else end + 1
-        else:
-            if not depth:
-                parts.append(html[last:tag.start()])
-                start = tag.start()
-            depth += 1
+                    if inside:
+                        return "".join(parts)  # an element still open: `</svg>` may be ignored
+                    last = end
+            elif depth and closing:
+                if name in inside:
+                    del inside[len(inside) - 1 - inside[::-1].index(name):]
+            elif depth and name not in _VOID and not lexeme.group("attributes").endswith("/"):
+                inside.append(name)
+        pos = html.find("<", end)
     parts.append("" if depth else html[last:])
     return "".join(parts)
 
 
-def _holds_html(html: str, start: int, end: int, html_elements: frozenset[str]) -> bool:
-    point = _INTEGRATION_POINT.search(html, start, end)
-    if point is None:
-        return False
-    return any(m.group(1).lower() in html_elements for m in _ANY_TAG.finditer(html, point.end(), end))
+def _end_of_bogus(html: str, start: int) -> int:
+    end = html.find(">", start)
+    return len(html) if end == -1 else end + 1
 
 
 # A table row gets as many cells as its header has, however short the row: cmark-gfm pads it, so a
