@@ -14,6 +14,7 @@ import cmarkgfm
 import nh3
 from cmarkgfm.cmark import Options
 
+from gitbot.markdown_math import math_holding_tags
 from gitbot.prompting import render_prompt
 
 CMARK_OPTIONS = Options.CMARK_OPT_UNSAFE | Options.CMARK_OPT_FOOTNOTES | Options.CMARK_OPT_GITHUB_PRE_LANG
@@ -64,8 +65,11 @@ GITHUB = Allowlist(
 def sanitized_html(markdown: str, allowlist: Allowlist = GITHUB) -> str:
     """Steps 1 and 2: the HTML the page is built from."""
     markdown, table_note = _small_tables(markdown)
-    html = cmarkgfm.markdown_to_html_with_extensions(markdown, options=CMARK_OPTIONS,
-                                                      extensions=list(GITHUB_EXTENSIONS))
+    # Source positions mark cmark's own blocks for math_holding_tags; raw HTML must not forge them (the
+    # zero-width non-joiner is invisible, and dropped with the other invisible characters).
+    markdown = markdown.replace("data-sourcepos", "data-source\u200cpos")
+    html = math_holding_tags(cmarkgfm.markdown_to_html_with_extensions(
+        markdown, options=CMARK_OPTIONS | Options.CMARK_OPT_SOURCEPOS, extensions=list(GITHUB_EXTENSIONS)))
     html = _within_budget(html, len(markdown)) + table_note
     return nh3.clean(_shallow(_without_foreign(html)), tags=set(allowlist.elements),
                      clean_content_tags=set(allowlist.dropped_with_contents),
