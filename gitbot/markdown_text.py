@@ -27,7 +27,8 @@ Three steps, each one what GitHub itself does, so nothing depends on guessing wh
 Code stays as code: fenced and indented blocks as fenced blocks, code spans in backticks.
 
 `trigger_text` is the same walk for the trigger phrase: only text that is visible *and* outside code
-(`<code>`, `<pre>`, `<kbd>`, `<samp>`, `<tt>`), quotes (`>`, `<q>`) and links counts; the rest is blanked.
+(`<code>`, `<pre>`, `<kbd>`, `<samp>`, `<tt>`), quotes (`>`, `<q>`), links and struck-out text
+(`~~`, `<del>`, `<s>`) counts; the rest is blanked (with SHOWN_NOT_LIVE where it shows).
 Its invisible characters are kept, because they break a phrase for a reader too.
 
 Time is linear: the input is capped first (MAX_INPUT_BYTES), and each step is a single pass.
@@ -73,6 +74,11 @@ CONTAINERS = frozenset([
 VOID = frozenset(["br", "hr", "img", "input", "source", "wbr"])
 CODE_LIKE = frozenset(["code", "kbd", "samp", "tt"])
 QUOTES = frozenset(["blockquote", "q"])
+# Where a trigger phrase is not live: code, quotes, links, and struck-out text (a reader sees it withdrawn).
+NOT_LIVE = CODE_LIKE | QUOTES | frozenset(["a", "del", "s", "strike"])
+# What trigger_text puts for text that shows but is not live (code, a link, math, an image): a visible
+# non-word, so the mode word after a phrase is read only up to the next thing a reader sees.
+SHOWN_NOT_LIVE = "\ufffc"
 SHRINKING = frozenset(["sub", "sup", "small"])
 MAX_SHRINK_DEPTH = 2
 
@@ -169,7 +175,7 @@ class _Walker:
         self.open_count: dict[str, int] = {}  # how many of each element are open (a stray end tag is ignored)
         self.quotes = 0  # open <blockquote>
         self.lists: list[str] = []  # open <ul>/<ol>
-        self.not_live = 0  # open code-like, quote and link elements
+        self.not_live = 0  # open NOT_LIVE elements
         self.skip = 0  # open elements whose text is not shown (<rp>)
         self.shrink = 0
         self.capture: list[str] | None = None  # the text of the open <pre> or code span
@@ -227,7 +233,7 @@ class _Walker:
         values = dict(attrs)
         if tag == "pre":
             self.capture, self.capture_tag, self.pre_lang = [], "pre", (values.get("lang") or "").lower()
-        elif tag in CODE_LIKE or tag in QUOTES or tag == "a":
+        elif tag in NOT_LIVE:
             self.not_live += 1
             if tag == "code":
                 self.capture, self.capture_tag = [], "code"
@@ -291,7 +297,7 @@ class _Walker:
                 if not self.hidden():
                     self.text(captured, "code")
             return
-        if tag in CODE_LIKE or tag in QUOTES or tag == "a":
+        if tag in NOT_LIVE:
             self.not_live -= 1
             if tag == "blockquote":
                 self.quotes -= 1
@@ -348,9 +354,12 @@ class _Walker:
             if token.math:
                 text = without_math(text, token.math)
             if live_only and not token.live:
-                text = "\n" if token.kind == "raw" and "\n" in text else " " * bool(text)
+                if token.kind == "raw" or text.isspace():
+                    text = "\n" if "\n" in text else " " * bool(text)
+                else:
+                    text = SHOWN_NOT_LIVE
             elif live_only:
-                text = text.replace(MATH_MARK, " ")
+                text = text.replace(MATH_MARK, SHOWN_NOT_LIVE)
             elif token.kind == "code":
                 text = _code_span(text)
             if ESCAPED_DOLLAR in text:
