@@ -79,6 +79,7 @@ NOT_LIVE = CODE_LIKE | QUOTES | frozenset(["a", "del", "s", "strike"])
 # What trigger_text puts for text that shows but is not live (code, a link, math, an image): a visible
 # non-word, so the mode word after a phrase is read only up to the next thing a reader sees.
 SHOWN_NOT_LIVE = "\ufffc"
+BIDI_ISOLATE = "\u2068"
 SHRINKING = frozenset(["sub", "sup", "small"])
 MAX_SHRINK_DEPTH = 2
 
@@ -231,6 +232,10 @@ class _Walker:
         if tag not in VOID:
             self._push(tag)
         values = dict(attrs)
+        if (tag == "bdo" or "dir" in values) and not self.hidden():
+            # The text may show reordered: a bidi control says so to the mode reader (mention.py), and
+            # is dropped from the visible text with the other invisible characters.
+            self.text(BIDI_ISOLATE)
         if tag == "pre":
             self.capture, self.capture_tag, self.pre_lang = [], "pre", (values.get("lang") or "").lower()
         elif tag in NOT_LIVE:

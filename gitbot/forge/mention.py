@@ -74,10 +74,33 @@ def find_request(text: str, phrase: str = DEFAULT_PHRASE) -> Request | None:
     matches = _phrases(phrase, live)
     if not matches:
         return None
-    match = matches[0]
-    word = re.match(r"[\s:,]*([A-Za-z]+)\b", drop_invisible(live[match.end():match.end() + 200]))
-    mode = word.group(1).lower() if word and word.group(1).lower() in MODES else "auto"
-    return Request(mode=mode)
+    return Request(mode=_mode(live[matches[0].end():matches[0].end() + 200]))
+
+
+# Bidi controls (markdown_text.trigger_text puts one where `<bdo>` or a `dir` attribute starts).
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _mode(after: str) -> str:
+    """The mode the first word after the phrase asks for. A word whose letters may show as something
+    else (reordered by a bidi control, or with a letter outside ASCII: Cyrillic `а` reads as `a`) asks
+    for "answer": the read-only mode is the safe reading of a word we cannot read as the page shows it."""
+    reordered = False
+    for i, ch in enumerate(after):
+        if ch in " \t\n:,":
+            continue
+        if ch in _BIDI:
+            reordered = True
+        elif drop_invisible(ch):
+            break
+    else:
+        return "auto"
+    word = re.match(r"\w+", drop_invisible(after[i:]))
+    if word is None:
+        return "auto"
+    if reordered or not word.group(0).isascii():
+        return "answer"
+    return word.group(0).lower() if word.group(0).lower() in MODES else "auto"
 
 
 def defuse(text: str, phrase: str = DEFAULT_PHRASE) -> str:
