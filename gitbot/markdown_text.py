@@ -54,9 +54,12 @@ DIAGRAM_LANGUAGES = frozenset({"mermaid", "geojson", "topojson", "stl"})
 
 
 # Characters a reader does not see, beyond Unicode's "format" category (Cf: zero-width, bidi, tags, the
-# soft hyphen): variation selectors, which can carry bytes chained after a visible character, and the
-# Hangul fillers.
-_INVISIBLE_EXTRA = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef\u115f\u1160\u3164\uffa0]")
+# soft hyphen): variation selectors (Mongolian ones too), which can carry bytes chained after a visible
+# character, the combining grapheme joiner, the Khmer inherent vowels, the Hangul fillers and the blank
+# Braille pattern.
+_INVISIBLE_EXTRA = re.compile(
+    "[\ufe00-\ufe0f\U000e0100-\U000e01ef\u180b-\u180d\u180f\u034f\u17b4\u17b5\u115f\u1160\u3164\uffa0"
+    "\u2800]")
 
 BLOCKS = frozenset([
     "p", "div", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "table", "thead", "tbody", "tfoot", "tr",
