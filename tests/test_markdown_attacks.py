@@ -1,8 +1,8 @@
-"""Red-team attacks on issue 21's parse (markdown_text / markdown_html / markdown_math / mention).
+"""A red team's attacks on issue 21's parse (markdown_text / markdown_html / markdown_math / mention).
 
-Each test asserts the secure behaviour. The ones that fail today are the findings; the rest held and
-are kept for coverage. Everything goes through build_issue_task or find_request, except the timing
-cases, which call find_request (the event decision, run before any permission check)."""
+Each test asserts the secure behaviour; the findings (all fixed) come first, then what held, kept for
+coverage. Everything goes through build_issue_task or find_request; the timing cases call
+find_request, the event decision that runs before any permission check."""
 
 from __future__ import annotations
 
@@ -145,6 +145,10 @@ def test_a_wide_table_header_over_short_rows_is_fast() -> None:
     assert "was not read" in visible_text(body)
 
 
+def test_unclosed_quotes_inside_a_drawing_are_read_in_linear_time() -> None:
+    assert _timed('<svg><a b="' * 6000 + "<svg><!--" * 3000) < 1.0
+
+
 # --- Finding 6: visible text lost after `<svg`/`<math` written where it is not an element ----------------
 @pytest.mark.parametrize("body", [
     f'<span title="<svg>">a</span> {V}',
@@ -156,11 +160,14 @@ def test_text_after_a_closed_or_quoted_drawing_is_kept(body: str) -> None:
 
 
 # --- Finding 7: Mongolian variation selectors (and other invisible marks) reach the model ---------------
+INVISIBLE_MARKS = "\u180b\u180c\u180d\u180f\u034f\u17b4\u17b5\u2800"
+
+
 def test_mongolian_variation_selectors_are_dropped() -> None:
-    body = f"{V}" + "\u180b\u180c\u180d\u180f" * 8
+    body = f"{V}" + INVISIBLE_MARKS * 8
     text = task_text(body)
     assert V in text
-    assert not any(ch in text for ch in "\u180b\u180c\u180d\u180f")
+    assert not any(ch in text for ch in INVISIBLE_MARKS)
 
 
 # --- Held (kept for coverage) -----------------------------------------------------------------------------
@@ -204,6 +211,11 @@ def test_held_hidden(body: str) -> None:
     "$@gitbot fix$",
 ])
 def test_held_no_run(body: str) -> None:
+    assert find_request(body) is None
+
+
+@pytest.mark.parametrize("body", ["~~@gitbot fix~~", "<del>@gitbot fix</del>", "<s>@gitbot fix</s>"])
+def test_a_struck_out_mention_starts_nothing(body: str) -> None:
     assert find_request(body) is None
 
 
