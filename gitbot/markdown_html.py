@@ -1,7 +1,9 @@
 """Markdown to the sanitized HTML github.com builds a page from: cmark-gfm with GitHub's extensions, then
-an HTML5 sanitizer (nh3) with html-pipeline's allow-list. Two lexical cuts come first, each keeping
-words from the model where an HTML5 parse could be read two ways or take too long: `<svg>`/`<math>`
-(foreign content) and nesting deeper than any page has. What they cut is never shown.
+an HTML5 sanitizer (nh3) with html-pipeline's allow-list. Lexical cuts come first, each keeping
+words from the model where an HTML5 parse could be read two ways or take too long: tables wider and
+longer than any page has (before cmark-gfm), math holding a tag (markdown_math.math_holding_tags), HTML
+far bigger than its Markdown, `<svg>`/`<math>` (foreign content), and nesting or open formatting
+elements beyond any page's. What they cut is never shown; where they cut for size, a note says so.
 """
 
 from __future__ import annotations
