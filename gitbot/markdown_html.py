@@ -92,6 +92,7 @@ _LEXEME = re.compile(
     re.DOTALL)
 _CDATA_END = re.compile(r"\]\]>|\Z")
 _FOREIGN = frozenset(["svg", "math"])
+_FOREIGN_START = re.compile(r"<(?:svg|math)", re.IGNORECASE)
 _VOID = frozenset(["area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
                    "track", "wbr"])
 
@@ -105,11 +106,14 @@ def _without_foreign(html: str) -> str:
     (`<svg>`c`P</svg>` would show P, which GitHub drops), and ignores `</svg>` inside `<desc><p>`
     (`<svg><desc><p></svg>P` hides P): cutting this way keeps the words from the model under either
     reading."""
+    starts = [m.start() for m in _FOREIGN_START.finditer(html)]
+    if not starts:
+        return html  # most bodies: no lexing at all
     parts: list[str] = []
     depth, last = 0, 0  # open drawings; where the text to keep starts
     inside: list[str] = []  # elements open inside the drawing
     pos = html.find("<")
-    while pos != -1:
+    while pos != -1 and (depth or pos <= starts[-1]):  # past the last `<svg`/`<math`, nothing starts
         lexeme = _LEXEME.match(html, pos)
         if lexeme is None:
             pos = html.find("<", pos + 1)
