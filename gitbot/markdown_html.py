@@ -154,7 +154,9 @@ def _end_of_bogus(html: str, start: int) -> int:
 # wide header over many one-word rows is quadratic (3 KiB of Markdown gave 2.5 MB of HTML and took
 # 6 s to read). No page shows a table this big; the text from the table on is cut, with a note.
 MAX_TABLE_CELLS = 16_384
-_DELIMITER_ROW = re.compile(r"^[ \t>*+-]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$", re.MULTILINE)
+# The prefix (quote marks, list markers) never takes a `-` that the row could: that would backtrack
+# quadratically over a long run of dashes.
+_DELIMITER_ROW = re.compile(r"^(?:[ \t>]|[-*+][ \t])*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$", re.MULTILINE)
 
 
 def _small_tables(markdown: str) -> tuple[str, str]:

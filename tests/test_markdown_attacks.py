@@ -145,6 +145,11 @@ def test_a_wide_table_header_over_short_rows_is_fast() -> None:
     assert "was not read" in visible_text(body)
 
 
+def test_a_long_run_of_dashes_is_fast() -> None:
+    # The table-size check must not backtrack over a line that is almost a delimiter row.
+    assert _timed("-" * 65_000 + "x") < 1.0
+
+
 def test_unclosed_quotes_inside_a_drawing_are_read_in_linear_time() -> None:
     assert _timed('<svg><a b="' * 6000 + "<svg><!--" * 3000) < 1.0
 
