@@ -130,7 +130,7 @@ def _between(positions: list[int], start: int, end: int) -> bool:
 # `data-sourcepos` is broken up first, see markdown_html.py).
 _INLINE_BLOCK = re.compile(r'<(?:p|h[1-6]|th|td|li) data-sourcepos="[^"]*">')
 _SOURCEPOS = re.compile(r' data-sourcepos="[^"]*"')
-_RAW_TAG = re.compile(r"<code>.*?</code>|<[^>]*>", re.DOTALL)
+_RAW_TAG = re.compile(r"<code>[^<]*</code>|<[^>]*>")  # cmark escapes `<` in a code span
 _HELD_MATH = "$\u2026$"
 
 
