@@ -158,6 +158,8 @@ MAX_TABLE_CELLS = 16_384
 # quadratically over a long run of dashes.
 _DELIMITER_ROW = re.compile(r"^(?:[ \t>]|[-*+][ \t])*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$", re.MULTILINE)
 
+_BLANK_LINE = re.compile(r"\n[ \t>]*\n")
+
 
 def _small_tables(markdown: str) -> tuple[str, str]:
     """The Markdown cut before the table whose cells (header width × the lines that follow it up to a
@@ -168,7 +170,7 @@ def _small_tables(markdown: str) -> tuple[str, str]:
         if "|" not in row.group(0):
             continue  # a thematic break or a heading's underline
         width = row.group(0).count("|") + 1
-        blank = re.compile(r"\n[ \t>]*\n").search(markdown, row.end())
+        blank = _BLANK_LINE.search(markdown, row.end())
         lines = markdown.count("\n", row.end(), blank.start() if blank else len(markdown)) + 1
         cells += width * (lines + 1)
         if cells > MAX_TABLE_CELLS:
