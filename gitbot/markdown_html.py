@@ -90,7 +90,6 @@ _LEXEME = re.compile(
     r"|(?P<bogus><(?:[!?]|/(?![A-Za-z]))[^>]*(?:>|\Z))"
     r"|<(?P<end>/?)(?P<name>[A-Za-z][^\s/>]*)" + _ATTRIBUTES,
     re.DOTALL)
-_CDATA_END = re.compile(r"\]\]>|\Z")
 _FOREIGN = frozenset(["svg", "math"])
 _FOREIGN_START = re.compile(r"<(?:svg|math)", re.IGNORECASE)
 _VOID = frozenset(["area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
@@ -121,7 +120,7 @@ def _without_foreign(html: str) -> str:
         end = lexeme.end()
         if lexeme.group("cdata"):
             # CDATA in a drawing; in HTML, a bogus comment up to the first `>`.
-            end = _CDATA_END.search(html, end).end() if depth else _end_of_bogus(html, end)
+            end = _after(html, "]]>", end) if depth else _after(html, ">", end)
         elif lexeme.group("name"):
             name = lexeme.group("name").lower()
             closing = bool(lexeme.group("end"))
@@ -145,9 +144,10 @@ def _without_foreign(html: str) -> str:
     return "".join(parts)
 
 
-def _end_of_bogus(html: str, start: int) -> int:
-    end = html.find(">", start)
-    return len(html) if end == -1 else end + 1
+def _after(html: str, close: str, start: int) -> int:
+    """Where the text after the next `close` from `start` begins (the end, when there is none)."""
+    end = html.find(close, start)
+    return len(html) if end == -1 else end + len(close)
 
 
 # A table row gets as many cells as its header has, however short the row: cmark-gfm pads it, so a
