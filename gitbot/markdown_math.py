@@ -124,3 +124,37 @@ def _math_spans(text: str) -> list[tuple[int, int]]:
 def _between(positions: list[int], start: int, end: int) -> bool:
     k = bisect.bisect_right(positions, start)
     return k < len(positions) and positions[k] < end
+
+
+# cmark-gfm's own blocks whose content is inline text (raw HTML cannot forge the attribute: the input's
+# `data-sourcepos` is broken up first, see markdown_html.py).
+_INLINE_BLOCK = re.compile(r'<(?:p|h[1-6]|th|td|li) data-sourcepos="[^"]*">')
+_SOURCEPOS = re.compile(r' data-sourcepos="[^"]*"')
+_RAW_TAG = re.compile(r"<code>[^<]*</code>|<[^>]*>")  # cmark escapes `<` in a code span
+_HELD_MATH = "$\u2026$"
+
+
+def math_holding_tags(html: str) -> str:
+    """cmark-gfm's HTML (rendered with source positions) with every math region that holds a tag
+    replaced by `$…$`, and the source positions gone. GitHub reads math in the Markdown, so a tag inside
+    `$\\phantom{<div>P</div>}$` is TeX source; an HTML5 parse would end the paragraph at `<div>` and
+    the math found afterwards (mark_math) would stop there, showing P. So math is found here too, on
+    each paragraph, heading, cell or list item cmark made, with every tag an opaque character."""
+    parts: list[str] = []
+    last = 0
+    for block in _INLINE_BLOCK.finditer(html):
+        start = block.end()
+        end = html.find(' data-sourcepos="', start)
+        end = len(html) if end == -1 else end
+        content = html[start:end]
+        if "$" not in content or "<" not in content:
+            continue
+        opaque = _RAW_TAG.sub(lambda m: ("\x01" if m.group(0).startswith("<code>") else "\x04") * len(m.group(0)),
+                              content)
+        for span_start, span_end in _math_spans(opaque):
+            if "\x04" in opaque[span_start:span_end]:
+                parts.append(html[last:start + span_start])
+                parts.append(_HELD_MATH)
+                last = start + span_end
+    parts.append(html[last:])
+    return _SOURCEPOS.sub("", "".join(parts))

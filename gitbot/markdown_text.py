@@ -27,7 +27,8 @@ Three steps, each one what GitHub itself does, so nothing depends on guessing wh
 Code stays as code: fenced and indented blocks as fenced blocks, code spans in backticks.
 
 `trigger_text` is the same walk for the trigger phrase: only text that is visible *and* outside code
-(`<code>`, `<pre>`, `<kbd>`, `<samp>`, `<tt>`), quotes (`>`, `<q>`) and links counts; the rest is blanked.
+(`<code>`, `<pre>`, `<kbd>`, `<samp>`, `<tt>`), quotes (`>`, `<q>`), links and struck-out text
+(`~~`, `<del>`, `<s>`) counts; the rest is blanked (with SHOWN_NOT_LIVE where it shows).
 Its invisible characters are kept, because they break a phrase for a reader too.
 
 Time is linear: the input is capped first (MAX_INPUT_BYTES), and each step is a single pass.
@@ -53,9 +54,12 @@ DIAGRAM_LANGUAGES = frozenset({"mermaid", "geojson", "topojson", "stl"})
 
 
 # Characters a reader does not see, beyond Unicode's "format" category (Cf: zero-width, bidi, tags, the
-# soft hyphen): variation selectors, which can carry bytes chained after a visible character, and the
-# Hangul fillers.
-_INVISIBLE_EXTRA = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef\u115f\u1160\u3164\uffa0]")
+# soft hyphen): variation selectors (Mongolian ones too), which can carry bytes chained after a visible
+# character, the combining grapheme joiner, the Khmer inherent vowels, the Hangul fillers and the blank
+# Braille pattern.
+_INVISIBLE_EXTRA = re.compile(
+    "[\ufe00-\ufe0f\U000e0100-\U000e01ef\u180b-\u180d\u180f\u034f\u17b4\u17b5\u115f\u1160\u3164\uffa0"
+    "\u2800]")
 
 BLOCKS = frozenset([
     "p", "div", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "table", "thead", "tbody", "tfoot", "tr",
@@ -73,6 +77,12 @@ CONTAINERS = frozenset([
 VOID = frozenset(["br", "hr", "img", "input", "source", "wbr"])
 CODE_LIKE = frozenset(["code", "kbd", "samp", "tt"])
 QUOTES = frozenset(["blockquote", "q"])
+# Where a trigger phrase is not live: code, quotes, links, and struck-out text (a reader sees it withdrawn).
+NOT_LIVE = CODE_LIKE | QUOTES | frozenset(["a", "del", "s", "strike"])
+# What trigger_text puts for text that shows but is not live (code, a link, math, an image): a visible
+# non-word, so the mode word after a phrase is read only up to the next thing a reader sees.
+SHOWN_NOT_LIVE = "\ufffc"
+BIDI_ISOLATE = "\u2068"
 SHRINKING = frozenset(["sub", "sup", "small"])
 MAX_SHRINK_DEPTH = 2
 
@@ -169,7 +179,7 @@ class _Walker:
         self.open_count: dict[str, int] = {}  # how many of each element are open (a stray end tag is ignored)
         self.quotes = 0  # open <blockquote>
         self.lists: list[str] = []  # open <ul>/<ol>
-        self.not_live = 0  # open code-like, quote and link elements
+        self.not_live = 0  # open NOT_LIVE elements
         self.skip = 0  # open elements whose text is not shown (<rp>)
         self.shrink = 0
         self.capture: list[str] | None = None  # the text of the open <pre> or code span
@@ -225,9 +235,13 @@ class _Walker:
         if tag not in VOID:
             self._push(tag)
         values = dict(attrs)
+        if (tag == "bdo" or "dir" in values) and not self.hidden():
+            # The text may show reordered: a bidi control says so to the mode reader (mention.py), and
+            # is dropped from the visible text with the other invisible characters.
+            self.text(BIDI_ISOLATE)
         if tag == "pre":
             self.capture, self.capture_tag, self.pre_lang = [], "pre", (values.get("lang") or "").lower()
-        elif tag in CODE_LIKE or tag in QUOTES or tag == "a":
+        elif tag in NOT_LIVE:
             self.not_live += 1
             if tag == "code":
                 self.capture, self.capture_tag = [], "code"
@@ -291,7 +305,7 @@ class _Walker:
                 if not self.hidden():
                     self.text(captured, "code")
             return
-        if tag in CODE_LIKE or tag in QUOTES or tag == "a":
+        if tag in NOT_LIVE:
             self.not_live -= 1
             if tag == "blockquote":
                 self.quotes -= 1
@@ -348,9 +362,12 @@ class _Walker:
             if token.math:
                 text = without_math(text, token.math)
             if live_only and not token.live:
-                text = "\n" if token.kind == "raw" and "\n" in text else " " * bool(text)
+                if token.kind == "raw" or text.isspace():
+                    text = "\n" if "\n" in text else " " * bool(text)
+                else:
+                    text = SHOWN_NOT_LIVE
             elif live_only:
-                text = text.replace(MATH_MARK, " ")
+                text = text.replace(MATH_MARK, SHOWN_NOT_LIVE)
             elif token.kind == "code":
                 text = _code_span(text)
             if ESCAPED_DOLLAR in text:
