@@ -121,7 +121,7 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     repo = os.path.realpath(repo)
     view = toolchain if toolchain is not None else build_view(os.environ, repo)
     home = sandbox_home(view, repo)
-    args = [bwrap, *layout.system_arguments(network=network)]
+    args = [bwrap, *layout.system_arguments(network=network, empty=empty_file())]
     scratch, covered = layout.scratch_arguments(home, repo, features)
     args += scratch
     if home == SANDBOX_HOME:
