@@ -310,9 +310,10 @@ def seccomp_start():
     return arch, refuse, program
 
 
-def seccomp_fd(program):
-    """A file holding `program` compiled, at offset 0, inherited across exec (for bwrap's --seccomp)."""
-    fd = os.memfd_create("gitbot-seccomp", 0)
+def seccomp_fd(program, flags=0):
+    """A file holding `program` compiled, at offset 0, for bwrap's --seccomp (inherited across exec unless
+    `flags` has os.MFD_CLOEXEC: gitbot's own process passes it on with pass_fds)."""
+    fd = os.memfd_create("gitbot-seccomp", flags)
     filters = (SockFilter * len(program))(*(SockFilter(*instruction) for instruction in program))
     os.write(fd, bytes(filters))
     os.lseek(fd, 0, os.SEEK_SET)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,45 @@ def test_a_contained_command_cannot_leave_a_setuid_binary_in_the_repository(tmp_
     if made.exists():
         assert not os.lstat(made).st_mode & SETID, f"myid is {stat.filemode(os.lstat(made).st_mode)} on the host"
     assert os.lstat(path / "sub" / "deep" / "o.txt").st_mode & 0o777 == 0o700
+
+
+AS_ANOTHER_USER = """
+import os, stat, subprocess, sys
+from pathlib import Path
+from gitbot.policy import Policy
+from gitbot.sandbox.runner import Runner
+repo = Path(sys.argv[1])
+subprocess.run(["git", "init", "-q", str(repo)], check=True)
+runner = Runner(Policy(repo=repo), repo)
+if not runner.sandboxed:
+    sys.exit(3)
+runner.run_shell("cp /usr/bin/id ./myid; chmod 4755 ./myid", 30)
+print(stat.filemode(os.lstat(repo / "myid").st_mode))
+"""
+
+
+def test_without_root_a_sandboxed_command_cannot_leave_a_setuid_binary_either():
+    # gitbot as an ordinary user: bubblewrap starts without the helper, and gets the filter from gitbot.
+    require_bwrap()
+    import shutil
+    import subprocess
+
+    from gitbot.sandbox.confine import reachable_by_others
+
+    root = Path(__file__).resolve().parents[2]
+    python = next((p for p in (os.path.realpath(sys.executable), "/usr/bin/python3") if reachable_by_others(p)), None)
+    if os.geteuid() != 0 or not shutil.which("setpriv") or python is None or not reachable_by_others(str(root / "x")):
+        pytest.skip("needs root to become another user, and an interpreter and gitbot that user can reach")
+    import tempfile
+
+    work = Path(tempfile.mkdtemp(prefix="gitbot-test-nobody-"))  # pytest's tmp_path is root's alone
+    os.chown(work, 65534, 65534)
+    try:
+        done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env", f"HOME={work}",
+                               f"XDG_CACHE_HOME={work}/cache", f"PYTHONPATH={root}", python, "-c", AS_ANOTHER_USER,
+                               str(work / "repo")], capture_output=True, text=True, timeout=120, check=False)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot run gitbot's sandbox as another user here: {done.stderr[-300:]}")
+    assert done.stdout.strip().splitlines()[-1] == "-rwxr-xr-x", done.stdout
