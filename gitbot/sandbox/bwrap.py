@@ -18,7 +18,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitbot.sandbox import confine, layout
+from gitbot.sandbox import confine, helper, layout
 from gitbot.sandbox.env import SANDBOX_HOME, build_env, clean_path, protect_process_environ, under
 from gitbot.sandbox.mounts import (
     git_arguments,
@@ -121,7 +121,7 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     repo = os.path.realpath(repo)
     view = toolchain if toolchain is not None else build_view(os.environ, repo)
     home = sandbox_home(view, repo)
-    args = [bwrap, *layout.system_arguments(network=network)]
+    args = [bwrap, *layout.system_arguments(network=network, empty=empty_file())]
     scratch, covered = layout.scratch_arguments(home, repo, features)
     args += scratch
     if home == SANDBOX_HOME:
@@ -176,6 +176,10 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     args += ["--die-with-parent", "--new-session", "--clearenv"]
     for name, value in (env if env is not None else build_env(repo=repo, toolchain=view, home=home)).items():
         args += ["--setenv", name, value]
+    if os.geteuid() != 0 and limit is not None and os.uname().machine in helper.ARCHES:
+        # As root the helper adds it (confine.unprivileged). Files made here are gitbot's user's: a setuid
+        # one would let any local user act as that user.
+        args += ["--seccomp", str(limit.pass_fd(helper.seccomp_fd(helper.setid_program(), os.MFD_CLOEXEC)))]
     args += ["--chdir", repo, "--", *argv]
     return confine.unprivileged(args, idmapped=[repo, *(d for d in dict.fromkeys(git_dirs) if d and not under(d, repo))],
                                 limit=limit)

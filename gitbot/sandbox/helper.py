@@ -9,8 +9,9 @@ MODE "drop" (gitbot runs as root, ARGV is bubblewrap): in a private mount namesp
 (and git directories outside it) are mounted again with an id-mapping that makes host root's files
 appear owned by an unprivileged uid, under a staging tmpfs; every other bind source that uid could not
 reach is bound there too; then all groups, the gid and the uid become that uid, and bubblewrap is
-started unprivileged. The sandbox's processes are that uid on the host: root's files (/etc/shadow,
-/proc/sys) are not theirs, and what they write in the repository is stored as root's.
+started unprivileged, with a seccomp filter (`--seccomp`) that refuses setuid and setgid modes. The
+sandbox's processes are that uid on the host: root's files (/etc/shadow, /proc/sys) are not theirs, and
+what they write in the repository is stored as root's (hence no setuid mode there).
 
 MODE "confine" (no sandbox): no new privileges, a Landlock domain (a process in one cannot read the
 memory or /proc/<pid>/environ of processes outside it: gitbot and its parents), and as root, no
@@ -19,7 +20,7 @@ capabilities and no way to get them back on exec.
 MODE "contain" (a container without user namespaces, where bubblewrap cannot start): the command stays in
 gitbot's namespaces, but in a Landlock domain that lets it read only the paths given, write only the
 paths given, and (ABI 6+) signal or reach no abstract socket outside it; a seccomp filter that refuses
-new sockets but netlink (unless the network is allowed) and the calls that reach other processes or
+setuid and setgid modes, new sockets but netlink (unless the network is allowed) and the calls that reach other processes or
 the kernel's namespaces and mounts (ptrace, process_vm_*, io_uring, bpf, mount, unshare, setns,
 open_by_handle_at, keyctl, …); no new privileges; as root, no capabilities.
 
@@ -183,6 +184,8 @@ def drop(spec, argv):
     with open(argv[0], "rb") as handle:
         if handle.read(2) == b"#!":
             os.set_inheritable(program, True)  # a script's interpreter opens it through the fd
+    # Filtered in the sandbox: no setuid or setgid file can be made in the id-mapped repository.
+    argv = [argv[0], "--seccomp", str(seccomp_fd(setid_program())), *argv[1:]]
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
@@ -252,15 +255,24 @@ ARCHES = {
 }
 
 
+# The calls that set a file's mode, with the index of their mode argument: none may set S_ISUID or
+# S_ISGID. The repository is id-mapped, so what the sandbox's uid makes there is stored as gitbot's
+# user's (root's, as root): a setuid file left there would run as that user for anyone, after the run
+# (nosuid holds only inside the sandbox). openat2 takes its mode in a struct seccomp cannot read: it
+# answers ENOSYS, and libraries fall back to openat.
+SETID_MODE_ARGUMENT = {
+    "x86_64": {90: 1, 91: 1, 268: 2, 452: 2, 2: 2, 257: 3, 85: 1, 83: 1, 258: 2, 133: 1, 259: 2},
+    "aarch64": {52: 1, 53: 2, 452: 2, 56: 3, 34: 2, 33: 2},
+}
+SYS_OPENAT2 = 437
+ENOSYS = 38
+S_ISUID_OR_ISGID = 0o6000
+BPF_JSET_K = 0x45
+
+
 def seccomp_program(network):
-    arch = ARCHES.get(os.uname().machine)
-    if arch is None:
-        raise Failed(f"no seccomp filter for {os.uname().machine}")
-    refuse = SECCOMP_RET_ERRNO | EPERM
-    program = [(BPF_LD_W_ABS, 0, 0, 4), (BPF_JEQ_K, 1, 0, arch["audit"]), (BPF_RET_K, 0, 0, refuse),
-               (BPF_LD_W_ABS, 0, 0, 0)]
-    if arch["x32_bit"]:
-        program += [(BPF_JGE_K, 0, 1, arch["x32_bit"]), (BPF_RET_K, 0, 0, refuse)]
+    """The filter for "contain": no setuid files, and none of the calls that reach past the container."""
+    arch, refuse, program = seccomp_start()
     for number in arch["refused"]:
         program += [(BPF_JEQ_K, 0, 1, number), (BPF_RET_K, 0, 0, refuse)]
     if not network:
@@ -270,6 +282,42 @@ def seccomp_program(network):
                     (BPF_RET_K, 0, 0, refuse), (BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW)]
     program.append((BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW))
     return program
+
+
+def setid_program():
+    """The filter bubblewrap installs for its command (`--seccomp`): no setuid or setgid files."""
+    return seccomp_start()[2] + [(BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW)]
+
+
+def seccomp_start():
+    """The program's common head: another architecture's calls (i386, x32) are refused outright (their
+    numbers differ); then the mode checks, each ending in its verdict. Leaves the call's number loaded."""
+    machine = os.uname().machine
+    arch = ARCHES.get(machine)
+    if arch is None:
+        raise Failed(f"no seccomp filter for {machine}")
+    refuse = SECCOMP_RET_ERRNO | EPERM
+    program = [(BPF_LD_W_ABS, 0, 0, 4), (BPF_JEQ_K, 1, 0, arch["audit"]), (BPF_RET_K, 0, 0, refuse),
+               (BPF_LD_W_ABS, 0, 0, 0)]
+    if arch["x32_bit"]:
+        program += [(BPF_JGE_K, 0, 1, arch["x32_bit"]), (BPF_RET_K, 0, 0, refuse)]
+    program += [(BPF_JEQ_K, 0, 1, SYS_OPENAT2), (BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | ENOSYS)]
+    for number, argument in SETID_MODE_ARGUMENT[machine].items():
+        # the low 32 bits of the argument (little-endian): a mode_t
+        program += [(BPF_JEQ_K, 0, 4, number), (BPF_LD_W_ABS, 0, 0, 16 + 8 * argument),
+                    (BPF_JSET_K, 0, 1, S_ISUID_OR_ISGID), (BPF_RET_K, 0, 0, refuse),
+                    (BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW)]
+    return arch, refuse, program
+
+
+def seccomp_fd(program, flags=0):
+    """A file holding `program` compiled, at offset 0, for bwrap's --seccomp (inherited across exec unless
+    `flags` has os.MFD_CLOEXEC: gitbot's own process passes it on with pass_fds)."""
+    fd = os.memfd_create("gitbot-seccomp", flags)
+    filters = (SockFilter * len(program))(*(SockFilter(*instruction) for instruction in program))
+    os.write(fd, bytes(filters))
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def install_seccomp(network):

@@ -28,7 +28,7 @@ import os
 
 from gitbot import pids
 from gitbot.sandbox.env import under
-from gitbot.sandbox.toolchain import SYSTEM_DIRS, ToolchainView
+from gitbot.sandbox.toolchain import CREDENTIAL_FILES, SYSTEM_DIRS, ToolchainView
 
 # Size caps for the sandbox's memory-backed directories (only with a bwrap that supports --size).
 TMP_SIZE_BYTES = 1 << 30
@@ -45,13 +45,15 @@ def tmpfs(path: str, size: int, features: frozenset[str]) -> list[str]:
     return (["--size", str(size)] if "size" in features else []) + ["--tmpfs", path]
 
 
-def system_arguments(*, network: bool) -> list[str]:
+def system_arguments(*, network: bool, empty: str) -> list[str]:
+    """`empty`: an empty regular file, shown instead of /etc's credential files."""
     args: list[str] = []
     for directory in SYSTEM_DIRS:
         if os.path.islink(directory):
             args += ["--symlink", os.readlink(directory), directory]
         elif os.path.isdir(directory):
             args += ["--ro-bind", directory, directory]
+    args += etc_credential_masks(empty)
     args += ["--dev", "/dev", "--proc", "/proc"]
     for path in PROC_READ_ONLY:
         if os.path.exists(path):
@@ -62,6 +64,25 @@ def system_arguments(*, network: bool) -> list[str]:
         resolv = os.path.realpath("/etc/resolv.conf")
         if not any(under(resolv, d) for d in SYSTEM_DIRS) and os.path.isfile(resolv):
             args += ["--ro-bind", resolv, resolv]
+    return args
+
+
+def etc_credential_masks(empty: str) -> list[str]:
+    """/etc is bound whole, but CI images keep registry tokens there (`/etc/pip.conf`'s index-url with a
+    password, `/etc/npmrc`'s _authToken, /etc/netrc): those are shown empty (not /dev/null, which cannot be
+    read on the sandbox's nodev mounts, and a config a tool cannot read can stop it). A certificate
+    setting there is lost with them; the sandbox's own config can set it again."""
+    args: list[str] = []
+    for path in (*(os.path.join("/etc", name) for name in sorted(CREDENTIAL_FILES)), "/etc/xdg/pip/pip.conf"):
+        if os.path.islink(path):
+            # masked where it leads, if that is shown at all (a mount follows the link)
+            path = os.path.realpath(path)
+            if not any(under(path, directory) for directory in SYSTEM_DIRS):
+                continue
+        if os.path.isdir(path):
+            args += ["--tmpfs", path]
+        elif os.path.exists(path):
+            args += ["--ro-bind", empty, path]
     return args
 
 

@@ -82,6 +82,7 @@ class ProcessLimit:
         self.nproc: int | None = None
         self._go: tuple[int, int] | None = None  # (read, write) ends: see helper_fields
         self._through_helper = False
+        self._passed: list[int] = []  # other fds the command's first process is given (pass_fd)
 
     def __enter__(self) -> Self:
         self.cgroup = self._make_cgroup()
@@ -150,13 +151,24 @@ class ProcessLimit:
             self._go = os.pipe()
         return [str(self.max_file_bytes), str(self.nproc) if self.nproc else "-", str(self._go[0])]
 
+    def pass_fd(self, fd: int) -> int:
+        """Give `fd` to the command's first process, under its number; closed here once it started."""
+        self._passed.append(fd)
+        return fd
+
     @property
     def pass_fds(self) -> tuple[int, ...]:
-        return (self._go[0],) if self._go is not None else ()
+        return ((self._go[0],) if self._go is not None else ()) + tuple(self._passed)
+
+    def _close_passed(self) -> None:
+        for fd in self._passed:
+            os.close(fd)
+        self._passed = []
 
     def started(self, pid: int) -> None:
         """The command's first process is running: put it in the cgroup, then let it go on (a helper
         told nothing, because joining failed, stops before running anything)."""
+        self._close_passed()
         if self._go is None:
             return
         read_end, write_end = self._go
@@ -187,6 +199,7 @@ class ProcessLimit:
                 os.kill(pid, signum)
 
     def __exit__(self, *exc_info) -> None:
+        self._close_passed()
         if self._go is not None:  # never started
             for fd in self._go:
                 os.close(fd)

@@ -10,9 +10,11 @@ checkpoints, so it is refused (`gitbot checkpoints restore` could not undo it).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from gitbot import git
+from gitbot.checkpoints.capture import CaptureRules, is_nested_repo, size_cap_from_env
 from gitbot.errors import GitError
 from gitbot.tools.base import Tool, ToolContext, ToolError, ToolResult
 from gitbot.tools.files import require_string
@@ -22,21 +24,40 @@ from gitbot.tools.paths import resolve
 def delete_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     written = require_string(args, "path")
     real, relpath = resolve(ctx, written, for_edit=True, must_exist=True)
-    # A symlink is deleted as a link: its target (checked by resolve too) stays.
-    lexical = os.path.join(os.path.realpath(ctx.repo), os.path.normpath(written.strip()))
-    target = lexical if os.path.islink(lexical) else str(real)
+    root = os.path.realpath(ctx.repo)
+    # What is unlinked is the last name of the path in its real directory: a symlink is deleted as a
+    # link (its target, checked by resolve too, stays). That directory must be the repository's: a
+    # directory link leading out of it, to a link leading back in, must not delete outside it.
+    lexical = os.path.join(root, os.path.normpath(written.strip()))
+    target = os.path.join(os.path.realpath(os.path.dirname(lexical)), os.path.basename(lexical))
+    if not target.startswith(root + os.sep):
+        raise ToolError(f"{written} is not a file of the repository (a directory on its way leads out of it)")
+    if not os.path.islink(target) and target != str(real):
+        raise ToolError(f"cannot delete {relpath}: it changed while it was checked")
     if os.path.isdir(target) and not os.path.islink(target):
         raise ToolError(f"{relpath} is a directory; delete_file deletes one file (delete the files in it, and an "
                         f"empty directory no longer shows in git)")
-    if _ignored(ctx, os.path.relpath(target, os.path.realpath(ctx.repo))):
-        raise ToolError(f"{relpath} is ignored by git, so no checkpoint holds it and a deletion could not be "
-                        f"undone; leave it, or empty it with write_to_file")
+    shown = os.path.relpath(target, root)
+    why = _not_in_checkpoints(Path(root), shown)
+    if why is None and _ignored(ctx, shown):
+        why = "it is ignored by git"
+    if why is not None:
+        raise ToolError(f"{shown}: {why}, so no checkpoint holds it and a deletion could not be undone; leave it, "
+                        f"or empty it with write_to_file")
     try:
         os.unlink(target)
     except OSError as exc:
         raise ToolError(f"cannot delete {relpath}: {exc.strerror}") from None
-    shown = os.path.relpath(target, os.path.realpath(ctx.repo))
     return ToolResult(f"Deleted {shown}.", touched=(shown,))
+
+
+def _not_in_checkpoints(root: Path, relpath: str) -> str | None:
+    """Why the checkpoints would not hold this file (capture.py's rules), or None when they would."""
+    parents = Path(relpath).parents
+    if any(is_nested_repo(root / parent) for parent in parents if str(parent) != "."):
+        return "it is in a nested git repository (checkpoints record only its HEAD)"
+    rules = CaptureRules(root, size_cap_from_env(), None, root)
+    return rules.why_not_capturable(relpath, os.lstat(root / relpath))
 
 
 def _ignored(ctx: ToolContext, relpath: str) -> bool:

@@ -51,3 +51,32 @@ def test_a_symlink_is_deleted_as_a_link(ctx, repo):
     os.symlink("src/app.py", repo / "link.py")
     delete_file(ctx, {"path": "link.py"})
     assert not os.path.lexists(repo / "link.py") and (repo / "src" / "app.py").exists()
+
+
+def test_a_file_in_a_nested_repository_is_refused(ctx, repo):
+    # Checkpoints record a nested repository by its HEAD: its uncommitted files could not come back.
+    write(repo, "vendor/lib/work.py", "uncommitted\n")
+    os.mkdir(repo / "vendor" / "lib" / ".git")
+    with pytest.raises(ToolError, match="nested git repository"):
+        delete_file(ctx, {"path": "vendor/lib/work.py"})
+    assert (repo / "vendor" / "lib" / "work.py").exists()
+
+
+def test_a_file_over_the_checkpoint_size_cap_is_refused(ctx, repo, monkeypatch):
+    monkeypatch.setenv("GITBOT_CHECKPOINT_SIZE_CAP", "1K")
+    (repo / "big.bin").write_bytes(b"B" * 4096)
+    with pytest.raises(ToolError, match="cap"):
+        delete_file(ctx, {"path": "big.bin"})
+    assert (repo / "big.bin").exists()
+
+
+def test_a_link_reached_through_a_directory_link_out_of_the_repository_stays(ctx, repo, tmp_path):
+    # dirlink -> outside, outside/victim -> repo/src/app.py: the path resolves into the repository, but the
+    # name it would unlink is outside it.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(repo / "src" / "app.py", outside / "victim")
+    os.symlink(outside, repo / "dirlink")
+    with pytest.raises(ToolError, match="leads out of it"):
+        delete_file(ctx, {"path": "dirlink/victim"})
+    assert os.path.lexists(outside / "victim") and (repo / "src" / "app.py").exists()
