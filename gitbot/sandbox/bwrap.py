@@ -126,10 +126,10 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     git_dirs = git_directories(repo)
     args += git_arguments(repo, *git_dirs)
     args += system_git_config()
-    present = [rel for rel in nested_git if os.path.lexists(os.path.join(repo, rel))
-               and not os.path.islink(os.path.join(repo, rel))]
+    present = [rel for rel in nested_git if os.path.lexists(os.path.join(repo, rel))]
     nested, targets = nested_git_arguments(repo, present, [repo, *(d for d in git_dirs if d)])
-    nested_dirs = [rel for rel in present if os.path.isdir(os.path.join(repo, rel))]
+    nested_dirs = [rel for rel in present if os.path.isdir(os.path.join(repo, rel))
+                   and not os.path.islink(os.path.join(repo, rel))]
     nested_files = [rel for rel in present if rel not in nested_dirs]
     args += layout.protected_arguments(repo, [*layout.ALWAYS_PROTECTED_DIRS, *read_only, *nested_dirs, *targets],
                                        [*layout.ALWAYS_PROTECTED_FILES, *protected_files, *nested_files], features)
