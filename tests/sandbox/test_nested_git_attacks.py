@@ -1,4 +1,5 @@
-"""Red team, issue 20 finding 2 (nested git): code a check runs (a test module under `python3 -m unittest`)
+"""Red team, issue 20 finding 2 (nested git; all got through before the fixes in planted.py, mounts.py,
+bwrap.py and layout.py): code a check runs (a test module under `python3 -m unittest`)
 tries to leave something the user's own git runs on the host, or to make gitbot's undo write outside the
 repository. Each attack is a real `gitbot run` with a scripted model, in the bubblewrap sandbox; then the
 user's own git runs on the host and the hook's marker must not exist."""
@@ -48,7 +49,7 @@ def run_check(repo: Path, tmp_path: Path, module: str, mode: str = "required") -
 
 
 def test_a_deep_tree_that_breaks_the_undo_does_not_leave_the_rest_planted(tmp_path: Path):
-    # GOT THROUGH. GitMetadataGuard.after() undoes in sorted order and stops at the first exception:
+    # GOT THROUGH (before the fix). GitMetadataGuard.after() undoes in sorted order and stops at the first exception:
     # `aaa/.git` holding a 1,200-deep directory chain makes shutil.rmtree (recursive on 3.11) raise
     # RecursionError, so `libsub/.git` (a gitfile into `zevil`, a git dir whose config sets core.fsmonitor)
     # and `zevil` stay. The user's uninitialised submodule is then "populated", and their plain
@@ -74,12 +75,13 @@ def test_a_deep_tree_that_breaks_the_undo_does_not_leave_the_rest_planted(tmp_pa
         users_commands(repo)
         assert not (tmp_path / "MARKER").exists(), "the user's git ran the agent's fsmonitor hook"
         assert not (repo / "libsub" / ".git").exists() and not (repo / "zevil").exists()
-    finally:  # pytest's own cleanup of old temporary directories is a recursive rmtree too
-        subprocess.run(["rm", "-rf", str(repo / "aaa")], check=False)
+    finally:  # pytest's own cleanup of old temporary directories is a recursive rmtree too (the tree is
+        # set aside, not deleted: it may hold the user's files)
+        subprocess.run(["rm", "-rf", str(repo / "aaa"), str(repo / ".git" / "gitbot" / "set-aside")], check=False)
 
 
 def test_a_git_directory_swapped_for_a_symlink_does_not_make_gitbot_write_outside_the_repository(tmp_path: Path):
-    # GOT THROUGH. The guard keeps each git-shaped directory's config by absolute path and puts it back
+    # GOT THROUGH (before the fix). The guard keeps each git-shaped directory's config by absolute path and puts it back
     # through whatever that path now resolves to: a command that moves the (writable) fixture aside and
     # puts a symlink to a host directory in its place makes gitbot, unsandboxed, replace `<that dir>/config`
     # (a directory there is rmtree'd; a `config.worktree` there is deleted), e.g. ~/.ssh/config, ~/.kube/config,
@@ -102,7 +104,7 @@ def test_a_git_directory_swapped_for_a_symlink_does_not_make_gitbot_write_outsid
 
 
 def test_the_git_directory_a_nested_git_symlink_names_is_read_only(tmp_path: Path):
-    # GOT THROUGH. A nested repository whose `.git` is a symlink to a git directory inside the work tree
+    # GOT THROUGH (before the fix). A nested repository whose `.git` is a symlink to a git directory inside the work tree
     # (Android's `repo` layout): nested_git_arguments() skips symlinks, so the target is writable in the
     # sandbox, and the guard compares only its `config`. A `commondir` the command adds makes git read
     # the config of a directory the command wrote (no HEAD, so not "git-shaped"): nothing is undone, the
@@ -126,7 +128,7 @@ def test_the_git_directory_a_nested_git_symlink_names_is_read_only(tmp_path: Pat
 
 def test_a_nested_git_symlinks_directory_swapped_for_a_symlink_does_not_make_gitbot_delete_another_git_dir(
         tmp_path: Path):
-    # GOT THROUGH. The directory above a nested `.git` symlink is not pinned (only non-symlink `.git`s are),
+    # GOT THROUGH (before the fix). The directory above a nested `.git` symlink is not pinned (only non-symlink `.git`s are),
     # and _restore_entry() puts the link back through whatever the path now resolves to: `vendor/lib`
     # renamed and replaced by a symlink to another repository on the host makes gitbot, unsandboxed,
     # rmtree that repository's whole `.git` and put a symlink in its place.
@@ -147,7 +149,7 @@ NOBODY = 65534
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
 def test_as_an_ordinary_user_a_directory_made_read_only_does_not_keep_a_planted_gitfile(tmp_path: Path):
-    # GOT THROUGH (how gitbot runs on GitHub: an ordinary user). `chmod 555 libsub` after planting
+    # GOT THROUGH (before the fix) (how gitbot runs on GitHub: an ordinary user). `chmod 555 libsub` after planting
     # `libsub/.git` makes the guard's unlink fail with EACCES; after() stops there (the tool reports
     # "could not be started") and the gitfile and the git dir it names stay; the user's `git status` runs
     # the hook. Here: the runner itself as `nobody` (bubblewrap works unprivileged on this machine).
@@ -242,3 +244,52 @@ def test_other_roads_to_a_planted_gitfile_are_undone(tmp_path: Path):
         assert not (tmp_path / "MARKER").exists(), name
         assert not os.path.lexists(repo / "libsub" / ".git") and not (repo / "zevil").exists(), name
         subprocess.run(["rm", "-rf", "gf", "hook.sh", "q", "prep"], cwd=repo, check=False)
+
+
+def test_a_tree_too_deep_for_a_recursive_walk_is_removed_without_following_its_symlinks(tmp_path: Path):
+    # The guard's removal, where nothing can be set aside: descriptor by descriptor, with a directory made
+    # unsearchable inside and a symlink to a directory outside that must stay untouched.
+    from gitbot.sandbox.planted import _remove
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("keep\n")
+    top = tmp_path / "deep"
+    top.mkdir()
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(1200):  # by descriptors: os.makedirs is recursive too
+        os.mkdir("d", dir_fd=fd)
+        fd, parent = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd), fd
+        os.close(parent)
+    os.close(os.open("f", os.O_WRONLY | os.O_CREAT, dir_fd=fd))
+    os.close(fd)
+    (top / "link").symlink_to(outside)
+    (top / "d" / "d").chmod(0o000)
+    try:
+        _remove(str(top))
+    finally:
+        subprocess.run(["chmod", "-R", "u+rwx", str(tmp_path)], check=False, capture_output=True)
+        subprocess.run(["rm", "-rf", str(top)], check=False)
+    assert not os.path.lexists(top)
+    assert (outside / "keep").read_text() == "keep\n"
+
+
+def test_without_the_sandbox_an_undo_that_would_follow_a_symlink_refuses_the_rest_of_the_run(tmp_path: Path):
+    # Unsandboxed nothing pins `vendor/lib`: swapped for a symlink to another repository, the guard must not
+    # put the nested `.git` link back through it; it cannot undo that safely, so it says so and every later
+    # command of the run is refused (fail closed).
+    from gitbot.policy import Policy
+    from gitbot.sandbox.planted import UndoIncomplete
+    from gitbot.sandbox.runner import Runner, SandboxRefused
+
+    victim = make_repo(tmp_path / "other-project", {"precious.txt": "history\n"})
+    repo = make_repo(tmp_path / "repo", {"app.py": "print('app')\n"})
+    lib = make_repo(repo / "vendor" / "lib", {"lib.py": "X = 1\n"})
+    shutil.move(str(lib / ".git"), str(repo / ".libgit"))
+    (lib / ".git").symlink_to("../../.libgit")
+    runner = Runner(Policy(repo=repo, sandbox_mode="off"), repo)
+    with pytest.raises(UndoIncomplete, match="no further command"):
+        runner.run_shell(f"mv vendor/lib vendor/lib.old && ln -s {victim} vendor/lib", 60)
+    assert (victim / ".git").is_dir() and git(victim, "log", "--format=%s") == "initial\n"
+    with pytest.raises(SandboxRefused, match="could NOT undo"):
+        runner.run_shell("true", 60)
