@@ -52,6 +52,9 @@ CONFIG_NAMES = ("config", "config.worktree")
 # What of a git directory the run found is compared and put back: its configs, and the pointer that makes
 # git read another directory's config.
 COMPARED_FILES = (*CONFIG_NAMES, "commondir")
+# ...and the directories whose files git runs or reads as settings: every file in them is compared, and one
+# the command added is set aside.
+COMPARED_DIRECTORIES = ("hooks", "info")
 # URL schemes that make git start a program named in the URL: ext:: runs a shell command, fd:: reads
 # file descriptors the caller set up; neither belongs in a submodule.
 RISKY_URL_TRANSPORTS = ("ext::", "fd::")
@@ -114,6 +117,7 @@ class _State:
     entries: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # relative -> (mode, dev, ino)
     pointers: dict[str, tuple[bool, bytes]] = field(default_factory=dict)  # .git file/symlink -> (link, content)
     configs: dict[str, tuple[tuple, bytes | None]] = field(default_factory=dict)  # absolute -> (stamp, content)
+    listings: dict[str, set[str]] = field(default_factory=dict)  # absolute hooks/, info/ -> the names in it
     gitmodules: tuple[tuple, bytes | None] = ((), None)
 
 
@@ -187,6 +191,12 @@ class GitMetadataGuard:
         for path, (stamp, content) in state.configs.items():
             attempt(os.path.relpath(path, self.root), lambda path=path, stamp=stamp, content=content:
                     self._restore_file(path, stamp, content))
+        for directory, names in state.listings.items():
+            for name in _names(directory):
+                if name not in names:
+                    path = os.path.join(directory, name)
+                    attempt(os.path.relpath(path, self.root), lambda path=path: [
+                        f"{os.path.relpath(path, self.root)} (new, {set_aside(path, self.root, self.aside)})"])
         attempt(GITMODULES, lambda: self._check_gitmodules(state))
         linked = [rel for rel in index.hard_links if rel not in self._links_before]
         if linked:
@@ -243,6 +253,13 @@ class GitMetadataGuard:
             for name in COMPARED_FILES:
                 config = os.path.join(directory, name)
                 state.configs[config] = (_stamp(config), _read(config))
+            for name in COMPARED_DIRECTORIES:
+                listed = state.listings[os.path.join(directory, name)] = set(_names(os.path.join(directory, name)))
+                for entry in listed:
+                    path = os.path.join(directory, name, entry)
+                    stamp = _stamp(path)
+                    if stamp and stat.S_ISREG(stamp[0]):  # a symlink (a user's shared hook) is theirs to change
+                        state.configs[path] = (stamp, _read(path))
         gitmodules = os.path.join(self.root, GITMODULES)
         state.gitmodules = (_stamp(gitmodules), _read(gitmodules))
         return state
@@ -300,8 +317,8 @@ class GitMetadataGuard:
         _require_real(os.path.dirname(path))
         if _stamp(path) == stamp or _read(path) == content:
             return []
-        _put_back(path, content)
-        return [f"{os.path.relpath(path, self.root)} (a git config, put back)"]
+        _put_back(path, content, stat.S_IMODE(stamp[0]) if stamp else None)
+        return [f"{os.path.relpath(path, self.root)} (git metadata, put back)"]
 
     def _check_gitmodules(self, state: _State) -> list[str]:
         path = os.path.join(self.root, GITMODULES)
@@ -461,9 +478,17 @@ def _enter(parent: int, name: str) -> int:
         os.close(parent)
 
 
-def _put_back(path: str, content: bytes | None) -> None:
-    """Write `content` at `path` (replacing whatever is there), or remove it when it was absent. Never
-    through a symlink (raises OSError)."""
+def _names(directory: str) -> list[str]:
+    """The names in `directory` when it is one (not a symlink to one), else none."""
+    try:
+        return os.listdir(directory) if stat.S_ISDIR(os.lstat(directory).st_mode) else []
+    except OSError:
+        return []
+
+
+def _put_back(path: str, content: bytes | None, mode: int | None = None) -> None:
+    """Write `content` at `path` (replacing whatever is there; with `mode`, a hook's executable bit say), or
+    remove it when it was absent. Never through a symlink (raises OSError)."""
     if content is None:
         _remove(path)
         return
@@ -474,4 +499,6 @@ def _put_back(path: str, content: bytes | None) -> None:
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
     with os.fdopen(fd, "wb") as handle:
         handle.write(content)
+        if mode is not None:
+            os.fchmod(handle.fileno(), mode)
     os.replace(temporary, path)

@@ -293,3 +293,28 @@ def test_without_the_sandbox_an_undo_that_would_follow_a_symlink_refuses_the_res
     assert (victim / ".git").is_dir() and git(victim, "log", "--format=%s") == "initial\n"
     with pytest.raises(SandboxRefused, match="could NOT undo"):
         runner.run_shell("true", 60)
+
+
+def test_without_the_sandbox_a_nested_repositorys_hooks_and_info_are_put_back(tmp_path: Path):
+    # Nothing makes a nested git directory read-only without the sandbox: a hook the command adds is set
+    # aside, one it changes is put back with its executable bit, and so is info/exclude.
+    from gitbot.policy import Policy
+    from gitbot.sandbox.planted import GitMetadataPlanted
+    from gitbot.sandbox.runner import Runner
+
+    repo = make_repo(tmp_path / "repo", {"app.py": "print('app')\n"})
+    nested = make_repo(repo / "nested", {"lib.py": "X = 1\n"})
+    hooks = nested / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    (hooks / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    (hooks / "pre-commit").chmod(0o755)
+    exclude = nested / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(exist_ok=True)
+    exclude.write_text("*.log\n")
+    runner = Runner(Policy(repo=repo, sandbox_mode="off"), repo)
+    with pytest.raises(GitMetadataPlanted, match="post-checkout"):
+        runner.run_shell("cd nested/.git && printf '#!/bin/sh\\necho pwned\\n' | tee hooks/post-checkout "
+                         "hooks/pre-commit >/dev/null && chmod +x hooks/post-checkout && echo '!*' >> info/exclude", 60)
+    assert not os.path.lexists(hooks / "post-checkout")
+    assert (hooks / "pre-commit").read_text() == "#!/bin/sh\nexit 0\n" and os.access(hooks / "pre-commit", os.X_OK)
+    assert exclude.read_text() == "*.log\n"
