@@ -134,10 +134,10 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
         real = os.path.realpath(path if os.path.isabs(path) else os.path.join(repo, path))
         if under(real, repo) and real != repo and os.path.isfile(real):
             emptied_files.add(real)
-    present = [rel for rel in nested_git if os.path.lexists(os.path.join(repo, rel))
-               and not os.path.islink(os.path.join(repo, rel))]
+    present = [rel for rel in nested_git if os.path.lexists(os.path.join(repo, rel))]
     nested, targets = nested_git_arguments(repo, present, [repo, *(d for d in git_dirs if d)])
-    nested_dirs = [rel for rel in present if os.path.isdir(os.path.join(repo, rel))]
+    nested_dirs = [rel for rel in present if os.path.isdir(os.path.join(repo, rel))
+                   and not os.path.islink(os.path.join(repo, rel))]
     nested_files = [rel for rel in present if rel not in nested_dirs]
     # Before the git directories: these pin directories of the work tree, and a later bind of a
     # directory would hide mounts made inside it before.

@@ -190,7 +190,9 @@ def protected_arguments(repo: str, directories, files, features: frozenset[str],
         if missing is None:
             if os.path.islink(target) or os.path.realpath(target) != target:
                 # A bind would follow the link: pin what it leads to when that is inside the repository
-                # (the link itself no mount can pin; the runner puts it back if a command replaces it).
+                # (the link itself no mount can pin; the runner puts it back if a command replaces it), and
+                # the directories above the link, so that none is swapped for a symlink leading elsewhere.
+                pin_parents(relative)
                 real = os.path.realpath(target)
                 inside = _clean_relative(repo, real) if under(real, repo) else None
                 if kind != "kept" and inside and (os.path.isfile(real) or os.path.isdir(real)):

@@ -139,8 +139,8 @@ def nested_git_arguments(repo: str, entries: list[str], visible: list[str]) -> t
     top = os.path.join(repo, ".git")
     for relative in entries:
         dot_git = os.path.join(repo, relative)
-        if os.path.islink(dot_git):
-            continue  # a bind would follow it; the runner's check after the command covers a change
+        # A `.git` symlink (Android's `repo` layout) names its git directory like a gitfile: that is made
+        # read-only too (the link itself no mount can pin; the directories above it are, layout.py).
         directories = [d for d in dict.fromkeys(gitfile_directories(dot_git)) if d]
         for directory in directories:
             if not any(under(directory, shown) for shown in visible):

@@ -15,8 +15,15 @@ After each command, compared with the state the run found (and then the state ea
   and the repository's own): put back as it was;
 - a `.gitmodules` that now has a setting that makes git run something (`update = !cmd`, a URL git
   would hand to a remote helper that runs commands, an option-like URL or path): put back as it was.
+- a git-shaped directory the run found, swapped for something else (a symlink to a host directory,
+  say): that set aside, and the directory moved back from where the command put it.
 Then the command counts as failed (GitMetadataPlanted says what was found and what was undone). All of
 this happens before the command's checkpoint, so none of it reaches a checkpoint or a commit.
+
+Each item is undone on its own, by one rename into the git directory's gitbot/ store (or a removal that
+walks descriptors, never recursion, however deep the tree), never through a symlink above it (a command
+may have swapped a directory for one leading anywhere on the host). What cannot be undone that way fails
+closed: UndoIncomplete, and the runner refuses every later command of the run.
 
 Where the existing metadata is comes free from the read-deny walk (readdeny.py), which already lists
 every directory whose change time moved; so the check costs one more stamp walk per command.
@@ -26,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 import time
 from dataclasses import dataclass, field
@@ -43,6 +49,12 @@ GITMODULES = ".gitmodules"
 SET_ASIDE = "set-aside"  # in the git directory's gitbot/ store, which commands cannot see
 CLOCK_TICK_NS = 50_000_000
 CONFIG_NAMES = ("config", "config.worktree")
+# What of a git directory the run found is compared and put back: its configs, and the pointer that makes
+# git read another directory's config.
+COMPARED_FILES = (*CONFIG_NAMES, "commondir")
+# ...and the directories whose files git runs or reads as settings: every file in them is compared, and one
+# the command added is set aside.
+COMPARED_DIRECTORIES = ("hooks", "info")
 # URL schemes that make git start a program named in the URL: ext:: runs a shell command, fd:: reads
 # file descriptors the caller set up; neither belongs in a submodule.
 RISKY_URL_TRANSPORTS = ("ext::", "fd::")
@@ -55,6 +67,11 @@ class CommandUndone(Exception):
 
 class GitMetadataPlanted(CommandUndone):
     """A command made git metadata the user's git would read; it was undone."""
+
+
+class UndoIncomplete(GitMetadataPlanted):
+    """Something a command planted could not be undone (or not without following a symlink the command may
+    have made): what it left may run on the user's machine, so gitbot runs no further command (fail closed)."""
 
 
 class ProtectedLinkReplaced(CommandUndone):
@@ -100,6 +117,7 @@ class _State:
     entries: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # relative -> (mode, dev, ino)
     pointers: dict[str, tuple[bool, bytes]] = field(default_factory=dict)  # .git file/symlink -> (link, content)
     configs: dict[str, tuple[tuple, bytes | None]] = field(default_factory=dict)  # absolute -> (stamp, content)
+    listings: dict[str, set[str]] = field(default_factory=dict)  # absolute hooks/, info/ -> the names in it
     gitmodules: tuple[tuple, bytes | None] = ((), None)
 
 
@@ -132,11 +150,14 @@ class GitMetadataGuard:
         self._before_dirs = None
         self._links_before: set[str] = set()
         self._began_ns = 0
+        self.stuck: str | None = None  # set when an undo failed: every later command is refused
 
     def before(self, index: DeniedFiles) -> list[str]:
         """Call with the index just walked, right before a command (what changed since the last one was
         not the command's: the user's own `git remote add` is never undone). Returns the `.git` entries
         below the root that exist now (for the sandbox to make read-only)."""
+        if self.stuck:
+            raise UndoIncomplete(self.stuck)
         self._state = self._snapshot(index.git_metadata)
         self._before_dirs = index.directories
         self._links_before = set(index.hard_links)
@@ -153,16 +174,30 @@ class GitMetadataGuard:
         with contextlib.suppress(Exception):
             index.current()  # raises only when too many files are read-denied; the walk is done by then
         undone: list[str] = []
-        for rel in index.git_metadata:
-            if rel not in state.entries:
-                undone += self._remove_new(rel)
+        failed: list[str] = []
+
+        def attempt(what: str, undo) -> None:
+            # Each item on its own: one that cannot be undone must not leave the others in place.
+            try:
+                undone.extend(undo())
+            except Exception as exc:  # noqa: BLE001 - any failure is reported, and closes the run
+                failed.append(f"{what}: {exc}")
+
+        new = {rel: _identity(os.path.join(self.root, rel)) for rel in index.git_metadata if rel not in state.entries}
         for rel, identity in state.entries.items():
-            undone += self._restore_entry(rel, identity, state)
+            attempt(rel, lambda rel=rel, identity=identity: self._restore_entry(rel, identity, state, new))
+        for rel in new:
+            attempt(rel, lambda rel=rel: self._remove_new(rel))
         for path, (stamp, content) in state.configs.items():
-            if _stamp(path) != stamp and _read(path) != content:
-                _put_back(path, content)
-                undone.append(f"{os.path.relpath(path, self.root)} (a git config, put back)")
-        undone += self._check_gitmodules(state)
+            attempt(os.path.relpath(path, self.root), lambda path=path, stamp=stamp, content=content:
+                    self._restore_file(path, stamp, content))
+        for directory, names in state.listings.items():
+            for name in _names(directory):
+                if name not in names:
+                    path = os.path.join(directory, name)
+                    attempt(os.path.relpath(path, self.root), lambda path=path: [
+                        f"{os.path.relpath(path, self.root)} (new, {set_aside(path, self.root, self.aside)})"])
+        attempt(GITMODULES, lambda: self._check_gitmodules(state))
         linked = [rel for rel in index.hard_links if rel not in self._links_before]
         if linked:
             # Undo the name the command made: the other one when the denied file was there before (the
@@ -170,7 +205,16 @@ class GitMetadataGuard:
             denied_before = {path for entry in self._before_dirs.values() for path in entry.denied}
             for rel in linked:
                 partner = index.hard_links[rel]
-                _remove(os.path.join(self.root, rel if partner in denied_before else partner))
+                attempt(rel, lambda rel=rel, partner=partner: _remove(
+                    os.path.join(self.root, rel if partner in denied_before else partner)) or [])
+        if failed:
+            self.stuck = (
+                "gitbot could NOT undo all the git metadata a command made, which git on the user's machine "
+                "could run a program from: " + "; ".join(failed) + (f" (undone: {'; '.join(undone)})" if undone else "")
+                + ". gitbot runs no further command in this run; look at these paths in "
+                f"{self.root} before running git there.")
+            raise UndoIncomplete(self.stuck)
+        if linked:
             raise CommandUndone(
                 f"the command made a hard link to a file the policy does not let you read ({', '.join(linked)}): "
                 f"a link shows that file's content under another name, so gitbot removed it and counts the "
@@ -203,12 +247,19 @@ class GitMetadataGuard:
                 content = _read(path)
                 if content is not None:
                     state.pointers[rel] = (False, content)
-            if rel.rpartition("/")[2] == GIT_ENTRY and not stat.S_ISLNK(st.st_mode):
+            if rel.rpartition("/")[2] == GIT_ENTRY:  # a symlink's target too (inside the repository or not)
                 git_dirs.update(d for d in gitfile_directories(path) if d)
         for directory in git_dirs:
-            for name in CONFIG_NAMES:
+            for name in COMPARED_FILES:
                 config = os.path.join(directory, name)
                 state.configs[config] = (_stamp(config), _read(config))
+            for name in COMPARED_DIRECTORIES:
+                listed = state.listings[os.path.join(directory, name)] = set(_names(os.path.join(directory, name)))
+                for entry in listed:
+                    path = os.path.join(directory, name, entry)
+                    stamp = _stamp(path)
+                    if stamp and stat.S_ISREG(stamp[0]):  # a symlink (a user's shared hook) is theirs to change
+                        state.configs[path] = (stamp, _read(path))
         gitmodules = os.path.join(self.root, GITMODULES)
         state.gitmodules = (_stamp(gitmodules), _read(gitmodules))
         return state
@@ -226,15 +277,28 @@ class GitMetadataGuard:
         return [f"{rel} (made a git directory; " + ", ".join(f"{name} {how}" for name, how in zip(made or [HEAD], moved))
                 + ")"]
 
-    def _restore_entry(self, rel: str, identity: tuple[int, int, int], state: _State) -> list[str]:
+    def _restore_entry(self, rel: str, identity: tuple[int, int, int], state: _State,
+                       new: dict[str, tuple | None]) -> list[str]:
         path = os.path.join(self.root, rel)
+        _require_real(os.path.dirname(path))  # a directory above it swapped for a symlink: never follow it
         try:
             st = os.lstat(path)
         except OSError:
             return []  # gone: nothing for git to read there
         pointer = state.pointers.get(rel)
         if pointer is None:
-            return []  # a directory: its config is compared on its own
+            if (stat.S_IFMT(st.st_mode), st.st_dev, st.st_ino) == identity:
+                return []  # the same directory: its config is compared on its own
+            # Swapped (for a symlink, say, that would lead the config's put-back outside the repository):
+            # what stands there goes, and the directory comes back from where the command moved it.
+            how = set_aside(path, self.root, self.aside)
+            moved = next((other for other, seen in new.items() if seen == identity), None)
+            if moved is None:
+                return [f"{rel} (replaced; {how})"]
+            _require_real(os.path.dirname(os.path.join(self.root, moved)))
+            os.rename(os.path.join(self.root, moved), path)
+            del new[moved]
+            return [f"{rel} (replaced; {how}; moved back from {moved})"]
         link, content = pointer
         now_link = stat.S_ISLNK(st.st_mode)
         with contextlib.suppress(OSError):
@@ -248,6 +312,13 @@ class GitMetadataGuard:
         else:
             _put_back(path, content)
         return [f"{rel} (changed, put back)"]
+
+    def _restore_file(self, path: str, stamp: tuple, content: bytes | None) -> list[str]:
+        _require_real(os.path.dirname(path))
+        if _stamp(path) == stamp or _read(path) == content:
+            return []
+        _put_back(path, content, stat.S_IMODE(stamp[0]) if stamp else None)
+        return [f"{os.path.relpath(path, self.root)} (git metadata, put back)"]
 
     def _check_gitmodules(self, state: _State) -> list[str]:
         path = os.path.join(self.root, GITMODULES)
@@ -304,50 +375,130 @@ def _changed_since(path: str, began_ns: int) -> bool:
 
 def set_aside(path: str, root: str, aside: str | None) -> str:
     """Move what a command made at `path` out of the work tree, into `aside` (kept, since a command may have
-    moved the user's own files into it); removed only without a place to keep it. Says which, for a message."""
-    if aside is not None and os.path.lexists(path):
+    moved the user's own files into it); removed only without a place to keep it. Says which, for a message.
+    Never through a symlink above `path` (raises OSError), and one rename however deep the tree."""
+    parent = os.path.dirname(path)
+    _require_real(parent)
+    if not os.path.lexists(path):
+        return "gone"
+    _owner_writable(parent)
+    if aside is not None:
         with contextlib.suppress(OSError):
             name = os.path.relpath(path, root).replace("/", "%")
             target = os.path.join(aside, f"{time.time_ns()}-{name}")
             os.makedirs(aside, mode=0o700, exist_ok=True)
-            if os.path.isdir(path) and not os.path.islink(path):
-                _make_removable(path)
-            shutil.move(path, target)
+            _owner_writable(path)  # a directory moved to another parent needs write on itself (its `..`)
+            os.rename(path, target)
             return f"moved out of the work tree, kept in the git directory's gitbot/{SET_ASIDE}/"
     _remove(path)
     return "removed"
 
 
+def _require_real(directory: str) -> None:
+    """Raise when a component of `directory` (an absolute real path, as it was before the command) is a
+    symlink now: what gitbot would write or remove there could be anywhere on the host."""
+    if os.path.realpath(directory) != directory:
+        raise OSError(f"{directory} now leads through a symlink; gitbot does not follow it")
+
+
+def _owner_writable(path: str) -> None:
+    """Give back to a directory of ours the owner's write and search permission a command took away
+    (`chmod 555` would otherwise keep what it planted in it)."""
+    with contextlib.suppress(OSError):
+        st = os.lstat(path)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and st.st_mode & 0o700 != 0o700:
+            os.chmod(path, stat.S_IMODE(st.st_mode) | 0o700)
+
+
+def _identity(path: str) -> tuple | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (stat.S_IFMT(st.st_mode), st.st_dev, st.st_ino)
+
+
 def _remove(path: str) -> None:
     """Remove a file, symlink or directory tree, never following a symlink."""
-    with contextlib.suppress(FileNotFoundError):
-        if os.path.isdir(path) and not os.path.islink(path):
-            _make_removable(path)
-            shutil.rmtree(path)
-        else:
-            os.unlink(path)
+    parent = os.path.dirname(path)
+    _require_real(parent)
+    _owner_writable(parent)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
+    except IsADirectoryError:
+        _remove_tree(path)
 
 
-def _make_removable(top: str) -> None:
-    """A command may have taken away the permission to list or change its own directories."""
-    with contextlib.suppress(OSError):
-        os.chmod(top, 0o700)
-    for directory, subdirs, _files in os.walk(top):
-        for name in subdirs:
-            with contextlib.suppress(OSError):
-                sub = os.path.join(directory, name)
-                if not os.path.islink(sub):
-                    os.chmod(sub, 0o700)
+DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def _put_back(path: str, content: bytes | None) -> None:
-    """Write `content` at `path` (replacing whatever is there), or remove it when it was absent."""
+def _remove_tree(path: str) -> None:
+    """Remove a directory tree by file descriptors, one open at a time and without recursion: a tree too deep
+    for shutil.rmtree (or for a path) is removed all the same, and no symlink in it is followed."""
+    names = [os.path.basename(path)]
+    fd = _enter(os.open(os.path.dirname(path), DIRECTORY_FLAGS), names[0])
+    try:
+        while True:
+            sub = None
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        sub = entry.name
+                        break
+                    os.unlink(entry.name, dir_fd=fd)
+            if sub is not None:
+                names.append(sub)
+                fd = _enter(fd, sub)
+                continue
+            parent = os.open("..", DIRECTORY_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            os.rmdir(names.pop(), dir_fd=fd)
+            if not names:
+                return
+    finally:
+        os.close(fd)
+
+
+def _enter(parent: int, name: str) -> int:
+    """The directory `name` in `parent` opened (after giving it back the owner's permissions a command may
+    have taken away); closes `parent`."""
+    try:
+        with contextlib.suppress(OSError):
+            handle = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+            try:
+                if stat.S_ISDIR(os.fstat(handle).st_mode):
+                    os.chmod(f"/proc/self/fd/{handle}", 0o700)  # the inode opened, never a symlink's target
+            finally:
+                os.close(handle)
+        return os.open(name, DIRECTORY_FLAGS, dir_fd=parent)
+    finally:
+        os.close(parent)
+
+
+def _names(directory: str) -> list[str]:
+    """The names in `directory` when it is one (not a symlink to one), else none."""
+    try:
+        return os.listdir(directory) if stat.S_ISDIR(os.lstat(directory).st_mode) else []
+    except OSError:
+        return []
+
+
+def _put_back(path: str, content: bytes | None, mode: int | None = None) -> None:
+    """Write `content` at `path` (replacing whatever is there; with `mode`, a hook's executable bit say), or
+    remove it when it was absent. Never through a symlink (raises OSError)."""
     if content is None:
         _remove(path)
         return
+    _require_real(os.path.dirname(path))
     if os.path.isdir(path) and not os.path.islink(path):
         _remove(path)
     temporary = f"{path}.gitbot-{os.getpid()}.tmp"
-    with open(temporary, "wb") as handle:
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    with os.fdopen(fd, "wb") as handle:
         handle.write(content)
+        if mode is not None:
+            os.fchmod(handle.fileno(), mode)
     os.replace(temporary, path)

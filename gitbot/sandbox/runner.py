@@ -40,7 +40,13 @@ from gitbot.sandbox.command import (
     split_command,
 )
 from gitbot.sandbox.env import build_env, without_framework_venv
-from gitbot.sandbox.planted import CommandUndone, GitMetadataGuard, protected_links, put_back_links
+from gitbot.sandbox.planted import (
+    CommandUndone,
+    GitMetadataGuard,
+    UndoIncomplete,
+    protected_links,
+    put_back_links,
+)
 from gitbot.sandbox.filtered_store import FilteredStore, StoreNotReady, StoreView
 from gitbot.sandbox.readdeny import DeniedFiles, SandboxRefusal
 from gitbot.sandbox.toolchain import ToolchainView, build_view
@@ -252,9 +258,13 @@ class Runner:
         # Before anything else reads the work tree (the step's checkpoint, the user's git): raises
         # GitMetadataPlanted when the command made git metadata, after undoing it.
         try:
-            put_back_links(real, links, guard.aside)
-        finally:
-            guard.after(index)
+            try:
+                put_back_links(real, links, guard.aside)
+            finally:
+                guard.after(index)
+        except UndoIncomplete as exc:
+            self.refusal = str(exc)  # fail closed: what could not be undone may be run by the next command too
+            raise
         if run.exit_code == confine.EXIT_FAILED and run.output.startswith(confine.FAILURE_PREFIX):
             raise SandboxRefused(f"the sandbox could not be set up for this command: "
                                  f"{run.output.strip().removeprefix(confine.FAILURE_PREFIX).strip()}")
