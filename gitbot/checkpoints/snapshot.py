@@ -54,9 +54,9 @@ from pathlib import Path
 from typing import Any
 
 from gitbot.checkpoints.capture import (
+    GIT_METADATA_REASON,
     GITLINK_REASON,
     STATUS_ARGS,
-    GIT_METADATA_REASON,
     CaptureRules,
     gitlink_reason,
     is_nested_repo,

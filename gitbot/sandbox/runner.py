@@ -40,6 +40,7 @@ from gitbot.sandbox.command import (
     split_command,
 )
 from gitbot.sandbox.env import build_env, without_framework_venv
+from gitbot.sandbox.filtered_store import FilteredStore, StoreNotReady, StoreView
 from gitbot.sandbox.planted import (
     CommandUndone,
     GitMetadataGuard,
@@ -47,7 +48,6 @@ from gitbot.sandbox.planted import (
     protected_links,
     put_back_links,
 )
-from gitbot.sandbox.filtered_store import FilteredStore, StoreNotReady, StoreView
 from gitbot.sandbox.readdeny import DeniedFiles, SandboxRefusal
 from gitbot.sandbox.toolchain import ToolchainView, build_view
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import difflib
 import os
-from stat import S_ISREG
 import subprocess
 from pathlib import Path, PurePosixPath
+from stat import S_ISREG
 
+from gitbot.sandbox.readdeny import SandboxRefusal
 from gitbot.tools.base import ToolContext, ToolDenied, ToolError
 
 GIT_DIR_NAME = ".git"
@@ -126,7 +127,7 @@ def _refuse_a_hard_link_to_a_denied_file(ctx: ToolContext, real: Path, relpath: 
         return
     try:
         hidden, _unreadable = ctx.runner.denied_files(ctx.repo)
-    except Exception:  # cannot tell (e.g. too many denied files): refuse rather than show it
+    except (SandboxRefusal, OSError):  # cannot tell (e.g. too many denied files): refuse rather than show it
         hidden = [relpath]
     if relpath in hidden:
         raise ToolDenied(f"cannot read {relpath}: it is a hard link to a file that files.read_deny hides")

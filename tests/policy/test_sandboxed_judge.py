@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from gitbot.policy import Policy, parse_policy
-from tests.policy.corpus import build_repositories, command_of
 from tests.policy.corpus import Case as _Case
+from tests.policy.corpus import build_repositories, command_of
 
 # What real agents typed and the allow-list refused (issue 22's largest causes): in the sandbox, run.
 AGENTS_RUN = [

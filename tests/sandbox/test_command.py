@@ -141,10 +141,8 @@ def test_checks_get_the_allow_listed_environment_even_unsandboxed(tmp_path, monk
 
 
 def test_required_sandbox_that_does_not_work_refuses_to_run_the_check(tmp_path, monkeypatch):
-    from gitbot.sandbox import bwrap
+    from gitbot.sandbox import bwrap, contain
     from gitbot.sandbox.runner import Runner, SandboxRefused
-
-    from gitbot.sandbox import contain
 
     monkeypatch.setattr(bwrap, "probe", lambda **_: bwrap.SandboxStatus(False, "bwrap is missing"))
     monkeypatch.setattr(contain, "probe", lambda: (False, "no Landlock here"))

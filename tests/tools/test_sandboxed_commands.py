@@ -44,7 +44,8 @@ def test_in_the_sandbox_scripts_run_scratch_files_go_and_secrets_stay_masked(rep
     # Protected paths are read-only there: the write fails, the policy file is untouched.
     out = _run(repo, "mkdir -p .gitbot; echo x > .gitbot/policy.toml; echo rc=$?", "required")
     assert "rc=0" not in out and not (repo / ".gitbot" / "policy.toml").exists()
-    assert subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout == ""
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True,
+                          check=True).stdout == ""
 
 
 def test_without_the_sandbox_the_allow_list_refuses_and_says_what_to_do_instead(repo: Path):

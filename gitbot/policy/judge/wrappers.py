@@ -5,7 +5,6 @@ CommandJudge."""
 from __future__ import annotations
 
 import posixpath
-
 import re
 
 from gitbot.policy.judge.outcome import Read, Verdicts, deny
