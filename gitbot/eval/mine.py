@@ -94,8 +94,9 @@ def _validate(repo: Path, tree: Path, runner, commit: Commit, test_cmd: str | No
 def _diff(repo: Path, a: str, b: str, paths: list[str]) -> str:
     if not paths:
         return ""
-    return git.run(["diff", "--binary", "--no-color", "--no-ext-diff", "--no-renames", a, b, "--",
-                    *[f":(literal){p}" for p in paths]], cwd=repo).stdout.decode("utf-8", "replace")
+    # git.py's environments make every pathspec a literal name.
+    return git.run(["diff", "--binary", "--no-color", "--no-ext-diff", "--no-renames", a, b, "--", *paths],
+                   cwd=repo).stdout.decode("utf-8", "replace")
 
 
 def _checkout(tree: Path, commit: str) -> None:

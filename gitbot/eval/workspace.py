@@ -137,7 +137,8 @@ def changes_since(tree: Path, start: str, *, leave_out: list[str] = ()) -> str:
     `git apply` takes; `leave_out`: paths not to include. Read through a throwaway index: the worktree's
     own index is not touched."""
     index = git.git_dir(tree) / "gitbot-eval-index"
-    env = git.clean_env({"GIT_INDEX_FILE": str(index)})
+    # The excludes below are pathspec magic, which git.py's environments turn off unless asked.
+    env = git.clean_env({"GIT_INDEX_FILE": str(index), **git.MAGIC_PATHSPECS})
     try:
         git.out(tree, "read-tree", start, env=env)
         git.out(tree, "add", "-A", "--", ".", *CACHE_EXCLUDES, env=env)
