@@ -198,3 +198,36 @@ def test_an_allow_marker_the_agent_puts_in_a_path_does_not_unmask_a_token_for_th
     assert records, "the run's record was pushed"
     leaked_to += [ref for ref in records if TOKEN_REST in run_git(bare, "show", f"{ref}:trajectory.jsonl")]
     assert leaked_to == []
+
+
+@pytest.mark.slow
+def test_a_token_printed_in_pieces_does_not_reach_the_model(fake_github, tmp_path):
+    # GOT THROUGH (the README says "secret-shaped values never reach the model"): `cut` (allowed by default)
+    # prints the token without its `npm_` prefix, and no rule knows the rest. Shape rules cannot stop this;
+    # only read_deny (.npmrc is not in the defaults) or a README that claims less can.
+    harness = action_harness(fake_github, tmp_path)
+    (harness.workspace / ".npmrc").write_text(f"//registry.npmjs.org/:_authToken={NPM_TOKEN}\n")
+    turns = [tool_turn(("execute_command", {"command": "cut -d_ -f3 .npmrc"}))]
+    harness.fake.add_issue(7, "mean() is wrong", "fix it")
+    event = harness.fake.label_issue(7, "gitbot", sender="maria")
+    with FakeMessagesAPI([*turns, *fix_script()]) as api:
+        ran = harness.run(api, "issues", event, check_command=CHECK)
+        sent = str([r["body"] for r in api.requests])
+    assert ran.exit_code == 0, ran.log
+    assert TOKEN_REST not in sent
+
+
+@pytest.mark.slow
+def test_a_run_that_opens_no_pull_request_leaves_no_record_on_origin(fake_github, tmp_path):
+    # GOT THROUGH (open item "refs/gitbot/runs/* accumulate"): pruning goes by a pull request's ledger,
+    # but _work pushes every run's record, also one that changed nothing and opened no pull request.
+    # No later run can continue or prune it: each such run adds a ref to origin for good.
+    harness = action_harness(fake_github, tmp_path)
+    harness.fake.add_issue(7, "mean() is wrong", "fix it")
+    event = harness.fake.label_issue(7, "gitbot", sender="maria")
+    done = [tool_turn(("attempt_completion", {"result": "nothing to do"})) for _ in range(2)]
+    with FakeMessagesAPI(done) as api:
+        ran = harness.run(api, "issues", event, check_command=CHECK)
+    assert not harness.fake.pulls, ran.log
+    records = run_git(harness.fake.bare_repo, "for-each-ref", "--format=%(refname)", "refs/gitbot/runs/").split()
+    assert records == []
