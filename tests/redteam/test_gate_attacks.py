@@ -4,6 +4,7 @@ ones marked "GOT THROUGH" in the report fail on the branch as it is."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -231,3 +232,45 @@ def test_a_run_that_opens_no_pull_request_leaves_no_record_on_origin(fake_github
     assert not harness.fake.pulls, ran.log
     records = run_git(harness.fake.bare_repo, "for-each-ref", "--format=%(refname)", "refs/gitbot/runs/").split()
     assert records == []
+
+
+# Run by the agent as the check command (allowed "as written and with extra arguments"): the files it
+# makes are the run's change, with names no file tool would take.
+MAKES_ODD_NAMES = ("import os\n"
+                   "for name in (b'caf\\xe9.txt', b'new\\nline.txt', b'\\x1b[31mred.txt', b'-rf', b':(top)'):\n"
+                   "    os.close(os.open(name, os.O_CREAT | os.O_WRONLY, 0o644))\n")
+
+
+@pytest.mark.slow
+def test_names_of_any_bytes_are_committed_as_names_and_the_run_completes(fake_github, tmp_path):
+    harness = action_harness(fake_github, tmp_path)
+    ran = run_issue(harness, [tool_turn(("write_to_file", {"path": "test_zz.py", "content": MAKES_ODD_NAMES})),
+                              tool_turn(("execute_command", {"command": CHECK}))])
+    assert ran.exit_code == 0, ran.log
+    [pr] = harness.fake.pulls
+    tip = harness.fake.branch_sha(pr.head)
+    out = subprocess.run(["git", "ls-tree", "-r", "-z", "--name-only", tip], cwd=harness.workspace,
+                         capture_output=True, check=True).stdout
+    names = {n for n in out.split(b"\0") if n}
+    assert {b"caf\xe9.txt", b"new\nline.txt", b"\x1b[31mred.txt", b"-rf", b":(top)"} <= names
+    assert "\x1b[" not in ran.log and "\x1b[" not in ran.summary
+
+
+# ---------------------------------------------------------------- the gate by name
+
+
+def test_a_git_directory_spelled_as_macos_reads_it_is_a_git_path(tmp_path):
+    # GOT THROUGH (low): git's own verify_path (is_hfs_dotgit) drops the characters HFS+ ignores, so on a Mac
+    # `.g\u200cit/hooks/post-checkout` is `.git/hooks/post-checkout`; the gate compares the bytes as they are.
+    # (git on macOS refuses to check it out by default, core.protectHFS; elsewhere it is committed.)
+    from gitbot.fixcheck.gate import why_not
+    from gitbot.policy.model import Policy
+
+    path = os.fsencode(".g\u200cit/hooks/post-checkout")
+    assert why_not(path, b"100755", {path}, Policy(repo=tmp_path)) == "a .git path is never committed"
+
+
+@pytest.mark.parametrize("line", ["secret: kv/data/app", "PASS=PASS-FAIL-SKIP", "pass: tests/unit/ok"])
+def test_no_false_positive_on_a_path_or_a_pass_that_means_passed(line):
+    # Measured on look-alikes (this repository's own gitbot/ and docs have no keyword finding: held).
+    assert scan(line + "\n") == []
