@@ -274,3 +274,25 @@ def test_a_git_directory_spelled_as_macos_reads_it_is_a_git_path(tmp_path):
 def test_no_false_positive_on_a_path_or_a_pass_that_means_passed(line):
     # Measured on look-alikes (this repository's own gitbot/ and docs have no keyword finding: held).
     assert scan(line + "\n") == []
+
+
+@pytest.mark.slow
+def test_fix_check_commit_leaves_out_a_file_the_agent_only_unignored(tmp_path):
+    # GOT THROUGH: the same through `fix-check --commit`: the run's checkpoints first see deploy.ini when
+    # .gitignore stops ignoring it, so it counts as "changed by the run" and the commit adds it.
+    from tests.conftest import BUGGY_MODULE, FIX_DIFF, TEST_MODULE, make_repo
+    from tests.fixcheck.test_fix_check import completion_turns, fix_check
+
+    repo = make_repo(tmp_path / "repo", {"stats.py": BUGGY_MODULE, "test_stats.py": TEST_MODULE,
+                                         ".gitignore": "__pycache__/\ndeploy.ini\n"})
+    (repo / "deploy.ini").write_text("[deploy]\nhost = build-7.corp.internal\n")
+    script = [tool_turn(("write_to_file", {"path": ".gitignore", "content": "__pycache__/\n"})),
+              tool_turn(("execute_command", {"command": "ls"})),
+              tool_turn(("replace_in_file", {"path": "stats.py", "diff": FIX_DIFF})), *completion_turns()]
+    with FakeMessagesAPI(script) as api:
+        proc, data = fix_check(repo, "--commit", env=api.env())
+    assert data is not None, proc.stderr
+    if "commit" in data:
+        out = subprocess.run(["git", "ls-tree", "-r", "--name-only", data["commit"]], cwd=repo,
+                             capture_output=True, text=True, check=True).stdout
+        assert "deploy.ini" not in out.split("\n")
