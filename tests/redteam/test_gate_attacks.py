@@ -312,3 +312,15 @@ def test_an_allow_marker_in_the_models_summary_does_not_publish_a_token(fake_git
     [pr] = harness.fake.pulls
     posted = [pr.body, *(c.body for c in harness.fake.comments_on(7)), ran.summary, ran.log]
     assert [text for text in posted if TOKEN_REST in text] == []
+
+
+def test_many_unterminated_private_key_headers_scan_in_linear_time():
+    # GOT THROUGH (older than this branch, but on every door out): each `-----BEGIN PRIVATE KEY-----`
+    # without an END line makes the private-key rule walk and backtrack up to 20,000 characters, so
+    # 0.7 MB of them (a file the agent writes, which the pushed-diff scan reads) takes 80 s and more.
+    import time
+
+    started = time.monotonic()
+    scan(("-----BEGIN PRIVATE KEY-----" + "a-" * 100) * 440)  # 100 kB
+    elapsed = round(time.monotonic() - started, 1)
+    assert elapsed < 1.0, f"{elapsed} s for 100 kB (ordinary text: 0.05 s)"
