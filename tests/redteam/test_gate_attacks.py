@@ -324,3 +324,19 @@ def test_many_unterminated_private_key_headers_scan_in_linear_time():
     scan(("-----BEGIN PRIVATE KEY-----" + "a-" * 100) * 440)  # 100 kB
     elapsed = round(time.monotonic() - started, 1)
     assert elapsed < 1.0, f"{elapsed} s for 100 kB (ordinary text: 0.05 s)"
+
+
+@pytest.mark.slow
+def test_what_an_earlier_step_changed_in_a_tracked_file_is_not_pushed_with_the_agents_edit(fake_github, tmp_path):
+    # GOT THROUGH: an earlier workflow step rewrote a tracked file (README.md) before gitbot started; the
+    # agent edits one line of it. The commit takes the whole file from the work tree, so the earlier step's
+    # change (here a line; in practice a token templated into a config) goes into the pull request.
+    # fix-check --commit applies the run's patch (first to last checkpoint) instead, and holds.
+    harness = action_harness(fake_github, tmp_path)
+    (harness.workspace / "README.md").write_text("# widgets\nWRITTEN_BY_AN_EARLIER_STEP = 1\n")
+    edit = "<<<<<<< SEARCH\n# widgets\n=======\n# widgets (statistics)\n>>>>>>> REPLACE"
+    ran = run_issue(harness, [tool_turn(("replace_in_file", {"path": "README.md", "diff": edit}))])
+    assert ran.exit_code == 0, ran.log
+    readme = pushed_files(harness)["README.md"]
+    assert "# widgets (statistics)" in readme
+    assert "WRITTEN_BY_AN_EARLIER_STEP" not in readme
