@@ -14,6 +14,10 @@ from gitbot.forge.leaks import scan_diff
 from gitbot.forge.pull_request import added_text
 from gitbot.secrets import Secrets
 from gitbot.secretscan import scan
+from tests.fakes.github_api import FakeGitHub
+from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
+from tests.forge.conftest import PROJECT_FILES, run_git, seed
+from tests.forge.test_action_e2e import CHECK, Harness, fix_script
 
 PLAIN = "Velvet-4417-9921"
 SECRET_LINE = f'DB_PASS = "{PLAIN}"\n'
@@ -100,9 +104,6 @@ def test_a_plain_password_in_forms_detect_secrets_finds(form):
 
 # ---------------------------------------------------------------- the commit gate, end to end through `gitbot action`
 
-from tests.fakes.messages_api import FakeMessagesAPI, tool_turn  # noqa: E402
-from tests.forge.conftest import PROJECT_FILES, fake_github, run_git, seed  # noqa: E402, F401
-from tests.forge.test_action_e2e import CHECK, Harness, fix_script  # noqa: E402
 
 # Imported by `python3 -m unittest` (the check) after the agent has finished: code the agent wrote runs
 # in the check, and writes into the work tree the commit is then built from.
@@ -110,6 +111,12 @@ CHECK_APPENDS = ("with open('stats.py', 'a') as f:\n"
                  "    f.write('\\nWRITTEN_BY_THE_CHECK_AFTER_THE_AGENT = True\\n')\n")
 CHECK_MAKES_DIRECTORY = ("import os\nos.remove('notes.txt')\nos.mkdir('notes.txt')\n"
                          "open('notes.txt/x', 'w').close()\n")
+
+
+@pytest.fixture
+def github(tmp_path):
+    with FakeGitHub(tmp_path / "github") as fake:
+        yield fake
 
 
 def action_harness(fake, tmp_path, extra_files: dict[str, str] | None = None) -> Harness:
@@ -134,11 +141,11 @@ def pushed_files(harness: Harness) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_what_the_check_writes_after_the_agent_is_not_committed(fake_github, tmp_path):
+def test_what_the_check_writes_after_the_agent_is_not_committed(github, tmp_path):
     # GOT THROUGH: commit_changes builds the tree from the work tree as the check after the agent left
     # it, not from the run's last checkpoint: a test module the agent wrote appends to stats.py when the
     # check imports it, and the PR holds a line neither the model's diff nor the review ever showed.
-    harness = action_harness(fake_github, tmp_path)
+    harness = action_harness(github, tmp_path)
     ran = run_issue(harness, [tool_turn(("write_to_file", {"path": "test_zz.py", "content": CHECK_APPENDS}))])
     assert ran.exit_code == 0, ran.log
     assert "WRITTEN_BY_THE_CHECK_AFTER_THE_AGENT" in (harness.workspace / "stats.py").read_text(), "the check ran"
@@ -147,10 +154,10 @@ def test_what_the_check_writes_after_the_agent_is_not_committed(fake_github, tmp
 
 
 @pytest.mark.slow
-def test_a_changed_file_the_check_turned_into_a_directory_does_not_sink_the_run(fake_github, tmp_path):
+def test_a_changed_file_the_check_turned_into_a_directory_does_not_sink_the_run(github, tmp_path):
     # `:nope` fixed, but the same class: update-index exits 128 on a run-changed path that is now a
     # directory ("is a directory - add files inside instead"), which is no GateClosed.
-    harness = action_harness(fake_github, tmp_path)
+    harness = action_harness(github, tmp_path)
     ran = run_issue(harness, [tool_turn(("write_to_file", {"path": "notes.txt", "content": "n\n"}),
                                         ("write_to_file", {"path": "test_zz.py", "content": CHECK_MAKES_DIRECTORY}))])
     assert (harness.workspace / "notes.txt").is_dir(), "the check ran"
@@ -159,9 +166,9 @@ def test_a_changed_file_the_check_turned_into_a_directory_does_not_sink_the_run(
 
 
 @pytest.mark.slow
-def test_a_file_left_ignored_before_the_run_is_not_committed_when_the_agent_unignores_it(fake_github, tmp_path):
+def test_a_file_left_ignored_before_the_run_is_not_committed_when_the_agent_unignores_it(github, tmp_path):
     # An earlier workflow step left deploy.ini, ignored by .gitignore; the agent only rewrites .gitignore.
-    harness = action_harness(fake_github, tmp_path, {".gitignore": "deploy.ini\n"})
+    harness = action_harness(github, tmp_path, {".gitignore": "deploy.ini\n"})
     (harness.workspace / "deploy.ini").write_text("[deploy]\nhost = build-7.corp.internal\n")
     ran = run_issue(harness, [tool_turn(("write_to_file", {"path": ".gitignore", "content": "# none\n"})),
                               tool_turn(("execute_command", {"command": "ls"}))])
@@ -177,12 +184,12 @@ TOKEN_REST = NPM_TOKEN[4:]
 
 @pytest.mark.slow
 def test_an_allow_marker_the_agent_puts_in_a_path_does_not_unmask_a_token_for_the_model_or_the_record(
-        fake_github, tmp_path):
+        github, tmp_path):
     # GOT THROUGH: every door but the pushed diff honours the allow-marker wherever it stands, and the
     # agent controls the text: a directory named after the marker, and `grep -H` prints that name on every
     # line of a file it reaches through `..`. The npm token an earlier step wrote to .npmrc (no read_deny
     # rule) goes to the model unredacted, and into the run record gitbot pushes to refs/gitbot/runs/.
-    harness = action_harness(fake_github, tmp_path)
+    harness = action_harness(github, tmp_path)
     (harness.workspace / ".npmrc").write_text(f"//registry.npmjs.org/:_authToken={NPM_TOKEN}\n")
     turns = [tool_turn(("write_to_file", {"path": "gitbot: allow-secret/x", "content": "x\n"})),
              tool_turn(("execute_command", {"command": 'grep -H "" "gitbot: allow-secret/../.npmrc"'}))]
@@ -202,11 +209,11 @@ def test_an_allow_marker_the_agent_puts_in_a_path_does_not_unmask_a_token_for_th
 
 
 @pytest.mark.slow
-def test_a_token_printed_in_pieces_does_not_reach_the_model(fake_github, tmp_path):
+def test_a_token_printed_in_pieces_does_not_reach_the_model(github, tmp_path):
     # GOT THROUGH (the README says "secret-shaped values never reach the model"): `cut` (allowed by default)
     # prints the token without its `npm_` prefix, and no rule knows the rest. Shape rules cannot stop this;
     # only read_deny (.npmrc is not in the defaults) or a README that claims less can.
-    harness = action_harness(fake_github, tmp_path)
+    harness = action_harness(github, tmp_path)
     (harness.workspace / ".npmrc").write_text(f"//registry.npmjs.org/:_authToken={NPM_TOKEN}\n")
     turns = [tool_turn(("execute_command", {"command": "cut -d_ -f3 .npmrc"}))]
     harness.fake.add_issue(7, "mean() is wrong", "fix it")
@@ -219,11 +226,11 @@ def test_a_token_printed_in_pieces_does_not_reach_the_model(fake_github, tmp_pat
 
 
 @pytest.mark.slow
-def test_a_run_that_opens_no_pull_request_leaves_no_record_on_origin(fake_github, tmp_path):
+def test_a_run_that_opens_no_pull_request_leaves_no_record_on_origin(github, tmp_path):
     # GOT THROUGH (open item "refs/gitbot/runs/* accumulate"): pruning goes by a pull request's ledger,
     # but _work pushes every run's record, also one that changed nothing and opened no pull request.
     # No later run can continue or prune it: each such run adds a ref to origin for good.
-    harness = action_harness(fake_github, tmp_path)
+    harness = action_harness(github, tmp_path)
     harness.fake.add_issue(7, "mean() is wrong", "fix it")
     event = harness.fake.label_issue(7, "gitbot", sender="maria")
     done = [tool_turn(("attempt_completion", {"result": "nothing to do"})) for _ in range(2)]
@@ -242,8 +249,8 @@ MAKES_ODD_NAMES = ("import os\n"
 
 
 @pytest.mark.slow
-def test_names_of_any_bytes_are_committed_as_names_and_the_run_completes(fake_github, tmp_path):
-    harness = action_harness(fake_github, tmp_path)
+def test_names_of_any_bytes_are_committed_as_names_and_the_run_completes(github, tmp_path):
+    harness = action_harness(github, tmp_path)
     ran = run_issue(harness, [tool_turn(("write_to_file", {"path": "test_zz.py", "content": MAKES_ODD_NAMES})),
                               tool_turn(("execute_command", {"command": CHECK}))])
     assert ran.exit_code == 0, ran.log
@@ -299,10 +306,10 @@ def test_fix_check_commit_leaves_out_a_file_the_agent_only_unignored(tmp_path):
 
 
 @pytest.mark.slow
-def test_an_allow_marker_in_the_models_summary_does_not_publish_a_token(fake_github, tmp_path):
+def test_an_allow_marker_in_the_models_summary_does_not_publish_a_token(github, tmp_path):
     # GOT THROUGH: what gitbot posts is redacted with the marker honoured, and the summary is the model's
     # text: a token with the marker beside it goes into the pull request and the issue comment.
-    harness = action_harness(fake_github, tmp_path)
+    harness = action_harness(github, tmp_path)
     summary = f"Fixed mean(). gitbot: allow-secret {NPM_TOKEN}"
     harness.fake.add_issue(7, "mean() is wrong", "fix it")
     event = harness.fake.label_issue(7, "gitbot", sender="maria")
@@ -327,12 +334,12 @@ def test_many_unterminated_private_key_headers_scan_in_linear_time():
 
 
 @pytest.mark.slow
-def test_what_an_earlier_step_changed_in_a_tracked_file_is_not_pushed_with_the_agents_edit(fake_github, tmp_path):
+def test_what_an_earlier_step_changed_in_a_tracked_file_is_not_pushed_with_the_agents_edit(github, tmp_path):
     # GOT THROUGH: an earlier workflow step rewrote a tracked file (README.md) before gitbot started; the
     # agent edits one line of it. The commit takes the whole file from the work tree, so the earlier step's
     # change (here a line; in practice a token templated into a config) goes into the pull request.
     # fix-check --commit applies the run's patch (first to last checkpoint) instead, and holds.
-    harness = action_harness(fake_github, tmp_path)
+    harness = action_harness(github, tmp_path)
     (harness.workspace / "README.md").write_text("# widgets\nWRITTEN_BY_AN_EARLIER_STEP = 1\n")
     edit = "<<<<<<< SEARCH\n# widgets\n=======\n# widgets (statistics)\n>>>>>>> REPLACE"
     ran = run_issue(harness, [tool_turn(("replace_in_file", {"path": "README.md", "diff": edit}))])
