@@ -347,3 +347,27 @@ def test_what_an_earlier_step_changed_in_a_tracked_file_is_not_pushed_with_the_a
     readme = pushed_files(harness)["README.md"]
     assert "# widgets (statistics)" in readme
     assert "WRITTEN_BY_AN_EARLIER_STEP" not in readme
+
+
+MAKES_NESTED_REPOS = (
+    "import os, subprocess\n"
+    "env = {**os.environ, 'GIT_AUTHOR_NAME': 'a', 'GIT_AUTHOR_EMAIL': 'a@b', 'GIT_COMMITTER_NAME': 'a',\n"
+    "       'GIT_COMMITTER_EMAIL': 'a@b'}\n"
+    "for name, commit in (('vendored', True), ('empty', False)):\n"
+    "    if not os.path.exists(name):\n"
+    "        subprocess.run(['git', 'init', '-q', name], check=True)\n"
+    "        open(os.path.join(name, 'f'), 'w').write('x')\n"
+    "        if commit:\n"
+    "            subprocess.run(['git', '-C', name, 'add', 'f'], check=True, env=env)\n"
+    "            subprocess.run(['git', '-C', name, 'commit', '-qm', 'x'], check=True, env=env)\n")
+
+
+@pytest.mark.slow
+def test_nested_repositories_the_agent_made_stop_the_commit_cleanly(github, tmp_path):
+    harness = action_harness(github, tmp_path)
+    ran = run_issue(harness, [tool_turn(("write_to_file", {"path": "test_zz.py", "content": MAKES_NESTED_REPOS})),
+                              tool_turn(("execute_command", {"command": CHECK}))])
+    assert (harness.workspace / "vendored" / ".git").is_dir(), ran.log
+    assert not harness.fake.pulls, ran.log
+    assert "Unable to process path" not in ran.log and "Traceback" not in ran.log
+    assert ran.outputs.get("status") == "commit_refused" or "commit refused" in ran.log, ran.log
