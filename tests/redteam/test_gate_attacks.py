@@ -371,3 +371,14 @@ def test_nested_repositories_the_agent_made_stop_the_commit_cleanly(github, tmp_
     assert not harness.fake.pulls, ran.log
     assert "Unable to process path" not in ran.log and "Traceback" not in ran.log
     assert ran.outputs.get("status") == "commit_refused" or "commit refused" in ran.log, ran.log
+
+
+@pytest.mark.slow
+def test_end_to_end_a_reordered_marked_line_does_not_carry_a_new_password_onto_the_branch(github, tmp_path):
+    # GOT THROUGH: the moved-marker bypass of the pushed-diff scan, through `gitbot action`.
+    harness = action_harness(github, tmp_path, {"fixtures.py": MARKED_FIXTURE + "y = 2\n"})
+    content = "y = 2\n" + MARKED_FIXTURE + SECRET_LINE
+    ran = run_issue(harness, [tool_turn(("write_to_file", {"path": "fixtures.py", "content": content}))])
+    pushed = pushed_files(harness) if harness.fake.pulls else {}
+    assert PLAIN not in pushed.get("fixtures.py", ""), ran.log
+    assert "fixtures.py:3 (password-assignment)" in ran.log
