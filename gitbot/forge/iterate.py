@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from gitbot.agent.result import RunResult, Status
 from gitbot.errors import GitError
+from gitbot.fixcheck.changes import RunChanges
 from gitbot.fixcheck.gate import GateClosed
 from gitbot.forge import pull_request as prmod
 from gitbot.forge import run_records
@@ -25,7 +26,7 @@ from gitbot.forge.job import Job
 from gitbot.forge.leaks import scan_diff
 from gitbot.forge.pr_body import Verification
 from gitbot.forge.pr_task import build_pull_task, request_label
-from gitbot.forge.work import Verdict, WorkOutcome, changed_paths, keep_record, prepare, run_agent, run_check
+from gitbot.forge.work import Verdict, WorkOutcome, keep_record, prepare, run_agent, run_check
 
 MAX_LISTED_COMMITS = 20
 
@@ -100,13 +101,13 @@ def _iterate(job: Job, plan) -> IterationOutcome:
     )
     outcome.diff_base = head
     if changed:
-        run_changed = changed_paths(repo, result.run_id)
-        keep, outcome.left_out = prmod.partition_changes(run_changed, policy.check_edit)
+        changes = RunChanges(repo, result.run_id)
+        keep, outcome.left_out = prmod.partition_changes(changes.paths(), policy.check_edit)
         try:
             outcome.commit = prmod.commit_changes(
                 repo,
                 keep,
-                run_changed=run_changed,
+                changes=changes,
                 policy=policy,
                 subject=clean_title(f"Follow-up on #{pull.number}: {request_label(trigger)}", 100),
                 body=(

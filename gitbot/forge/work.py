@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitbot.agent.result import RunResult, Status
+from gitbot.fixcheck.changes import RunChanges
 from gitbot.fixcheck.gate import GateClosed, Stopped
 from gitbot.forge import pull_request as prmod
 from gitbot.forge.event import WorkflowTrigger
@@ -106,13 +107,13 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
         # The run's policy judges every changed path again: the agent's commands can write files its
         # file tools could not. The names come from the checkpoints as git has them (bytes), not from
         # the result's printable copy.
-        run_changed = changed_paths(repo, result.run_id)
-        keep, left_out = prmod.partition_changes(run_changed, policy.check_edit)
+        changes = RunChanges(repo, result.run_id)
+        keep, left_out = prmod.partition_changes(changes.paths(), policy.check_edit)
         try:
             commit = prmod.commit_changes(
                 repo,
                 keep,
-                run_changed=run_changed,
+                changes=changes,
                 policy=policy,
                 subject=plan.title,
                 body=commit_body(job, plan),
@@ -148,14 +149,6 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
     keep_record(job, result.run_id)
     diff_base = base_tip if plan.start_sha is None else start
     return WorkOutcome(result, verdict, commit, pushed_to, diff_base, left_out, sandbox_off=sandbox_off)
-
-
-def changed_paths(repo: Path, run_id: str) -> list[str]:
-    """What the run changed, from its checkpoints: names as git has them (undecodable bytes kept as
-    surrogate escapes, so they reach git again unchanged), interpreter caches left out."""
-    from gitbot.fixcheck.changes import RunChanges
-
-    return RunChanges(repo, run_id).paths()
 
 
 def keep_artifact(job: Job) -> list[str]:

@@ -339,8 +339,10 @@ def test_what_an_earlier_step_changed_in_a_tracked_file_is_not_pushed_with_the_a
     # agent edits one line of it. The commit takes the whole file from the work tree, so the earlier step's
     # change (here a line; in practice a token templated into a config) goes into the pull request.
     # fix-check --commit applies the run's patch (first to last checkpoint) instead, and holds.
-    harness = action_harness(github, tmp_path)
-    (harness.workspace / "README.md").write_text("# widgets\nWRITTEN_BY_AN_EARLIER_STEP = 1\n")
+    # The run's own edit is merged onto the committed file (three-way, from its checkpoints); an edit next
+    # to the earlier step's line does not merge cleanly and the commit is refused instead.
+    harness = action_harness(github, tmp_path, {"README.md": "# widgets\n\nStatistics.\n\nUsage.\n"})
+    (harness.workspace / "README.md").write_text("# widgets\n\nStatistics.\n\nUsage.\nWRITTEN_BY_AN_EARLIER_STEP = 1\n")
     edit = "<<<<<<< SEARCH\n# widgets\n=======\n# widgets (statistics)\n>>>>>>> REPLACE"
     ran = run_issue(harness, [tool_turn(("replace_in_file", {"path": "README.md", "diff": edit}))])
     assert ran.exit_code == 0, ran.log
