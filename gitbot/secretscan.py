@@ -25,9 +25,10 @@ What it finds (RULES, in this order):
   characters, letters and digits, and at least 3.5 bits of entropy per character. A random string with
   no such name is not found: nothing tells it from a hash or an id, and every lockfile is full of those.
 
-False positives: a line carrying `gitbot: allow-secret` (or detect-secrets' `pragma: allowlist secret`),
-or directly below a line carrying it, is not reported. Where gitbot publishes a change it only honours
-the marker on lines the change does not add (forge/leaks.py): the agent could write the marker too.
+False positives: `scan(text)` does not report a line carrying `gitbot: allow-secret` (or detect-secrets'
+`pragma: allowlist secret`), or directly below a line carrying it. gitbot's own doors never honour it
+(Secrets.scrub passes honour_markers=False: the agent or the model could write the marker too), except
+the pushed diff for a marked line the change removes and adds again unchanged (forge/leaks.py).
 
 Why not detect-secrets (PyPI, Yelp): its last release (1.5.0) is from May 2024; it has no rule for
 Anthropic keys, fine-grained GitHub PATs, GitLab tokens other than its own list, or GCP service-account

@@ -82,7 +82,7 @@ def scan_diff(diff: str, secrets: Secrets) -> list[Leak]:
     for path, items in by_path.items():
         shown = secrets.redact(path)  # a file's name can hold the secret too
         text = "\n".join(item.text for item in items)
-        _, findings = secrets.scrub(text, honour_markers=False)
+        _, findings = secrets.scrub(text)
         for finding in findings:
             item = items[finding.line - 1]
             if finding.kind != KNOWN_SECRET and _moved_and_marked(items, finding.line - 1, removed):
