@@ -146,7 +146,10 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
     if verdict.tests_modified:
         result.extra["tests_modified"] = ", ".join(verdict.tests_modified)
     job.io.untrusted(result.summary or "(no summary)", heading="The model's summary of its work:")
-    keep_record(job, result.run_id)
+    if pushed_to == plan.branch and result.status is Status.COMPLETED:
+        # Only a run that opens or updates a pull request: its ledger is what later prunes the record, so
+        # a record of any other run would stay on origin for good.
+        keep_record(job, result.run_id)
     diff_base = base_tip if plan.start_sha is None else start
     return WorkOutcome(result, verdict, commit, pushed_to, diff_base, left_out, sandbox_off=sandbox_off)
 
