@@ -42,6 +42,7 @@ GITLINK_MODE = b"160000"
 PROTECTED_DIRS = (".gitbot",)
 PROTECTED_FILES = ("agents.md",)
 # Code points HFS+ ignores in names, as git's is_hfs_dotgit does: `.g\u200cit` is `.git` on a Mac.
+IGNORED_BEFORE = "it was there, ignored, before the run: the run's checkpoints cannot tell it from an earlier step's"
 HFS_IGNORED = dict.fromkeys([0x200C, 0x200D, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF])
 
 
@@ -147,14 +148,32 @@ def tree_changes(repo: Path, base: str, tree: str, env: dict[str, str] | None = 
     return changes
 
 
+def ignored_untracked(repo: Path) -> frozenset[bytes]:
+    """The untracked files (and wholly ignored directories, as `dir/`) git ignores now: taken before the
+    agent starts, what an earlier step or the check left there. The checkpoints do not hold them, so a
+    run that only un-ignores one (rewrites .gitignore) would otherwise count it as the run's new file."""
+    out = git.run(["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"], cwd=repo,
+                  env=git.clean_env()).stdout
+    return frozenset(p for p in out.split(b"\0") if p)
+
+
+def was_ignored(path: bytes, ignored: frozenset[bytes]) -> bool:
+    """`path`, or a directory above it, is in `ignored` (as ignored_untracked lists them)."""
+    if path in ignored:
+        return True
+    parts = path.split(b"/")
+    return any(b"/".join(parts[:i]) + b"/" in ignored for i in range(1, len(parts)))
+
+
 def closed_by(repo: Path, base: str, tree: str, *, run_changed: Iterable[bytes], policy: Policy,
-              env: dict[str, str] | None = None) -> list[Stopped]:
+              env: dict[str, str] | None = None, ignored_before: frozenset[bytes] = frozenset()) -> list[Stopped]:
     """Every path of the change from `base` to `tree` that may not leave, with the reason; empty when
-    the whole change may be committed."""
+    the whole change may be committed. `ignored_before`: ignored_untracked() before the agent started."""
     changed = set(run_changed)
     stopped = []
     for mode, path in tree_changes(repo, base, tree, env):
-        reason = why_not(path, mode, changed, policy)
+        reason = IGNORED_BEFORE if mode != b"000000" and was_ignored(path, ignored_before) else None
+        reason = reason or why_not(path, mode, changed, policy)
         if reason:
             stopped.append(Stopped(shown(path), reason))
     return stopped
@@ -180,8 +199,9 @@ def why_not(path: bytes, mode: bytes, run_changed: set[bytes], policy: Policy) -
 
 
 def require_open(repo: Path, base: str, tree: str, *, run_changed: Iterable[bytes], policy: Policy,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, ignored_before: frozenset[bytes] = frozenset()) -> None:
     """GateClosed unless every change from `base` to `tree` may be committed."""
-    stopped = closed_by(repo, base, tree, run_changed=run_changed, policy=policy, env=env)
+    stopped = closed_by(repo, base, tree, run_changed=run_changed, policy=policy, env=env,
+                        ignored_before=ignored_before)
     if stopped:
         raise GateClosed(stopped)

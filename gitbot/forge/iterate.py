@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from gitbot.agent.result import RunResult, Status
 from gitbot.errors import GitError
 from gitbot.fixcheck.changes import RunChanges
-from gitbot.fixcheck.gate import GateClosed
+from gitbot.fixcheck.gate import GateClosed, ignored_untracked
 from gitbot.forge import pull_request as prmod
 from gitbot.forge import run_records
 from gitbot.forge.issue_task import clean_title
@@ -92,6 +92,7 @@ def _iterate(job: Job, plan) -> IterationOutcome:
     )
     runner = Runner(policy, repo)
     with job.io.commands_stopped():
+        ignored_before = ignored_untracked(repo)  # what the run did not make: never committed
         result = run_agent(job, task, repo, policy, prepared, history=history)
         changed = result.files_changed if trigger.mode != "answer" else []
         after = run_check(job, runner, "after the agent") if changed else None
@@ -102,7 +103,7 @@ def _iterate(job: Job, plan) -> IterationOutcome:
     outcome.diff_base = head
     if changed:
         changes = RunChanges(repo, result.run_id)
-        keep, outcome.left_out = prmod.partition_changes(changes.paths(), policy.check_edit)
+        keep, outcome.left_out = prmod.partition_changes(changes.paths(), policy.check_edit, ignored_before)
         try:
             outcome.commit = prmod.commit_changes(
                 repo,

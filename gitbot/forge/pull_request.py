@@ -193,15 +193,20 @@ class LeftOut:
 
 
 def partition_changes(
-    paths: list[str], check_edit: Callable[[str], Any] | None
+    paths: list[str], check_edit: Callable[[str], Any] | None, ignored_before: frozenset[bytes] = frozenset()
 ) -> tuple[list[str], list[LeftOut]]:
     """The changed paths that may be committed, and those left out with the reason.
 
     The agent's file tools already ask the policy, but its commands (a script, `sed -i`, a generator)
-    can write anywhere the sandbox lets them: every path is judged again here, by the run's policy."""
+    can write anywhere the sandbox lets them: every path is judged again here, by the run's policy.
+    `ignored_before` (gate.ignored_untracked() before the agent started): files an earlier step left,
+    ignored, which the run only un-ignored; never committed."""
     keep: list[str] = []
     left_out: list[LeftOut] = []
     for path in sorted(dict.fromkeys(paths)):
+        if gate.was_ignored(os.fsencode(path), ignored_before):
+            left_out.append(LeftOut(path, gate.IGNORED_BEFORE, by_policy=True))
+            continue
         if path.startswith(UNPUSHABLE_PREFIX):
             reason = "workflow files cannot be pushed with the workflow token"
             left_out.append(LeftOut(path, reason, by_policy=False))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from gitbot.agent.result import RunResult, Status
 from gitbot.fixcheck.changes import RunChanges
-from gitbot.fixcheck.gate import GateClosed, Stopped
+from gitbot.fixcheck.gate import GateClosed, Stopped, ignored_untracked
 from gitbot.forge import pull_request as prmod
 from gitbot.forge.event import WorkflowTrigger
 from gitbot.forge.job import Job
@@ -96,6 +96,7 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
     with job.io.commands_stopped():
         # An answer changes nothing, so there is nothing to verify.
         before = run_check(job, runner, "before the agent") if plan.mode != "answer" else None
+        ignored_before = ignored_untracked(repo)  # what the run did not make: never committed
         result = run_agent(job, plan.task, repo, policy, prepared)
         changed = result.files_changed if plan.mode != "answer" else []
         after = run_check(job, runner, "after the agent") if before is not None and changed else None
@@ -108,7 +109,7 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
         # file tools could not. The names come from the checkpoints as git has them (bytes), not from
         # the result's printable copy.
         changes = RunChanges(repo, result.run_id)
-        keep, left_out = prmod.partition_changes(changes.paths(), policy.check_edit)
+        keep, left_out = prmod.partition_changes(changes.paths(), policy.check_edit, ignored_before)
         try:
             commit = prmod.commit_changes(
                 repo,
