@@ -206,6 +206,8 @@ _CODE_START = tuple("$%{<[(@&*=:#/\\!?~|^+")
 _DOTTED_NAME = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+")
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w-]*")
 _BLANKS = re.compile(r"[ \t\r\f\v]*")
+_ENUM_WORDS = re.compile(r"[A-Z]+(?:[_-][A-Z]+)+")
+_PLAIN_PATH = re.compile(r"[a-z][a-z0-9_.-]*(?:/[a-z][a-z0-9_.-]*)+/?")
 
 
 def _name_before(text: str, kw_start: int) -> tuple[str, int]:
@@ -234,6 +236,10 @@ def plain_secret_value(value: str, *, quoted: bool, parts: list[str], env_line: 
         return False  # `sk-ant-...` in documentation; `KNOWN_SECRET = "known-secret"`, a constant's own name
     if len(set(value)) < 3:  # `aaaaaaaa`, `--------`
         return False
+    if _ENUM_WORDS.fullmatch(value) and parts and parts[-1] in value.lower().replace("_", "-").split("-"):
+        return False  # `PASS=PASS-FAIL-SKIP`: the name's own word among constants, a status, not a secret
+    if not quoted and _PLAIN_PATH.fullmatch(value):
+        return False  # `secret: kv/data/app`, `pass: tests/unit/ok`: a path to a secret or a test, not one
     if value.isdigit():
         return quoted or bool(_DIGITS_ALLOWED & set(parts))
     if quoted:
