@@ -20,6 +20,7 @@ What it finds (RULES, in this order):
   and Hugging Face tokens, SendGrid keys, Telegram bot tokens;
 - JWTs (three base64url parts, the first two JSON objects: `eyJ….eyJ….…`);
 - credentials in URLs (`scheme://user:PASSWORD@host`) and `Authorization: Basic|Bearer …` values;
+- SQL passwords (`WITH PASSWORD '…'`, `IDENTIFIED BY '…'`);
 - high-entropy strings assigned to a secret-like name (`password`, `secret`, `token`, `api_key`,
   `access_key`, `private_key`, `client_secret`, `credential`…, as `=`, `:`, `:=` or `=>`): at least 16
   characters, letters and digits, and at least 3.5 bits of entropy per character. A random string with
@@ -160,6 +161,9 @@ RULES: tuple[Rule, ...] = (
     Rule("url-credentials", r"://[^\s/:@'\"]{1,100}:(?P<v>[^\s/@'\"]{3,200})@[A-Za-z0-9.-]", _password_like),
     Rule("http-authorization", r"authorization[\"']?\s*[:=]\s*[\"']?(?:basic|bearer|token)\s+(?P<v>[a-z0-9+/=._~-]{12,})",
          random_looking, lowered=True, generic=True),
+    # SQL: `CREATE USER app WITH PASSWORD '…'`, `ALTER ROLE … PASSWORD '…'`, MySQL's `IDENTIFIED BY '…'`.
+    Rule("sql-password", r"(?:password|identified by)\s+'(?P<v>[^'\n]{1,200})'", _password_like, lowered=True,
+         generic=True),
     Rule("secret-assignment", r"(?:passwd|password|passphrase|secret|token|api[_.-]?key|apikey|access[_.-]?key"
                               r"|private[_.-]?key|credential|signing[_.-]?key)" + _NAME_TAIL
                               + r"(?P<v>[a-z0-9+/=_.~-]{16,200})(?![a-z0-9+/=_.~-])",
@@ -225,7 +229,8 @@ def secret_name(name: str) -> bool:
     last, before = parts[-1], parts[-2] if len(parts) > 1 else ""
     return (last in SECRET_WORDS or (last == "key" and before in _KEY_OWNERS)
             or (last in ("code", "phrase") and before in _CODE_OWNERS)
-            or last.endswith(_SECRET_SUFFIXES))  # PGPASSWORD, csrftoken, dbsecret
+            or last.endswith(_SECRET_SUFFIXES)  # PGPASSWORD, csrftoken, dbsecret
+            or parts[-3:] == ["secret", "key", "base"])  # Rails' SECRET_KEY_BASE
 
 
 def plain_secret_value(value: str, *, quoted: bool, parts: list[str], env_line: bool) -> bool:

@@ -97,8 +97,12 @@ MISSED_FORMS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="red team finding 11: forms the keyword rule does not know yet")
-@pytest.mark.parametrize("form", sorted(MISSED_FORMS))
+FOUND_NOW = {"sql-with-password", "rails-secret-key-base"}
+NOT_YET = pytest.mark.xfail(strict=True, reason="red team finding 11: a form the keyword rule does not know yet")
+
+
+@pytest.mark.parametrize("form", [form if form in FOUND_NOW else pytest.param(form, marks=NOT_YET)
+                                  for form in sorted(MISSED_FORMS)])
 def test_a_plain_password_in_forms_detect_secrets_finds(form):
     assert scan(MISSED_FORMS[form]), form
 
