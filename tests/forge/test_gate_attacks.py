@@ -193,18 +193,18 @@ def test_an_allow_marker_the_agent_puts_in_a_path_does_not_unmask_a_token_for_th
     # GOT THROUGH: every door but the pushed diff honours the allow-marker wherever it stands, and the
     # agent controls the text: a directory named after the marker, and `grep -H` prints that name on every
     # line of a file it reaches through `..`. The npm token an earlier step wrote to .npmrc (no read_deny
-    # rule) goes to the model unredacted, and into the run record gitbot pushes to refs/gitbot/runs/.
+    # rule then; here a file read_deny does not list) goes to the model unredacted, and into the run record gitbot pushes to refs/gitbot/runs/.
     harness = action_harness(github, tmp_path)
-    (harness.workspace / ".npmrc").write_text(f"//registry.npmjs.org/:_authToken={NPM_TOKEN}\n")
+    (harness.workspace / "registry.cfg").write_text(f"//registry.npmjs.org/:_authToken={NPM_TOKEN}\n")
     turns = [tool_turn(("write_to_file", {"path": "gitbot: allow-secret/x", "content": "x\n"})),
-             tool_turn(("execute_command", {"command": 'grep -H "" "gitbot: allow-secret/../.npmrc"'}))]
+             tool_turn(("execute_command", {"command": 'grep -H "" "gitbot: allow-secret/../registry.cfg"'}))]
     harness.fake.add_issue(7, "mean() is wrong", "fix it")
     event = harness.fake.label_issue(7, "gitbot", sender="maria")
     with FakeMessagesAPI([*turns, *fix_script()]) as api:
         ran = harness.run(api, "issues", event, check_command=CHECK)
         sent = str([r["body"] for r in api.requests])
     assert ran.exit_code == 0, ran.log
-    assert ".npmrc:" in sent, "the command ran and its output reached the model"
+    assert "registry.cfg:" in sent, "the command ran and its output reached the model"
     leaked_to = ["the model"] if TOKEN_REST in sent else []
     bare = harness.fake.bare_repo
     records = run_git(bare, "for-each-ref", "--format=%(refname)", "refs/gitbot/runs/").split()
