@@ -134,9 +134,12 @@ class Secrets:
     def redact(self, text: str) -> str:
         return self.scrub(text)[0]
 
-    def scrub(self, text: str, *, honour_markers: bool = True) -> tuple[str, list[Finding]]:
+    def scrub(self, text: str) -> tuple[str, list[Finding]]:
         """`text` without known values and secret-shaped spans, and what was replaced where. The
-        scanner's allow-marker is honoured unless `honour_markers` is false; a known value never is."""
+        scanner's allow-marker is never honoured: everything gitbot scrubs is text the agent or the model
+        can write (tool output, model text, records, the pushed diff), so it can write the marker too
+        (a directory named after it, and `grep -H` prints it on every line). forge/leaks.py alone
+        excuses a marked line the change moved unchanged."""
         known: list[Finding] = []
         pattern = self.pattern()
         if pattern is not None:
@@ -147,7 +150,7 @@ class Secrets:
                 known.append(Finding(KNOWN_SECRET, line, match.start(), match.end()))
             if known:
                 text = secretscan.replace(text, known)
-        text, shaped = secretscan.redact(text, honour_markers=honour_markers)
+        text, shaped = secretscan.redact(text, honour_markers=False)
         return text, known + shaped
 
     def scrub_data(self, data: Any) -> tuple[Any, list[Finding]]:

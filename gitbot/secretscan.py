@@ -20,14 +20,16 @@ What it finds (RULES, in this order):
   and Hugging Face tokens, SendGrid keys, Telegram bot tokens;
 - JWTs (three base64url parts, the first two JSON objects: `eyJ….eyJ….…`);
 - credentials in URLs (`scheme://user:PASSWORD@host`) and `Authorization: Basic|Bearer …` values;
+- SQL passwords (`WITH PASSWORD '…'`, `IDENTIFIED BY '…'`);
 - high-entropy strings assigned to a secret-like name (`password`, `secret`, `token`, `api_key`,
   `access_key`, `private_key`, `client_secret`, `credential`…, as `=`, `:`, `:=` or `=>`): at least 16
   characters, letters and digits, and at least 3.5 bits of entropy per character. A random string with
   no such name is not found: nothing tells it from a hash or an id, and every lockfile is full of those.
 
-False positives: a line carrying `gitbot: allow-secret` (or detect-secrets' `pragma: allowlist secret`),
-or directly below a line carrying it, is not reported. Where gitbot publishes a change it only honours
-the marker on lines the change does not add (forge/leaks.py): the agent could write the marker too.
+False positives: `scan(text)` does not report a line carrying `gitbot: allow-secret` (or detect-secrets'
+`pragma: allowlist secret`), or directly below a line carrying it. gitbot's own doors never honour it
+(Secrets.scrub passes honour_markers=False: the agent or the model could write the marker too), except
+the pushed diff for a marked line the change removes and adds again unchanged (forge/leaks.py).
 
 Why not detect-secrets (PyPI, Yelp): its last release (1.5.0) is from May 2024; it has no rule for
 Anthropic keys, fine-grained GitHub PATs, GitLab tokens other than its own list, or GCP service-account
@@ -102,9 +104,32 @@ class Rule:
 _PEM = r"[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?"
 _NAME_TAIL = r"[a-z0-9_.-]{0,30}[\"']?\s*(?::=|=>|[:=])\s*[\"'`]?"
 
+# A PEM private key: its BEGIN line, then its END line within PEM_BODY_CHARS (found with str.find over the
+# END lines' positions, never a regex that walks and backtracks the body from every BEGIN: many BEGIN lines
+# without an END were quadratic), else the base64 (or JSON-escaped) run after the BEGIN line.
+PEM_BODY_CHARS = 20000
+_PEM_BEGIN = re.compile(rf"-----BEGIN {_PEM}-----")
+_PEM_END = re.compile(rf"-----END {_PEM}-----")
+_PEM_RUN = re.compile(r"[A-Za-z0-9+/=\s\\]*")
+
+
+def _private_key_spans(text: str) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    ends: list[int] | None = None
+    pos = 0
+    while (begin := _PEM_BEGIN.search(text, pos)) is not None:
+        body = begin.end()
+        if ends is None:  # every END line's start, once
+            ends = [m.start() for m in re.finditer("-----END", text)]
+        i = bisect.bisect_left(ends, body)
+        end_line = _PEM_END.match(text, ends[i]) if i < len(ends) and ends[i] - body <= PEM_BODY_CHARS else None
+        end = end_line.end() if end_line else _PEM_RUN.match(text, body).end()
+        spans.append((begin.start(), end))
+        pos = max(end, begin.start() + 1)
+    return spans
+
+
 RULES: tuple[Rule, ...] = (
-    Rule("private-key", rf"-----BEGIN {_PEM}-----(?:(?:[^-]|-(?!----END)){{0,20000}}-----END {_PEM}-----"
-                        r"|[A-Za-z0-9+/=\s\\]*)"),
     Rule("private-key", r"PuTTY-User-Key-File-[23]: [^\n]*(?:\n[^\n]*){0,40}?\nPrivate-MAC: [0-9a-f]+"),
     Rule("aws-access-key-id", r"A(?:3T[A-Z0-9]|KIA|BIA|CCA|SIA|GPA|IDA|ROA|IPA|NPA|NVA|PKA)[A-Z0-9]{16}(?![A-Za-z0-9])",
          word_start=True),
@@ -136,6 +161,9 @@ RULES: tuple[Rule, ...] = (
     Rule("url-credentials", r"://[^\s/:@'\"]{1,100}:(?P<v>[^\s/@'\"]{3,200})@[A-Za-z0-9.-]", _password_like),
     Rule("http-authorization", r"authorization[\"']?\s*[:=]\s*[\"']?(?:basic|bearer|token)\s+(?P<v>[a-z0-9+/=._~-]{12,})",
          random_looking, lowered=True, generic=True),
+    # SQL: `CREATE USER app WITH PASSWORD '…'`, `ALTER ROLE … PASSWORD '…'`, MySQL's `IDENTIFIED BY '…'`.
+    Rule("sql-password", r"(?:password|identified by)\s+'(?P<v>[^'\n]{1,200})'", _password_like, lowered=True,
+         generic=True),
     Rule("secret-assignment", r"(?:passwd|password|passphrase|secret|token|api[_.-]?key|apikey|access[_.-]?key"
                               r"|private[_.-]?key|credential|signing[_.-]?key)" + _NAME_TAIL
                               + r"(?P<v>[a-z0-9+/=_.~-]{16,200})(?![a-z0-9+/=_.~-])",
@@ -181,6 +209,9 @@ _NOT_VALUES = frozenset({
 _CODE_START = tuple("$%{<[(@&*=:#/\\!?~|^+")
 _DOTTED_NAME = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+")
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w-]*")
+_BLANKS = re.compile(r"[ \t\r\f\v]*")
+_ENUM_WORDS = re.compile(r"[A-Z]+(?:[_-][A-Z]+)+")
+_PLAIN_PATH = re.compile(r"[a-z][a-z0-9_.-]*(?:/[a-z][a-z0-9_.-]*)+/?")
 
 
 def _name_before(text: str, kw_start: int) -> tuple[str, int]:
@@ -198,7 +229,8 @@ def secret_name(name: str) -> bool:
     last, before = parts[-1], parts[-2] if len(parts) > 1 else ""
     return (last in SECRET_WORDS or (last == "key" and before in _KEY_OWNERS)
             or (last in ("code", "phrase") and before in _CODE_OWNERS)
-            or last.endswith(_SECRET_SUFFIXES))  # PGPASSWORD, csrftoken, dbsecret
+            or last.endswith(_SECRET_SUFFIXES)  # PGPASSWORD, csrftoken, dbsecret
+            or parts[-3:] == ["secret", "key", "base"])  # Rails' SECRET_KEY_BASE
 
 
 def plain_secret_value(value: str, *, quoted: bool, parts: list[str], env_line: bool) -> bool:
@@ -209,6 +241,10 @@ def plain_secret_value(value: str, *, quoted: bool, parts: list[str], env_line: 
         return False  # `sk-ant-...` in documentation; `KNOWN_SECRET = "known-secret"`, a constant's own name
     if len(set(value)) < 3:  # `aaaaaaaa`, `--------`
         return False
+    if _ENUM_WORDS.fullmatch(value) and parts and parts[-1] in value.lower().replace("_", "-").split("-"):
+        return False  # `PASS=PASS-FAIL-SKIP`: the name's own word among constants, a status, not a secret
+    if not quoted and _PLAIN_PATH.fullmatch(value):
+        return False  # `secret: kv/data/app`, `pass: tests/unit/ok`: a path to a secret or a test, not one
     if value.isdigit():
         return quoted or bool(_DIGITS_ALLOWED & set(parts))
     if quoted:
@@ -221,7 +257,7 @@ def plain_secret_value(value: str, *, quoted: bool, parts: list[str], env_line: 
     return True
 
 
-def _keyword_spans(text: str, lowered: str | None) -> list[tuple[int, int]]:
+def _keyword_spans(text: str, lowered: str | None, lines: _Lines) -> list[tuple[int, int]]:
     haystack = lowered if lowered is not None else text
     rx = _KEYWORD if lowered is not None else re.compile(_KEYWORD.pattern, re.IGNORECASE)
     spans = []
@@ -245,11 +281,13 @@ def _keyword_spans(text: str, lowered: str | None) -> list[tuple[int, int]]:
         escape = text.find("\\", start, end)  # `"TOKEN=x\\n"` in source code: the value ends at the escape
         end = escape if escape >= 0 else end
         # `NAME=value` alone on its line (a .env file, a shell's `export`): a bare word there is the value.
-        lead = text[text.rfind("\n", 0, name_start) + 1:name_start].strip()
-        line_end = text.find("\n", end)
-        rest = text[end:line_end if line_end >= 0 else len(text)].strip()
+        # The line's bounds come from `lines` (worked out once), not rfind/find per hit: on one long line
+        # (a minified bundle) that was quadratic.
+        line_start, line_end = lines.bounds(name_start)
+        lead = text[line_start:name_start].strip() if name_start - line_start <= 100 else "(code)"
+        rest = _BLANKS.match(text, end, line_end).end()  # where the rest of the line starts
         env_line = (lead in ("", "export") and text[kw_start + len(tail):start] == "="
-                    and (not rest or rest.startswith("#")))
+                    and (rest == line_end or text[rest] == "#"))
         parts = [p.lower() for p in _NAME_PARTS.split(name) if p]
         if plain_secret_value(text[start:end], quoted=bool(quote), parts=parts, env_line=env_line):
             spans.append((start, end))
@@ -275,20 +313,30 @@ class _Lines:
     def __init__(self, text: str):
         self.text = text
         self._starts: list[int] | None = None
+        self._markers: list[int] | None = None
 
     def number(self, offset: int) -> int:
         if self._starts is None:
             self._starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
         return bisect.bisect_right(self._starts, offset)
 
+    def bounds(self, offset: int, above: int = 0) -> tuple[int, int]:
+        """(start, end) of the line holding `offset` (or of the line `above` lines up), newline excluded."""
+        index = self.number(offset) - 1 - above
+        starts = self._starts
+        end = starts[index + 1] - 1 if index + 1 < len(starts) else len(self.text)
+        return starts[index], end
+
     def allowed(self, offset: int) -> bool:
         """The line holding `offset`, or the line above it, carries an allow-marker."""
-        text = self.text
-        start = text.rfind("\n", 0, offset) + 1
-        end = text.find("\n", offset)
-        if _ALLOW.search(text, start, len(text) if end < 0 else end):
-            return True
-        return start > 0 and bool(_ALLOW.search(text, text.rfind("\n", 0, start - 1) + 1, start - 1))
+        if self._markers is None:  # found once: a search per finding over a long line was quadratic
+            self._markers = [m.start() for m in _ALLOW.finditer(self.text)]
+        start, end = self.bounds(offset)
+        return self._marked(start, end) or (start > 0 and self._marked(*self.bounds(offset, above=1)))
+
+    def _marked(self, start: int, end: int) -> bool:
+        i = bisect.bisect_left(self._markers, start)
+        return i < len(self._markers) and self._markers[i] < end
 
 
 def _rule_spans(rule: Rule, text: str, lowered: str | None) -> list[tuple[int, int]]:
@@ -330,15 +378,17 @@ def scan(text: str, *, honour_markers: bool = True) -> list[Finding]:
     candidates = []
     # On a tie (the same span), the earlier rule names the finding: a high-entropy value under a secret's
     # name stays a secret-assignment, the keyword rule names only what the others miss.
+    for start, end in _private_key_spans(text):  # first on a tie, as the most specific rule
+        candidates.append((start, False, -(end - start), -1, end, "private-key"))
     for order, rule in enumerate(RULES):
         for start, end in _rule_spans(rule, text, lowered):
             candidates.append((start, rule.generic, -(end - start), order, end, rule.name))
-    for start, end in _keyword_spans(text, lowered):
+    lines = _Lines(text)
+    for start, end in _keyword_spans(text, lowered, lines):
         candidates.append((start, True, -(end - start), len(RULES), end, KEYWORD_KIND))
     if not candidates:
         return []
     candidates.sort()
-    lines = _Lines(text)
     findings: list[Finding] = []
     covered = -1
     for start, _generic, _length, _order, end, name in candidates:

@@ -71,6 +71,13 @@ class RunChanges:
             return b""
         return self._git(*PATCH_ARGS, self.first, self.last).stdout
 
+    def entries(self, commit: str | None) -> dict[bytes, tuple[bytes, bytes]]:
+        """path -> (mode, object name) of every file of a checkpoint (empty for None)."""
+        return tree_entries(self._git("ls-tree", "-r", "-z", "--full-tree", commit).stdout) if commit else {}
+
+    def blob(self, sha: bytes) -> bytes:
+        return self._git("cat-file", "blob", sha.decode()).stdout
+
     def file_before(self, path: str) -> bytes | None:
         return self._blob(self.first, path)
 
@@ -82,6 +89,17 @@ class RunChanges:
             return None
         proc = self._git("cat-file", "blob", f"{commit}:{path}", ok=range(256))
         return proc.stdout if proc.returncode == 0 else None
+
+
+def tree_entries(ls_tree: bytes) -> dict[bytes, tuple[bytes, bytes]]:
+    """path -> (mode, object name) from `git ls-tree -r -z` output."""
+    entries = {}
+    for record in ls_tree.split(b"\0"):
+        meta, _, path = record.partition(b"\t")
+        if path:
+            mode, _type, sha = meta.split(b" ")
+            entries[path] = (mode, sha)
+    return entries
 
 
 def added_lines(patch: bytes) -> Iterator[tuple[str, int, str]]:

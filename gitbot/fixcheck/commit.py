@@ -93,9 +93,11 @@ def temporary_worktree(repo: Path, commit: str) -> Iterator[Path]:
             git.run(["worktree", "prune"], cwd=repo, ok=range(256))
 
 
-def commit_fix(repo: Path, fix, runner, command, timeout: float) -> bool:
+def commit_fix(repo: Path, fix, runner, command, timeout: float, *,
+               ignored_before: frozenset[bytes] = frozenset()) -> bool:
     """Commit the agent's change on top of HEAD on a new branch, then re-run the check on a checkout of
-    exactly that commit. True only when the commit was made and the check passes on it."""
+    exactly that commit. True only when the commit was made and the check passes on it.
+    `ignored_before`: gate.ignored_untracked() before the agent started (never committed)."""
     from gitbot.sandbox.command import CannotStart
     from gitbot.sandbox.runner import SandboxRefused
 
@@ -107,7 +109,7 @@ def commit_fix(repo: Path, fix, runner, command, timeout: float) -> bool:
         head, tree = tree_with_patch(repo, fix.patch)
         # The commit gate: the applied patch must hold only what the run changed and may publish.
         gate.require_open(repo, head, tree, run_changed=RunChanges(repo, fix.result.run_id).names(),
-                          policy=runner.policy)
+                          policy=runner.policy, ignored_before=ignored_before)
         # First a commit object no branch points at, to check out and test; the branch gets the final one.
         trial = write_commit(repo, tree, head, commit_message(fix))
         print("gitbot: re-running the check on a checkout of the commit alone (without your uncommitted "

@@ -261,12 +261,15 @@ def _flow(repo, command, *, model, provider, base_url, max_cost, max_steps, poli
                              provider=provider, base_url=base_url, max_cost_usd=max_cost, max_steps=max_steps, policy_file=policy_file,
                              replay=replay, confirm_failure=confirm, echo=echo,
                              progress=lambda text: print(f"gitbot: {text}", file=sys.stderr))
+        from gitbot.fixcheck.gate import ignored_untracked
+
+        ignored_before = ignored_untracked(repo) if commit else frozenset()
         fix = fix_failing_check(request, first, reporter=ConsoleReporter(label=progress_label), policy=policy,
                                 runner=runner)
         if commit and fix.outcome == "fixed":
             from gitbot.fixcheck.commit import commit_fix
 
-            if not commit_fix(repo, fix, runner, command, timeout):
+            if not commit_fix(repo, fix, runner, command, timeout, ignored_before=ignored_before):
                 fix.exit_code = ExitCode.GAVE_UP if fix.exit_code == ExitCode.OK else fix.exit_code
         elif commit and fix.result is not None:
             print("gitbot: not committing: the fix is not verified", file=sys.stderr)

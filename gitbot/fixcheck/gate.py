@@ -30,6 +30,7 @@ from pathlib import Path
 
 from gitbot import git
 from gitbot.errors import GitError
+from gitbot.fixcheck.changes import RunChanges, tree_entries
 from gitbot.textsafe import printable
 
 TYPE_CHECKING = False
@@ -40,6 +41,9 @@ GITLINK_MODE = b"160000"
 # What only the user may change, in every repository (the sandbox pins the same paths read-only).
 PROTECTED_DIRS = (".gitbot",)
 PROTECTED_FILES = ("agents.md",)
+# Code points HFS+ ignores in names, as git's is_hfs_dotgit does: `.g\u200cit` is `.git` on a Mac.
+IGNORED_BEFORE = "it was there, ignored, before the run: the run's checkpoints cannot tell it from an earlier step's"
+HFS_IGNORED = dict.fromkeys([0x200C, 0x200D, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF])
 
 
 @dataclass(frozen=True)
@@ -67,18 +71,67 @@ def shown(path: bytes) -> str:
     return text.replace("\n", "\\n").replace("\t", "\\t")
 
 
-def build_tree(repo: Path, base: str, paths: Iterable[bytes], env: dict[str, str]) -> str:
-    """The tree of `base` with `paths` taken from the work tree as they are now (added, changed, or
-    removed where they are gone), built in a temporary index: the user's index is never touched."""
+def build_tree(repo: Path, base: str, paths: Iterable[bytes], changes: RunChanges, env: dict[str, str]) -> str:
+    """The tree of `base` with each of `paths` as the run's checkpoints have it (first to last), built in a
+    temporary index: the user's index is never touched, and the work tree is never read. What a check
+    wrote after the agent stopped, or an earlier step before it started, is not the run's change.
+
+    A path the run found different from `base` (an earlier workflow step edited it) gets only the run's
+    own edit, merged three-way onto `base`'s version; GateClosed when that cannot be done cleanly."""
     names = [p for p in dict.fromkeys(paths) if p]
+    before, after = changes.entries(changes.first), changes.entries(changes.last)
+    at_base = tree_entries(git.run(["ls-tree", "-r", "-z", "--full-tree", base], cwd=repo, env=env).stdout)
+    lines = []
+    for name in names:  # `base` is a full object name: the null id has its length
+        entry = _run_entry(repo, name, before.get(name), after.get(name), at_base.get(name), changes, env)
+        mode, sha = entry if entry else (b"0", b"0" * len(base))  # mode 0: removed from the index
+        lines.append(mode + b" " + sha + b"\t" + name + b"\0")
     with tempfile.TemporaryDirectory(prefix="gitbot-gate-") as tmp:
         env = {**env, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
         git.run(["read-tree", base], cwd=repo, env=env)
-        if names:
-            # --stdin -z: each name is a file's name, never a pathspec, an option or a glob.
-            git.run(["-c", "core.fsmonitor=false", "update-index", "--add", "--remove", "-z", "--stdin"],
-                    cwd=repo, env=env, input=b"".join(name + b"\0" for name in names))
+        if lines:
+            # --index-info -z: each name is a file's name, never a pathspec, an option or a glob.
+            git.run(["update-index", "-z", "--index-info"], cwd=repo, env=env, input=b"".join(lines))
         return git.out(repo, "write-tree", env=env)
+
+
+Entry = tuple[bytes, bytes]  # (mode, object name)
+
+
+def _run_entry(repo: Path, name: bytes, before: Entry | None, after: Entry | None, at_base: Entry | None,
+               changes: RunChanges, env: dict[str, str]) -> Entry | None:
+    """What `name` becomes in the commit: the run's last version when the run started from `base`'s,
+    else the run's edit merged onto `base`'s version (None: removed)."""
+    if before == at_base or before == after:
+        return _copied(repo, after, changes, env) if before != after else at_base
+    if before is None or after is None or at_base is None or not before[0] == after[0] == at_base[0] \
+            or before[0] not in (b"100644", b"100755"):
+        raise GateClosed([Stopped(shown(name), "an earlier step changed it before the run, and the run's own "
+                                               "change cannot be told apart from it")])
+    with tempfile.TemporaryDirectory(prefix="gitbot-merge-") as tmp:
+        files = []
+        for label, entry, where in (("ours", at_base, None), ("base", before, changes), ("theirs", after, changes)):
+            path = Path(tmp) / label
+            path.write_bytes(changes.blob(entry[1]) if where else git.run(["cat-file", "blob", entry[1].decode()],
+                                                                           cwd=repo, env=env).stdout)
+            files.append(str(path))
+        merged = git.run(["merge-file", "-p", "-q", *files], cwd=repo, env=env, ok=range(256))
+    if merged.returncode != 0:
+        raise GateClosed([Stopped(shown(name), "an earlier step changed it before the run, and the run's own "
+                                               "change does not merge cleanly onto the committed version")])
+    return after[0], _stored(repo, merged.stdout, env)
+
+
+def _copied(repo: Path, entry: Entry | None, changes: RunChanges, env: dict[str, str]) -> Entry | None:
+    """`entry` of the shadow repository, its blob written into the user's (a gitlink has none)."""
+    if entry is None or entry[0] == GITLINK_MODE:
+        return entry
+    return entry[0], _stored(repo, changes.blob(entry[1]), env)
+
+
+def _stored(repo: Path, data: bytes, env: dict[str, str]) -> bytes:
+    return git.run(["hash-object", "-w", "-t", "blob", "--no-filters", "--stdin"], cwd=repo, env=env,
+                   input=data).stdout.strip()
 
 
 def tree_changes(repo: Path, base: str, tree: str, env: dict[str, str] | None = None) -> list[tuple[bytes, bytes]]:
@@ -95,14 +148,32 @@ def tree_changes(repo: Path, base: str, tree: str, env: dict[str, str] | None = 
     return changes
 
 
+def ignored_untracked(repo: Path) -> frozenset[bytes]:
+    """The untracked files (and wholly ignored directories, as `dir/`) git ignores now: taken before the
+    agent starts, what an earlier step or the check left there. The checkpoints do not hold them, so a
+    run that only un-ignores one (rewrites .gitignore) would otherwise count it as the run's new file."""
+    out = git.run(["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"], cwd=repo,
+                  env=git.clean_env()).stdout
+    return frozenset(p for p in out.split(b"\0") if p)
+
+
+def was_ignored(path: bytes, ignored: frozenset[bytes]) -> bool:
+    """`path`, or a directory above it, is in `ignored` (as ignored_untracked lists them)."""
+    if path in ignored:
+        return True
+    parts = path.split(b"/")
+    return any(b"/".join(parts[:i]) + b"/" in ignored for i in range(1, len(parts)))
+
+
 def closed_by(repo: Path, base: str, tree: str, *, run_changed: Iterable[bytes], policy: Policy,
-              env: dict[str, str] | None = None) -> list[Stopped]:
+              env: dict[str, str] | None = None, ignored_before: frozenset[bytes] = frozenset()) -> list[Stopped]:
     """Every path of the change from `base` to `tree` that may not leave, with the reason; empty when
-    the whole change may be committed."""
+    the whole change may be committed. `ignored_before`: ignored_untracked() before the agent started."""
     changed = set(run_changed)
     stopped = []
     for mode, path in tree_changes(repo, base, tree, env):
-        reason = why_not(path, mode, changed, policy)
+        reason = IGNORED_BEFORE if mode != b"000000" and was_ignored(path, ignored_before) else None
+        reason = reason or why_not(path, mode, changed, policy)
         if reason:
             stopped.append(Stopped(shown(path), reason))
     return stopped
@@ -110,7 +181,7 @@ def closed_by(repo: Path, base: str, tree: str, *, run_changed: Iterable[bytes],
 
 def why_not(path: bytes, mode: bytes, run_changed: set[bytes], policy: Policy) -> str | None:
     name = os.fsdecode(path)
-    parts = [part.lower() for part in name.split("/")]
+    parts = [part.translate(HFS_IGNORED).lower() for part in name.split("/")]
     if any(part.rstrip(". ") == ".git" or part == "git~1" for part in parts):  # and its 8.3 short name
         return "a .git path is never committed"
     if parts[0] in PROTECTED_DIRS and len(parts) > 1 or name.lower() in PROTECTED_FILES:
@@ -128,8 +199,9 @@ def why_not(path: bytes, mode: bytes, run_changed: set[bytes], policy: Policy) -
 
 
 def require_open(repo: Path, base: str, tree: str, *, run_changed: Iterable[bytes], policy: Policy,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, ignored_before: frozenset[bytes] = frozenset()) -> None:
     """GateClosed unless every change from `base` to `tree` may be committed."""
-    stopped = closed_by(repo, base, tree, run_changed=run_changed, policy=policy, env=env)
+    stopped = closed_by(repo, base, tree, run_changed=run_changed, policy=policy, env=env,
+                        ignored_before=ignored_before)
     if stopped:
         raise GateClosed(stopped)

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from gitbot.agent.result import RunResult, Status
 from gitbot.errors import GitError
-from gitbot.fixcheck.gate import GateClosed
+from gitbot.fixcheck.changes import RunChanges
+from gitbot.fixcheck.gate import GateClosed, ignored_untracked
 from gitbot.forge import pull_request as prmod
 from gitbot.forge import run_records
 from gitbot.forge.issue_task import clean_title
@@ -25,7 +26,7 @@ from gitbot.forge.job import Job
 from gitbot.forge.leaks import scan_diff
 from gitbot.forge.pr_body import Verification
 from gitbot.forge.pr_task import build_pull_task, request_label
-from gitbot.forge.work import Verdict, WorkOutcome, changed_paths, keep_record, prepare, run_agent, run_check
+from gitbot.forge.work import Verdict, WorkOutcome, keep_record, prepare, run_agent, run_check
 
 MAX_LISTED_COMMITS = 20
 
@@ -91,6 +92,7 @@ def _iterate(job: Job, plan) -> IterationOutcome:
     )
     runner = Runner(policy, repo)
     with job.io.commands_stopped():
+        ignored_before = ignored_untracked(repo)  # what the run did not make: never committed
         result = run_agent(job, task, repo, policy, prepared, history=history)
         changed = result.files_changed if trigger.mode != "answer" else []
         after = run_check(job, runner, "after the agent") if changed else None
@@ -100,13 +102,13 @@ def _iterate(job: Job, plan) -> IterationOutcome:
     )
     outcome.diff_base = head
     if changed:
-        run_changed = changed_paths(repo, result.run_id)
-        keep, outcome.left_out = prmod.partition_changes(run_changed, policy.check_edit)
+        changes = RunChanges(repo, result.run_id)
+        keep, outcome.left_out = prmod.partition_changes(changes.paths(), policy.check_edit, ignored_before)
         try:
             outcome.commit = prmod.commit_changes(
                 repo,
                 keep,
-                run_changed=run_changed,
+                changes=changes,
                 policy=policy,
                 subject=clean_title(f"Follow-up on #{pull.number}: {request_label(trigger)}", 100),
                 body=(

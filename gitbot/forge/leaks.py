@@ -6,8 +6,8 @@ the secret scanner, gitbot/secretscan.py). A hit stops the push: a pushed secret
 least readable by everyone with read access, and stays in the history.
 
 The scanner's allow-marker (`gitbot: allow-secret`) counts here only on a line the change does not
-add, i.e. a marked line the diff removes and adds again unchanged (a moved fixture): the agent can
-write the marker as easily as the secret. Removed and context lines are not scanned, so taking a
+add, i.e. a marked line the diff removes and adds again unchanged (a moved fixture), and only for
+that line itself: the agent can write the marker as easily as the secret, and can move a marked line. Removed and context lines are not scanned, so taking a
 secret out always stays possible.
 """
 
@@ -43,19 +43,21 @@ def _added_lines(diff: str) -> tuple[list[_Added], set[str]]:
     """What a `git diff --text` adds (line by line, with new line numbers) and what it removes."""
     added: list[_Added] = []
     removed: set[str] = set()
-    path, number = "?", 0
+    path, number, in_header = "?", 0, False
     for line in diff.split("\n"):  # not splitlines(): a \r or \f inside a line is not a new line
         if line.startswith("diff --git "):
-            path = line.removeprefix("diff --git ").split(" b/", 1)[-1]
+            path, in_header = line.removeprefix("diff --git ").split(" b/", 1)[-1], True
             added.append(_Added(path, 0, path))
-        elif line.startswith("+++ "):
-            name = line[4:]
-            path = name[2:] if name.startswith("b/") else path
-        elif line.startswith("--- "):
-            continue
-        elif line.startswith(("rename to ", "copy to ")):
-            path = line.split(" to ", 1)[1]
-            added.append(_Added(path, 0, path))
+        elif in_header:
+            # Headers come only before a file's first hunk: after it, `+++ x` is the added line `++ x`.
+            if line.startswith("+++ "):
+                name = line[4:]
+                path = name[2:] if name.startswith("b/") else path
+            elif line.startswith(("rename to ", "copy to ")):
+                path = line.split(" to ", 1)[1]
+                added.append(_Added(path, 0, path))
+            elif match := HUNK.match(line):
+                number, in_header = int(match.group(1)), False
         elif match := HUNK.match(line):
             number = int(match.group(1))
         elif line.startswith("+"):
@@ -80,7 +82,7 @@ def scan_diff(diff: str, secrets: Secrets) -> list[Leak]:
     for path, items in by_path.items():
         shown = secrets.redact(path)  # a file's name can hold the secret too
         text = "\n".join(item.text for item in items)
-        _, findings = secrets.scrub(text, honour_markers=False)
+        _, findings = secrets.scrub(text)
         for finding in findings:
             item = items[finding.line - 1]
             if finding.kind != KNOWN_SECRET and _moved_and_marked(items, finding.line - 1, removed):
@@ -90,9 +92,8 @@ def scan_diff(diff: str, secrets: Secrets) -> list[Leak]:
 
 
 def _moved_and_marked(items: list[_Added], index: int, removed: set[str]) -> bool:
-    """The line (or the line above it) carries the allow-marker, and the change removed that same line
-    elsewhere: a marked line that already was in the repository, not one the agent wrote."""
-    for i in (index, index - 1):
-        if i >= 0 and items[i].line and any(m in items[i].text for m in ALLOW_MARKERS) and items[i].text in removed:
-            return True
-    return False
+    """The line itself carries the allow-marker, and the change removed that same full line: a marked
+    line that already was in the repository, not one the agent wrote. A marker on the line above
+    never counts here: moving a marked line (or a bare marker) would excuse whatever is written under it."""
+    item = items[index]
+    return bool(item.line) and any(m in item.text for m in ALLOW_MARKERS) and item.text in removed

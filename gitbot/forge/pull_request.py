@@ -36,6 +36,7 @@ from gitbot.git import BOT_EMAIL
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from gitbot.fixcheck.changes import RunChanges
     from gitbot.policy.model import Policy
 
 RUN_TRAILER = "Gitbot-Run"
@@ -192,15 +193,20 @@ class LeftOut:
 
 
 def partition_changes(
-    paths: list[str], check_edit: Callable[[str], Any] | None
+    paths: list[str], check_edit: Callable[[str], Any] | None, ignored_before: frozenset[bytes] = frozenset()
 ) -> tuple[list[str], list[LeftOut]]:
     """The changed paths that may be committed, and those left out with the reason.
 
     The agent's file tools already ask the policy, but its commands (a script, `sed -i`, a generator)
-    can write anywhere the sandbox lets them: every path is judged again here, by the run's policy."""
+    can write anywhere the sandbox lets them: every path is judged again here, by the run's policy.
+    `ignored_before` (gate.ignored_untracked() before the agent started): files an earlier step left,
+    ignored, which the run only un-ignored; never committed."""
     keep: list[str] = []
     left_out: list[LeftOut] = []
     for path in sorted(dict.fromkeys(paths)):
+        if gate.was_ignored(os.fsencode(path), ignored_before):
+            left_out.append(LeftOut(path, gate.IGNORED_BEFORE, by_policy=True))
+            continue
         if path.startswith(UNPUSHABLE_PREFIX):
             reason = "workflow files cannot be pushed with the workflow token"
             left_out.append(LeftOut(path, reason, by_policy=False))
@@ -229,28 +235,32 @@ def commit_message(subject: str, body: str, *, run_id: str, model: str) -> str:
 
 
 def commit_changes(
-    repo: Path, paths: list[str], *, run_changed: list[str], policy: Policy, subject: str, body: str,
+    repo: Path, paths: list[str], *, changes: RunChanges, policy: Policy, subject: str, body: str,
     run_id: str, model: str
 ) -> Commit | None:
-    """One commit of `paths` (as they are in the work tree) on top of HEAD, by the bot, co-authored by
+    """One commit of `paths` (as the run's last checkpoint has them: never the work tree, where the
+    check after the agent and earlier workflow steps write too) on top of HEAD, by the bot, co-authored by
     the model; HEAD's branch moves to it, the work tree is left as it is. `subject` and `body` must be
     gitbot's own text (see `partition_changes` for choosing `paths`).
 
     The tree is built with plumbing from the names themselves (fixcheck/gate.py: never a pathspec, so
     a file named `:(glob)*` adds itself and nothing else), and the commit gate sees it before any commit
     exists: GateClosed when it holds a path the run did not change (`run_changed`, from its
-    checkpoints) or may not publish under `policy`."""
+    checkpoints) or may not publish under `policy`, or when git cannot build it."""
     skipped = sorted(p for p in paths if p.startswith(UNPUSHABLE_PREFIX))
     wanted = [os.fsencode(p) for p in paths if not p.startswith(UNPUSHABLE_PREFIX)]
     if not wanted:
         return None
     env = gitcmd.bot_env()
     base = git(repo, "rev-parse", "--verify", "HEAD^{commit}").strip()
-    tree = gate.build_tree(repo, base, wanted, env)
+    try:
+        tree = gate.build_tree(repo, base, wanted, changes, env)
+    except gitcmd.GitCommandError as exc:
+        raise gate.GateClosed([gate.Stopped("the change", f"git could not build its tree: {exc}")]) from None
     staged = [os.fsdecode(path) for _mode, path in gate.tree_changes(repo, base, tree, env)]
     if not staged:
         return None
-    gate.require_open(repo, base, tree, run_changed=[os.fsencode(p) for p in run_changed], policy=policy, env=env)
+    gate.require_open(repo, base, tree, run_changed=changes.names(), policy=policy, env=env)
     message = commit_message(subject, body, run_id=run_id, model=model)
     sha = git(repo, "commit-tree", "--no-gpg-sign", tree, "-p", base, "-F", "-", input=message).strip()
     git(repo, "reset", "--quiet", sha)  # as `git commit` would leave it: the branch at the commit, the index too

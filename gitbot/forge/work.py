@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitbot.agent.result import RunResult, Status
-from gitbot.fixcheck.gate import GateClosed, Stopped
+from gitbot.fixcheck.changes import RunChanges
+from gitbot.fixcheck.gate import GateClosed, Stopped, ignored_untracked
 from gitbot.forge import pull_request as prmod
 from gitbot.forge.event import WorkflowTrigger
 from gitbot.forge.job import Job
@@ -95,6 +96,7 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
     with job.io.commands_stopped():
         # An answer changes nothing, so there is nothing to verify.
         before = run_check(job, runner, "before the agent") if plan.mode != "answer" else None
+        ignored_before = ignored_untracked(repo)  # what the run did not make: never committed
         result = run_agent(job, plan.task, repo, policy, prepared)
         changed = result.files_changed if plan.mode != "answer" else []
         after = run_check(job, runner, "after the agent") if before is not None and changed else None
@@ -106,13 +108,13 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
         # The run's policy judges every changed path again: the agent's commands can write files its
         # file tools could not. The names come from the checkpoints as git has them (bytes), not from
         # the result's printable copy.
-        run_changed = changed_paths(repo, result.run_id)
-        keep, left_out = prmod.partition_changes(run_changed, policy.check_edit)
+        changes = RunChanges(repo, result.run_id)
+        keep, left_out = prmod.partition_changes(changes.paths(), policy.check_edit, ignored_before)
         try:
             commit = prmod.commit_changes(
                 repo,
                 keep,
-                run_changed=run_changed,
+                changes=changes,
                 policy=policy,
                 subject=plan.title,
                 body=commit_body(job, plan),
@@ -145,17 +147,12 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
     if verdict.tests_modified:
         result.extra["tests_modified"] = ", ".join(verdict.tests_modified)
     job.io.untrusted(result.summary or "(no summary)", heading="The model's summary of its work:")
-    keep_record(job, result.run_id)
+    if pushed_to == plan.branch and result.status is Status.COMPLETED:
+        # Only a run that opens or updates a pull request: its ledger is what later prunes the record, so
+        # a record of any other run would stay on origin for good.
+        keep_record(job, result.run_id)
     diff_base = base_tip if plan.start_sha is None else start
     return WorkOutcome(result, verdict, commit, pushed_to, diff_base, left_out, sandbox_off=sandbox_off)
-
-
-def changed_paths(repo: Path, run_id: str) -> list[str]:
-    """What the run changed, from its checkpoints: names as git has them (undecodable bytes kept as
-    surrogate escapes, so they reach git again unchanged), interpreter caches left out."""
-    from gitbot.fixcheck.changes import RunChanges
-
-    return RunChanges(repo, run_id).paths()
 
 
 def keep_artifact(job: Job) -> list[str]:

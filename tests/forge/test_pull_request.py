@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import subprocess
+from contextlib import contextmanager
 
 import pytest
 
 from gitbot import git as gitcmd
+from gitbot.checkpoints import Checkpointer
+from gitbot.fixcheck.changes import RunChanges
 from gitbot.fixcheck.gate import GateClosed
 from gitbot.forge import pull_request as prmod
 from gitbot.policy import Policy
@@ -19,10 +22,20 @@ def work(seeded_github, tmp_path):
     return actions_checkout(seeded_github, tmp_path / "work")
 
 
-def commit_of(work, paths: list[str], *, run_id: str = "r", run_changed: list[str] | None = None, policy=None):
-    """commit_changes as the Action calls it: `paths` are what the run changed unless told otherwise."""
-    return prmod.commit_changes(work, paths, run_changed=paths if run_changed is None else run_changed,
-                                policy=policy or Policy(repo=work), subject="s", body="b", run_id=run_id, model="m")
+@contextmanager
+def a_run(work, run_id: str = "r"):
+    """The checkpoints of a run: step 0 on the way in, the last step on the way out (what the body
+    writes is the run's change)."""
+    checkpoints = Checkpointer(work, run_id)
+    checkpoints.take(0)
+    yield
+    checkpoints.take(1)
+
+
+def commit_of(work, paths: list[str], *, run_id: str = "r", policy=None):
+    """commit_changes as the Action calls it, for the run `run_id` (see a_run)."""
+    return prmod.commit_changes(work, paths, changes=RunChanges(work, run_id), policy=policy or Policy(repo=work),
+                                subject="s", body="b", run_id=run_id, model="m")
 
 
 def config_text(repo) -> str:
@@ -64,11 +77,12 @@ def test_push_sends_the_token_only_for_that_command(seeded_github, work):
     with prmod.checkout_credential_removed(work):
         base = prmod.fetch(work, "main", auth=auth)
         prmod.start_branch(work, "gitbot/issue-7", base)
-        (work / "stats.py").write_text("fixed\n")
+        with a_run(work, "r1"):
+            (work / "stats.py").write_text("fixed\n")
         commit = prmod.commit_changes(
             work,
             ["stats.py"],
-            run_changed=["stats.py"],
+            changes=RunChanges(work, "r1"),
             policy=Policy(repo=work),
             subject="Fix #7: crash",
             body="Because.",
@@ -94,7 +108,8 @@ def test_the_lease_and_the_ownership_check(seeded_github, work):
     auth = prmod.auth_env(seeded_github.token, seeded_github.server_url)
     base = prmod.fetch(work, "main", auth=auth)
     prmod.start_branch(work, "gitbot/issue-7", base)
-    (work / "a.txt").write_text("1\n")
+    with a_run(work, "r1"):
+        (work / "a.txt").write_text("1\n")
     first = commit_of(work, ["a.txt"], run_id="r1")
     prmod.push(work, "gitbot/issue-7", first.sha, expected_tip=None, auth=auth)
     tip = prmod.fetch(work, "gitbot/issue-7", auth=auth)
@@ -102,7 +117,8 @@ def test_the_lease_and_the_ownership_check(seeded_github, work):
 
     # A second run replaces gitbot's own commit, naming the tip it expects.
     prmod.start_branch(work, "gitbot/issue-7", base)
-    (work / "a.txt").write_text("2\n")
+    with a_run(work, "r2"):
+        (work / "a.txt").write_text("2\n")
     second = commit_of(work, ["a.txt"], run_id="r2")
     with pytest.raises(prmod.GitError):  # a stale expectation is refused
         prmod.push(work, "gitbot/issue-7", second.sha, expected_tip=base, auth=auth)
@@ -121,9 +137,10 @@ def test_the_lease_and_the_ownership_check(seeded_github, work):
 
 @pytest.mark.slow
 def test_workflow_files_are_left_out_of_the_commit(seeded_github, work):
-    (work / ".github" / "workflows").mkdir(parents=True)
-    (work / ".github" / "workflows" / "ci.yml").write_text("on: push\n")
-    (work / "stats.py").write_text("x\n")
+    with a_run(work):
+        (work / ".github" / "workflows").mkdir(parents=True)
+        (work / ".github" / "workflows" / "ci.yml").write_text("on: push\n")
+        (work / "stats.py").write_text("x\n")
     commit = commit_of(work, [".github/workflows/ci.yml", "stats.py"])
     assert commit.files == ["stats.py"] and commit.skipped == [".github/workflows/ci.yml"]
 
@@ -176,11 +193,12 @@ def test_the_policy_judges_every_changed_path():
 
 @pytest.mark.slow
 def test_the_commit_message_carries_only_gitbots_trailers(seeded_github, work):
-    (work / "stats.py").write_text("y\n")
+    with a_run(work, "r1"):
+        (work / "stats.py").write_text("y\n")
     commit = prmod.commit_changes(
         work,
         ["stats.py"],
-        run_changed=["stats.py"],
+        changes=RunChanges(work, "r1"),
         policy=Policy(repo=work),
         subject="Fix #7: crash",
         body="gitbot's change for issue #7.",
@@ -199,9 +217,10 @@ ODD_NAMES = [":(glob)*", ":nope", "*", "-rf", "--all", "new\nline", "-", ":", os
 @pytest.mark.slow
 def test_names_of_any_shape_are_committed_as_names_and_nothing_else(work):
     # Finding 1 of issue 20: `git add --all -- ':(glob)*'` staged the whole work tree, `:nope` sank it.
-    for name in ODD_NAMES:
-        (work / os.fsencode(name).decode("utf-8", "surrogateescape")).write_bytes(b"")
-    (work / "stats.py").write_text("fixed\n")
+    with a_run(work):
+        for name in ODD_NAMES:
+            (work / os.fsencode(name).decode("utf-8", "surrogateescape")).write_bytes(b"")
+        (work / "stats.py").write_text("fixed\n")
     for bystander in (".env", "gha-creds-1234.json", "notes.txt"):  # untracked, not the run's
         (work / bystander).write_text("DB_PASS=hunter2\n")
     made = commit_of(work, ["stats.py", *ODD_NAMES])
@@ -218,14 +237,15 @@ def git_bytes(cwd, *args: str) -> bytes:
 
 @pytest.mark.slow
 def test_the_gate_refuses_a_tree_with_a_path_the_run_did_not_change(work):
-    (work / "stats.py").write_text("fixed\n")
-    (work / ".env").write_text("DB_PASS=hunter2\n")
-    (work / "extra.py").write_text("x = 1\n")
+    (work / "extra.py").write_text("x = 1\n")  # an earlier step's, not the run's: never taken from the work tree
+    with a_run(work):
+        (work / "stats.py").write_text("fixed\n")
+        (work / ".env").write_text("DB_PASS=hunter2\n")
     head = run_git(work, "rev-parse", "HEAD").strip()
     with pytest.raises(GateClosed) as closed:
-        commit_of(work, ["stats.py", "extra.py", ".env"], run_changed=["stats.py", ".env"])
+        commit_of(work, ["stats.py", "extra.py", ".env"])
     where = str(closed.value)
-    assert "extra.py (the run did not change it)" in where and ".env (it matches files.read_deny)" in where
+    assert ".env (it matches files.read_deny)" in where and "extra.py" not in where
     assert "hunter2" not in where  # names, never content
     assert run_git(work, "rev-parse", "HEAD").strip() == head  # nothing was committed
     assert run_git(work, "diff", "--cached", "--name-only") == ""
