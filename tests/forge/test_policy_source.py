@@ -11,6 +11,12 @@ from tests.forge.test_action_e2e import CHECK, UNITTEST_LOG, Harness, fix_script
 
 pytestmark = pytest.mark.slow
 
+# The default branch's policy: in the sandbox a command runs unless a deny rule refuses it.
+STRICT_POLICY = """
+[commands]
+deny = ["touch *"]
+"""
+
 LOOSE_POLICY = """
 [commands]
 allow = ["python3 *", "touch *"]
@@ -28,8 +34,12 @@ def harness(seeded_github, tmp_path):
 
 def test_a_failing_branch_cannot_loosen_the_policy_it_is_fixed_under(harness):
     fake, work = harness.fake, harness.workspace
-    run_git(work, "checkout", "-q", "-b", "feature/loose")
     (work / ".gitbot").mkdir()
+    (work / ".gitbot" / "policy.toml").write_text(STRICT_POLICY)
+    run_git(work, "add", ".gitbot/policy.toml")
+    run_git(work, "commit", "-q", "-m", "the project's policy")
+    run_git(work, "push", "-q", "origin", "main")
+    run_git(work, "checkout", "-q", "-b", "feature/loose")
     (work / ".gitbot" / "policy.toml").write_text(LOOSE_POLICY)
     run_git(work, "add", ".gitbot/policy.toml")
     run_git(work, "commit", "-q", "-m", "loosen the policy on a branch")
@@ -45,7 +55,7 @@ def test_a_failing_branch_cannot_loosen_the_policy_it_is_fixed_under(harness):
     with FakeMessagesAPI(script) as api:
         ran = harness.run(api, "workflow_run", fake.workflow_run_event(run["id"]), check_command=CHECK)
     assert ran.exit_code == 0, ran.log
-    assert not (work / "pwned-outside-the-policy").exists()  # main has no policy: the defaults deny `touch`
+    assert not (work / "pwned-outside-the-policy").exists()  # main's policy denies `touch`
     [pr] = fake.pulls
     assert pr.base == "feature/loose"
     assert "| 1 | `execute_command` | `touch pwned-outside-the-policy` | denied |" in pr.body
