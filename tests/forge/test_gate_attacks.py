@@ -374,10 +374,13 @@ def test_nested_repositories_the_agent_made_stop_the_commit_cleanly(github, tmp_
     harness = action_harness(github, tmp_path)
     ran = run_issue(harness, [tool_turn(("write_to_file", {"path": "test_zz.py", "content": MAKES_NESTED_REPOS})),
                               tool_turn(("execute_command", {"command": CHECK}))])
-    assert (harness.workspace / "vendored" / ".git").is_dir(), ran.log
-    assert not harness.fake.pulls, ran.log
+    # The command that made them failed and their git directories were set aside (sandbox/planted.py)
+    # before any checkpoint: what is left (`vendored/f`) is an ordinary file the run made, and whatever was
+    # pushed holds no gitlink and nothing of a git directory.
+    assert not (harness.workspace / "vendored" / ".git").exists(), ran.log
     assert "Unable to process path" not in ran.log and "Traceback" not in ran.log
-    assert ran.outputs.get("status") == "commit_refused" or "commit refused" in ran.log, ran.log
+    pushed = pushed_files(harness) if harness.fake.pulls else {}
+    assert not any(path in ("vendored", "empty") or ".git/" in path for path in pushed), sorted(pushed)
 
 
 @pytest.mark.slow
