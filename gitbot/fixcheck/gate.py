@@ -184,14 +184,16 @@ def why_not(path: bytes, mode: bytes, run_changed: set[bytes], policy: Policy) -
     parts = [part.translate(HFS_IGNORED).lower() for part in name.split("/")]
     if any(part.rstrip(". ") == ".git" or part == "git~1" for part in parts):  # and its 8.3 short name
         return "a .git path is never committed"
-    if parts[0] in PROTECTED_DIRS and len(parts) > 1 or name.lower() in PROTECTED_FILES:
+    if parts[0] in PROTECTED_DIRS and len(parts) > 1 or "/".join(parts) in PROTECTED_FILES:
         return "gitbot's policy and instruction files are changed only by people"
     if mode == GITLINK_MODE:
         return "a submodule or nested repository, not a file"
     if path not in run_changed:
         return "the run did not change it"
-    if policy.file_rules.denies_read_by_name(name) or not policy.check_read(name).allowed:
-        return "it matches files.read_deny"
+    # Also as a Mac (HFS+) checkout would name it: `.e\u200cnv` is `.env` there.
+    for spelling in dict.fromkeys((name, name.translate(HFS_IGNORED))):
+        if policy.file_rules.denies_read_by_name(spelling) or not policy.check_read(spelling).allowed:
+            return "it matches files.read_deny"
     decision = policy.check_edit(name)
     if not decision.allowed:
         return "the policy does not allow editing it"

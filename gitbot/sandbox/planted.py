@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from gitbot.gitmeta import GIT_DIR_MEMBERS, GIT_ENTRY, HEAD
 from gitbot.sandbox.gitconfig import parse_entries
 from gitbot.sandbox.mounts import git_directories, gitfile_directories
+from gitbot.textsafe import printable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -62,7 +63,11 @@ RISKY_URL_TRANSPORTS = ("ext::", "fd::")
 
 class CommandUndone(Exception):
     """A command changed what it must not; gitbot undid it, and the command counts as failed. The message
-    says what, for the model."""
+    says what, for the model (and the terminal and the record: the paths in it are the command's, so no
+    control character of theirs is kept raw)."""
+
+    def __init__(self, message: str):
+        super().__init__(printable(message).replace("\n", "\\n"))  # one line: a name may hold a newline
 
 
 class GitMetadataPlanted(CommandUndone):
