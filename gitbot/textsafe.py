@@ -24,3 +24,8 @@ def encodable(text: str) -> str:
 def printable(text: str) -> str:
     """The text without control characters, for a terminal: escapes become visible `\\x1b`."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", encodable(text))
+
+
+def one_line(text: str) -> str:
+    """`printable`, and on one line: a newline or tab (a file name may hold either) written as `\\n`, `\\t`."""
+    return printable(text).replace("\n", "\\n").replace("\t", "\\t")

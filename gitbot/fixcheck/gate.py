@@ -31,7 +31,7 @@ from pathlib import Path
 from gitbot import git
 from gitbot.errors import GitError
 from gitbot.fixcheck.changes import RunChanges, tree_entries
-from gitbot.textsafe import printable
+from gitbot.textsafe import one_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,8 +67,7 @@ class GateClosed(GitError):
 
 def shown(path: bytes) -> str:
     """A path as text for a report or a terminal: undecodable bytes, newlines and escapes made visible."""
-    text = printable(os.fsdecode(path))
-    return text.replace("\n", "\\n").replace("\t", "\\t")
+    return one_line(os.fsdecode(path))
 
 
 def build_tree(repo: Path, base: str, paths: Iterable[bytes], changes: RunChanges, env: dict[str, str]) -> str:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from gitbot.gitmeta import GIT_DIR_MEMBERS, GIT_ENTRY, HEAD
 from gitbot.sandbox.gitconfig import parse_entries
 from gitbot.sandbox.mounts import git_directories, gitfile_directories
-from gitbot.textsafe import printable
+from gitbot.textsafe import one_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class CommandUndone(Exception):
     control character of theirs is kept raw)."""
 
     def __init__(self, message: str):
-        super().__init__(printable(message).replace("\n", "\\n"))  # one line: a name may hold a newline
+        super().__init__(one_line(message))
 
 
 class GitMetadataPlanted(CommandUndone):
