@@ -1132,20 +1132,6 @@ class FakeGitLab:
             return self._not_found()
         return 200, {"Content-Type": "text/plain; charset=utf-8"}, job.trace.encode()
 
-    def _get_projects_id_repository_branches_branch(self, rec, params, user_id):
-        sha = self.branch_sha(params["branch"])
-        if sha is None:
-            return self._not_found("Branch Not Found")
-        data = {
-            "name": params["branch"],
-            "commit": {"id": sha, "short_id": sha[:8]},
-            "merged": False,
-            "protected": params["branch"] == self.default_branch,
-            "default": params["branch"] == self.default_branch,
-            "web_url": f"{self.web_url}/-/tree/{params['branch']}",
-        }
-        return 200, {}, data
-
     # ---------------------------------------------------------------- answering git
 
     def _answer_git(self, rec: Recorded, raw: bytes, path_info: str) -> tuple[int, dict[str, str], bytes]:

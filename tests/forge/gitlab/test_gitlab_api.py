@@ -16,6 +16,7 @@ import pytest
 from gitbot.forge.gitlab import api as gitlab_api
 from gitbot.forge.gitlab.api import GitLabForge
 from gitbot.forge.interface import Forge, ForgeError
+from tests.fakes import gitlab_ops
 from tests.fakes.gitlab_api import FakeGitLab
 from tests.forge.gitlab.conftest import auth_config, push_files, run_git
 
@@ -94,12 +95,32 @@ def test_a_request_outside_the_documented_parameters_is_a_violation(fake: FakeGi
         client.http_post(
             f"/projects/{fake.project_id}/merge_requests", post_data={"source_branch": FIX_BRANCH}
         )
+    with pytest.raises(gitlab.exceptions.GitlabListError):  # GitLab says "opened", not GitHub's "open"
+        project.mergerequests.list(state="open", get_all=False)
     found = fake.violations[before:]
-    assert len(found) == 3
-    assert "unknown body fields ['draft']" in found[0]
-    assert "unknown query parameter 'shaa'" in found[1]
+    assert len(found) == 4
+    assert "unknown body fields ['draft'] (not in openapi)" in found[0]
+    assert "unknown query parameter 'shaa' (not in openapi)" in found[1]
     assert "target_branch is missing, title is missing" in found[2]
+    assert "state does not have a valid value ('open' is not one of" in found[3]
     del fake.violations[before:]
+
+
+def test_the_published_description_covers_what_it_can_and_the_documentation_the_rest():
+    ops = gitlab_ops.operations()
+    sources = {
+        route: gitlab_ops.find(ops, *route.split(" "))[0].source
+        for route in (
+            "POST /projects/7/merge_requests",
+            "GET /projects/7/pipelines/9/jobs",
+            "POST /projects/7/issues/1/notes/2/award_emoji",
+            "GET /projects/7/members/all/3",
+            "GET /projects/7/issues/1/notes",
+            "POST /projects/7/merge_requests/1/discussions/abc/notes",
+        )
+    }
+    assert list(sources.values()) == ["openapi"] * 4 + ["notes.md", "discussions.md"]
+    assert gitlab_ops.find(ops, "DELETE", "/projects/7") is None
 
 
 def test_a_job_token_reads_pipelines_but_may_not_write_notes(fake: FakeGitLab):
