@@ -125,6 +125,9 @@ class FakeGitLab(WebhookBodies):
         self.token = self.add_token(self.bot)
         self.job_token = "glcbt-" + secrets.token_urlsafe(20)
         self.job_token_push = False
+        # Answer every API request with a redirect to this URL + the request's path (a moved instance, a
+        # hostile proxy): whoever follows it sends the request there.
+        self.redirect_api_to: str | None = None
         # The API calls a CI_JOB_TOKEN may make here (GitLab allows it on a short list of endpoints).
         self.job_token_routes = {
             ("GET", "/projects/:id"),
@@ -568,6 +571,8 @@ class FakeGitLab(WebhookBodies):
         return "", None
 
     def _answer_api(self, rec: Recorded) -> tuple[int, dict[str, str], Any]:
+        if self.redirect_api_to:
+            return 302, {"Location": f"{self.redirect_api_to}{API}{rec.path}"}, {"message": "302 Found"}
         kind, user_id = self._caller(rec)
         if not kind:
             return 401, {}, {"message": "401 Unauthorized"}

@@ -36,9 +36,6 @@ from gitbot.forge.interface import (
 
 TIMEOUT_SECONDS = 30
 PER_PAGE = 100
-# python-gitlab retries 429 (honouring Retry-After) and, with retry_transient_errors, 5xx and dropped
-# connections; at most this many times per request.
-MAX_RETRIES = 5
 LOG_MAX_BYTES = 4 * 1024 * 1024  # the head of a trace is dropped past this; failures are near the end
 USER_AGENT = "gitbot"
 EYES = "eyes"
@@ -60,8 +57,8 @@ TERMS = Terms(
     issue_prefix="#",
     run="pipeline",
     forge="GitLab",
-    max_total_cost_setting="the `max_total_cost_usd` input",
-    max_iterations_setting="the `max_iterations` input",
+    max_total_cost_setting="`GITBOT_MAX_TOTAL_COST_USD`",
+    max_iterations_setting="`GITBOT_MAX_ITERATIONS`",
 )
 
 
@@ -104,6 +101,14 @@ def parse_time(value: Any) -> dt.datetime | None:
 
 
 def _error(exc: Exception, doing: str) -> ForgeError:
+    response = getattr(exc, "response", None)
+    if response is not None and 300 <= response.status_code < 400:  # requests' TooManyRedirects
+        where = response.headers.get("Location", "?")
+        return ForgeError(
+            f"{doing}: GitLab answered with a redirect to {where}; gitbot does not follow it with its token "
+            "(is the instance URL right?)",
+            response.status_code,
+        )
     status = getattr(exc, "response_code", None)
     message = getattr(exc, "error_message", None) or str(exc)
     return ForgeError(f"{doing}: {status or ''} {message}".replace("  ", " ").strip(), status)
@@ -120,10 +125,17 @@ class GitLabForge:
 
         self._gitlab_errors = (gitlab.exceptions.GitlabError, requests.RequestException)
         auth = {"job_token": token} if job_token else {"private_token": token}
+        # python-gitlab sends the token as a header of its own (PRIVATE-TOKEN, JOB-TOKEN), which requests
+        # carries along when a GET is redirected, to any host: no redirect is followed at all.
+        session = requests.Session()
+        session.max_redirects = 0
         self.gl = gitlab.Gitlab(
             api_base(url),
+            session=session,
             timeout=TIMEOUT_SECONDS,
             per_page=PER_PAGE,
+            # 429 is retried honouring Retry-After (python-gitlab's default); these add 5xx and dropped
+            # connections, with its backoff, at most ten times.
             retry_transient_errors=True,
             user_agent=USER_AGENT,
             # Follow pagination on the URL we were given, not the one the instance believes it has

@@ -440,6 +440,21 @@ def test_webhook_bodies_carry_what_the_trigger_needs(fake: FakeGitLab):
     mr.state = "closed"
 
 
+def test_a_redirect_is_not_followed_with_the_token(fake: FakeGitLab, tmp_path: Path):
+    """python-gitlab sets the token as a header of its own, which requests carries to wherever a GET is
+    redirected (it strips only `Authorization`): the token would go to the other host."""
+    forge = GitLabForge(fake.url, fake.token, fake.path_with_namespace)
+    with FakeGitLab(tmp_path / "elsewhere") as elsewhere:
+        fake.redirect_api_to = elsewhere.url
+        try:
+            with pytest.raises(ForgeError) as refused:
+                forge.issue(1)
+        finally:
+            fake.redirect_api_to = None
+        assert [r.headers.get("private-token") for r in elsewhere.requests] == []
+    assert refused.value.status == 302 and elsewhere.url in str(refused.value)
+
+
 # ---------------------------------------------------------------- a self-managed instance under a path prefix
 
 
