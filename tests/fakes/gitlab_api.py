@@ -128,9 +128,10 @@ class FakeGitLab(WebhookBodies):
         # Answer every API request with a redirect to this URL + the request's path (a moved instance, a
         # hostile proxy): whoever follows it sends the request there.
         self.redirect_api_to: str | None = None
-        # The API calls a CI_JOB_TOKEN may make here (GitLab allows it on a short list of endpoints).
+        # The API calls a CI_JOB_TOKEN may make here: GitLab allows it on the short list of endpoints in
+        # doc/ci/jobs/ci_job_token.md ("Job token access"; jobs and pipelines since 17.x), not on the project
+        # itself, notes, merge requests or members.
         self.job_token_routes = {
-            ("GET", "/projects/:id"),
             ("GET", "/projects/:id/pipelines"),
             ("GET", "/projects/:id/pipelines/:pipeline_id/jobs"),
             ("GET", "/projects/:id/jobs/:job_id/trace"),

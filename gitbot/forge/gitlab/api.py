@@ -147,6 +147,18 @@ class GitLabForge:
         self._bots: dict[int, bool] = {}
         self._levels: dict[int, int | None] = {}
         project_ref = str(project)
+        self._job_token = job_token
+        if job_token:
+            # A job token may not read the project itself (GitLab's job token access table has no Projects
+            # API): it reaches pipelines, jobs and traces of the project named by its path.
+            if "/" not in project_ref:
+                raise ForgeError(
+                    f"with a job token, name the project by its path (CI_PROJECT_PATH), not {project_ref!r}"
+                )
+            self.project = self.gl.projects.get(project_ref, lazy=True)
+            self.path = project_ref
+            self.web_url = f"{api_base(url)}/{project_ref}"
+            return
         self.project = self._call(lambda: self.gl.projects.get(project_ref), f"reading project {project_ref}")
         self.path = self.project.path_with_namespace
         self.web_url = self.project.web_url.rstrip("/")
@@ -159,6 +171,10 @@ class GitLabForge:
 
     @property
     def default_branch(self) -> str:
+        if self._job_token:
+            raise ForgeError(
+                "a job token cannot read the project's default branch: use a project access token"
+            )
         return self.project.default_branch or "main"
 
     # ---------------------------------------------------------------- who may trigger

@@ -128,12 +128,21 @@ def test_a_job_token_reads_pipelines_but_may_not_write_notes(fake: FakeGitLab):
     issue = fake.add_issue("x", "y", author=dev)
     pipeline = fake.add_pipeline(ref="main", sha="a" * 40)
     fake.add_job(pipeline, "test", status="failed", trace="boom\n")
-    job_forge = GitLabForge(fake.api_url, fake.job_token, fake.project_id, job_token=True)
+    with pytest.raises(ForgeError, match="by its path"):
+        GitLabForge(fake.api_url, fake.job_token, fake.project_id, job_token=True)
+    job_forge = GitLabForge(fake.api_url, fake.job_token, fake.path_with_namespace, job_token=True)
     assert [j.name for j in job_forge.failed_jobs(pipeline.id)] == ["test"]
+    assert job_forge.job_log(job_forge.failed_jobs(pipeline.id)[0].id) == "boom\n"
+    assert job_forge.issue_url(issue.iid) == f"{fake.web_url}/-/issues/{issue.iid}"
+    with pytest.raises(ForgeError, match="project access token"):
+        _ = job_forge.default_branch
     with pytest.raises(ForgeError) as refused:
         job_forge.upsert_comment(issue.iid, "hello", marker="<!-- m -->", existing=[])
     assert refused.value.status == 403
     assert fake.notes_on("Issue", issue.iid) == []
+    assert not any(
+        r.path == f"/projects/{fake.project_id}" for r in fake.requests if "job-token" in r.headers
+    )
 
 
 def test_git_over_http_takes_an_access_token_or_a_job_token_for_fetching_only(
