@@ -306,7 +306,8 @@ class FakeGitLab(WebhookBodies):
         source_project: tuple[int, str] | None = None,
         sha: str | None = None,
     ) -> MergeRequest:
-        """A merge request; `source_project` (id, path_with_namespace) makes it come from a fork."""
+        """A merge request; `source_project` (id, path_with_namespace) makes it come from a fork, whose head
+        commit `sha` the test has pushed here first (under any ref) if the merge request's head is fetched."""
         source_id = self.project_id
         if source_project is not None:
             source_id = source_project[0]
@@ -317,7 +318,21 @@ class FakeGitLab(WebhookBodies):
         )
         mr.sha = sha
         self.merge_requests[iid] = mr
+        self.refresh_merge_request_refs()
         return mr
+
+    def refresh_merge_request_refs(self) -> None:
+        """refs/merge-requests/<iid>/head at each open merge request's head, as GitLab keeps them (a fork's
+        changes are fetched from there): at its creation and after every push."""
+        for mr in self.merge_requests.values():
+            head = mr.sha or self.branch_sha(mr.source_branch)
+            if mr.state != "opened" or head is None:
+                continue
+            subprocess.run(
+                ["git", "-C", str(self.bare_repo), "update-ref", f"refs/merge-requests/{mr.iid}/head", head],
+                capture_output=True,
+                check=False,  # a fork's commit the test did not push here: no ref, as fetching it would fail
+            )
 
     def add_pipeline(
         self, *, ref: str, sha: str, status: str = "failed", source: str = "push", user: User | None = None
@@ -940,6 +955,9 @@ def _make_handler(fake: FakeGitLab) -> type[BaseHTTPRequestHandler]:
                 path_info = f"/{fake.namespace}/{fake.name}.git/" + path[len(git_prefix) :]
                 status, extra, data = fake._answer_git(rec, raw, path_info)
                 rec.status = status
+                if path_info.endswith("/git-receive-pack") and status == 200:
+                    with fake._lock:
+                        fake.refresh_merge_request_refs()
                 self._send(status, extra, data)
             else:
                 self._send(404, {"Content-Type": "text/plain"}, b"not found")

@@ -299,7 +299,20 @@ def test_a_merge_request_is_opened_as_a_draft_updated_and_marked_ready(forge: Gi
     assert info.head_repository == fake.path_with_namespace and info.base_ref == "main"
     forge.mark_ready(info)
     assert (mr.title, mr.draft) == ("Fix mean (2)", False)
+    refs = run_git(fake.bare_repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/merge-requests")
+    assert f"refs/merge-requests/{made.number}/head {info.head_sha}" in refs.splitlines()
     mr.state = "merged"
+
+
+def test_a_merge_requests_head_ref_follows_its_source_branch(fake: FakeGitLab, tmp_path: Path):
+    dev = fake.add_user("pusher")
+    first = push_files(fake, tmp_path / "work", {"a.txt": "1\n"}, branch="feature-ref")
+    mr = fake.add_merge_request("feature-ref", "Feature", author=dev)
+    head = f"refs/merge-requests/{mr.iid}/head"
+    assert run_git(fake.bare_repo, "rev-parse", head).strip() == first
+    second = push_files(fake, tmp_path / "work", {"a.txt": "2\n"}, branch="feature-ref")
+    assert run_git(fake.bare_repo, "rev-parse", head).strip() == second != first
+    mr.state = "closed"
 
 
 def test_a_fork_merge_request_names_its_source_project(forge: GitLabForge, fake: FakeGitLab):
