@@ -28,7 +28,6 @@ import base64
 import datetime as dt
 import itertools
 import json
-import os
 import re
 import secrets
 import subprocess
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from tests.fakes import github_graphql
+from tests.fakes.git_http import http_backend, read_body
 from tests.fakes.github_graphql import GRAPHQL_PATH
 from tests.fakes.github_pulls import PullsMixin
 
@@ -799,9 +799,7 @@ class FakeGitHub(PullsMixin):
         job = next(j for j in self.jobs if j.id == found[0])
         return 200, {"Content-Type": "text/plain; charset=utf-8"}, job.log.encode()
 
-    def _answer_git(
-        self, rec: Recorded, raw_body: bytes, environ_extra: dict[str, str]
-    ) -> tuple[int, dict, bytes]:
+    def _answer_git(self, rec: Recorded, raw_body: bytes) -> tuple[int, dict, bytes]:
         auth = rec.headers.get("authorization", "")
         expected = "Basic " + base64.b64encode(f"x-access-token:{self.token}".encode()).decode()
         if auth.lower() != expected.lower():
@@ -810,33 +808,15 @@ class FakeGitHub(PullsMixin):
                 {"WWW-Authenticate": 'Basic realm="GitHub"', "Content-Type": "text/plain"},
                 b"auth required",
             )
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "GIT_PROJECT_ROOT": str(self.git_project_root),
-            "GIT_HTTP_EXPORT_ALL": "1",
-            "PATH_INFO": rec.path,
-            "QUERY_STRING": urllib.parse.urlencode([(k, v) for k, vs in rec.query.items() for v in vs]),
-            "REQUEST_METHOD": rec.method,
-            "CONTENT_TYPE": rec.headers.get("content-type", ""),
-            "CONTENT_LENGTH": str(len(raw_body)),
-            "REMOTE_USER": "x-access-token",
-            "REMOTE_ADDR": "127.0.0.1",
-            **environ_extra,
-        }
-        done = subprocess.run(
-            ["git", "http-backend"], input=raw_body, env=env, capture_output=True, timeout=60, check=False
+        return http_backend(
+            self.git_project_root,
+            path_info=rec.path,
+            method=rec.method,
+            query=rec.query,
+            headers=rec.headers,
+            body=raw_body,
+            remote_user="x-access-token",
         )
-        head, sep, body = done.stdout.partition(b"\r\n\r\n")
-        if not sep:
-            head, _, body = done.stdout.partition(b"\n\n")
-        status, headers = 200, {}
-        for line in head.decode("latin-1").splitlines():
-            name, _, value = line.partition(":")
-            if name.lower() == "status":
-                status = int(value.strip().split()[0])
-            elif name:
-                headers[name.strip()] = value.strip()
-        return status, headers, body
 
 
 def _make_handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
@@ -846,22 +826,8 @@ def _make_handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
             pass
 
-        def _read_body(self) -> bytes:
-            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-                chunks = []
-                while True:
-                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                    if size == 0:
-                        self.rfile.readline()
-                        break
-                    chunks.append(self.rfile.read(size))
-                    self.rfile.readline()
-                return b"".join(chunks)
-            length = int(self.headers.get("Content-Length") or 0)
-            return self.rfile.read(length) if length else b""
-
         def _handle(self) -> None:
-            raw = self._read_body()
+            raw = read_body(self)
             url = urllib.parse.urlsplit(self.path)
             headers = {k.lower(): v for k, v in self.headers.items()}
             query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
@@ -905,16 +871,11 @@ def _make_handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 self._send(status, extra, data)
             elif url.path.startswith(f"/{fake.full_name}.git/"):
                 rec = Recorded(self.command, url.path, query, headers, raw)
-                extra_env = {}
-                if headers.get("git-protocol"):
-                    extra_env["GIT_PROTOCOL"] = headers["git-protocol"]
-                if headers.get("content-encoding"):
-                    extra_env["HTTP_CONTENT_ENCODING"] = headers["content-encoding"]
                 with fake._lock:
                     fake.requests.append(rec)
                     hooks = [hook for hook in fake.git_hooks if hook(rec)]
                     fake.git_hooks = [hook for hook in fake.git_hooks if hook not in hooks]
-                status, extra, data = fake._answer_git(rec, raw, extra_env)
+                status, extra, data = fake._answer_git(rec, raw)
                 rec.status = status
                 self._send(status, extra, data)
             else:
