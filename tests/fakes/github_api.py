@@ -37,7 +37,7 @@ import urllib.parse
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, Self
 
@@ -45,6 +45,7 @@ from tests.fakes import github_graphql
 from tests.fakes.git_http import http_backend, read_body
 from tests.fakes.github_graphql import GRAPHQL_PATH
 from tests.fakes.github_pulls import PullsMixin
+from tests.fakes.loopback import LoopbackServer, send
 
 SPEC_PATH = Path(__file__).resolve().parent.parent / "openapi" / "github-rest-subset.json"
 SPEC_HOST = "https://api.github.com"
@@ -149,7 +150,7 @@ class Job:
     log: str
 
 
-class FakeGitHub(PullsMixin):
+class FakeGitHub(LoopbackServer, PullsMixin):
     """One repository on a fake github.com: REST API, GraphQL, git over HTTP, and the state behind them."""
 
     def __init__(
@@ -188,8 +189,6 @@ class FakeGitHub(PullsMixin):
         self.git_hooks: list[Callable[[Recorded], bool]] = []
         self._log_urls: dict[str, tuple[int, float]] = {}
         self._lock = threading.RLock()
-        self._server: ThreadingHTTPServer | None = None
-        self.server_url = ""
         self.git_project_root = self.root / "git-server"
         self.bare_repo = self.git_project_root / owner / f"{name}.git"
         self.bare_repo.mkdir(parents=True, exist_ok=True)
@@ -201,26 +200,10 @@ class FakeGitHub(PullsMixin):
     def start(self) -> Self:
         openapi()
         github_graphql.schema()
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        server.daemon_threads = True
-        self._server = server
-        self.server_url = f"http://127.0.0.1:{server.server_address[1]}"
-        threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-github", daemon=True
-        ).start()
-        return self
+        return super().start()
 
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _make_handler(self)
 
     @property
     def api_url(self) -> str:
@@ -882,14 +865,7 @@ def _make_handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {"Content-Type": "text/plain"}, b"not found")
 
         def _send(self, status: int, headers: dict[str, str], data: bytes) -> None:
-            self.send_response(status)
-            for name, value in headers.items():
-                if name.lower() not in ("content-length", "transfer-encoding"):
-                    self.send_header(name, value)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(data)
+            send(self, status, headers, data)
 
         do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _handle
 

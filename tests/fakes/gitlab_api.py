@@ -38,9 +38,9 @@ import threading
 import time
 import urllib.parse
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 from tests.fakes import gitlab_ops
 from tests.fakes.git_http import http_backend, read_body
@@ -58,6 +58,7 @@ from tests.fakes.gitlab_state import (
     User,
     utcnow,
 )
+from tests.fakes.loopback import LoopbackServer, send
 
 API = "/api/v4"
 MAX_PER_PAGE = 100
@@ -84,7 +85,7 @@ class Recorded:
         return f"{self.method} {self.path}"
 
 
-class FakeGitLab(WebhookBodies):
+class FakeGitLab(LoopbackServer, WebhookBodies):
     """One project on a fake GitLab instance: REST API, git over HTTP, and the state behind them."""
 
     GUEST, REPORTER, DEVELOPER, MAINTAINER, OWNER = 10, 20, 30, 40, 50
@@ -138,8 +139,6 @@ class FakeGitLab(WebhookBodies):
         }
         self._ops = gitlab_ops.operations()
         self._lock = threading.RLock()
-        self._server: ThreadingHTTPServer | None = None
-        self.server_url = ""
         self.git_project_root = self.root / "git-server"
         self.bare_repo = self.git_project_root / namespace / f"{name}.git"
         self.bare_repo.mkdir(parents=True, exist_ok=True)
@@ -148,27 +147,8 @@ class FakeGitLab(WebhookBodies):
 
     # ---------------------------------------------------------------- lifecycle
 
-    def start(self) -> Self:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        server.daemon_threads = True
-        self._server = server
-        self.server_url = f"http://127.0.0.1:{server.server_address[1]}"
-        threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-gitlab", daemon=True
-        ).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _make_handler(self)
 
     @property
     def url(self) -> str:
@@ -963,14 +943,7 @@ def _make_handler(fake: FakeGitLab) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {"Content-Type": "text/plain"}, b"not found")
 
         def _send(self, status: int, headers: dict[str, str], data: bytes) -> None:
-            self.send_response(status)
-            for name, value in headers.items():
-                if name.lower() not in ("content-length", "transfer-encoding"):
-                    self.send_header(name, value)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(data)
+            send(self, status, headers, data)
 
         do_GET = do_POST = do_PUT = do_DELETE = _handle
 
