@@ -129,6 +129,9 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
         # Answer every API request with a redirect to this URL + the request's path (a moved instance, a
         # hostile proxy): whoever follows it sends the request there.
         self.redirect_api_to: str | None = None
+        # Answers for the next API requests, before anything else (a rate limit, a proxy's 502): (status,
+        # headers), used up one per request.
+        self.fail_next: list[tuple[int, dict[str, str]]] = []
         # The API calls a CI_JOB_TOKEN may make here: GitLab allows it on the short list of endpoints in
         # doc/ci/jobs/ci_job_token.md ("Job token access"; jobs and pipelines since 17.x), not on the project
         # itself, notes, merge requests or members.
@@ -567,6 +570,9 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
         return "", None
 
     def _answer_api(self, rec: Recorded) -> tuple[int, dict[str, str], Any]:
+        if self.fail_next:
+            status, headers = self.fail_next.pop(0)
+            return status, headers, {"message": f"{status} failed on purpose"}
         if self.redirect_api_to:
             return 302, {"Location": f"{self.redirect_api_to}{API}{rec.path}"}, {"message": "302 Found"}
         kind, user_id = self._caller(rec)

@@ -74,7 +74,20 @@ def test_the_api_refuses_a_request_without_a_token_or_with_a_wrong_one(fake: Fak
         assert caught.value.response_code == 401
     with pytest.raises(ForgeError) as refused:
         GitLabForge(fake.url, "glpat-wrong", fake.path_with_namespace)
-    assert refused.value.status == 401
+    assert refused.value.status == 401 and "glpat-wrong" not in str(refused.value)
+
+
+def test_a_rate_limit_and_a_proxy_error_are_retried(forge: GitLabForge, fake: FakeGitLab):
+    dev = fake.add_user("patient")
+    issue = fake.add_issue("t", "b", author=dev)
+    fake.fail_next = [(429, {"Retry-After": "0"}), (502, {})]
+    before = len(fake.api_requests(rf"/issues/{issue.iid}$"))
+    assert forge.issue(issue.iid).title == "t"
+    assert len(fake.api_requests(rf"/issues/{issue.iid}$")) - before == 3
+    fake.fail_next = [(403, {})]
+    with pytest.raises(ForgeError) as refused:  # not a transient error: no retry
+        forge.issue(issue.iid)
+    assert refused.value.status == 403
 
 
 def test_a_request_outside_the_documented_parameters_is_a_violation(fake: FakeGitLab):
