@@ -117,6 +117,7 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
         self.jobs: dict[int, Job] = {}
         self.label_events: list[LabelEvent] = []
         self.forks: dict[int, str] = {}  # project id -> path_with_namespace of other projects (forks)
+        self.public_forks: set[int] = set()  # the forks a token of this project may read (the others: 404)
         self.requests: list[Recorded] = []
         self.violations: list[str] = []
         # The project's bot user (a project access token makes one) and the token that acts as it.
@@ -287,14 +288,18 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
         description: str = "",
         target_branch: str | None = None,
         source_project: tuple[int, str] | None = None,
+        public_fork: bool = False,
         sha: str | None = None,
     ) -> MergeRequest:
-        """A merge request; `source_project` (id, path_with_namespace) makes it come from a fork, whose head
-        commit `sha` the test has pushed here first (under any ref) if the merge request's head is fetched."""
+        """A merge request; `source_project` (id, path_with_namespace) makes it come from a fork (readable by
+        this project's token when `public_fork`), whose head commit `sha` the test has pushed here first
+        (under any ref) if the merge request's head is fetched."""
         source_id = self.project_id
         if source_project is not None:
             source_id = source_project[0]
             self.forks[source_id] = source_project[1]
+            if public_fork:
+                self.public_forks.add(source_id)
         iid = max(self.merge_requests, default=0) + 1
         mr = MergeRequest(
             iid, title, description, source_branch, target_branch or self.default_branch, author.id, source_id
@@ -592,8 +597,11 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
         if kind == "job" and (op.method, op.path) not in self.job_token_routes:
             return 403, {}, {"message": "403 Forbidden"}
         if "id" in params and params["id"] not in (str(self.project_id), self.path_with_namespace):
-            if params["id"].isdigit() and int(params["id"]) in self.forks:
-                return 403, {}, {"message": "403 Forbidden"}
+            fork = int(params["id"]) if params["id"].isdigit() else None
+            if op.path == "/projects/:id" and fork in self.public_forks:
+                path = self.forks[fork]
+                return 200, {}, {"id": fork, "path_with_namespace": path, "web_url": f"{self.url}/{path}"}
+            # GitLab does not tell a project you may not see from one that does not exist.
             return 404, {}, {"message": "404 Project Not Found"}
         handler = getattr(self, "_" + re.sub(r"\W+", "_", f"{op.method} {op.path}").strip("_").lower())
         return handler(rec, params, user_id)

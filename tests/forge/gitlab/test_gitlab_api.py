@@ -334,9 +334,14 @@ def test_a_fork_merge_request_names_its_source_project(forge: GitLabForge, fake:
         "patch-1", "Improve docs", author=outsider, source_project=(9999, "forker/widgets"), sha="c" * 40
     )
     info = forge.get_pull(mr.iid)
-    # The fork is private to its owner: the token cannot read it, and the flow is told it is not here.
+    # The fork is private to its owner: the token cannot read it (GitLab answers 404, as for a deleted one).
     assert info.head_repository is None and info.head_sha == "c" * 40
     assert forge.open_pull("patch-1") is None  # a fork's branch of the same name is not ours
+    public = fake.add_merge_request(
+        "patch-2", "More docs", author=outsider, source_project=(9998, "forker/gadgets"), public_fork=True
+    )
+    assert forge.get_pull(public.iid).head_repository == "forker/gadgets"
+    mr.state = public.state = "closed"
 
 
 def test_review_threads_are_the_diff_discussions(forge: GitLabForge, fake: FakeGitLab):
