@@ -169,6 +169,15 @@ class GitLabForge:
         except self._gitlab_errors as exc:
             raise _error(exc, doing) from None
 
+    def _found(self, fn, doing: str):
+        """fn()'s object, or None when GitLab answers 404 (which it also does for what the token may not see)."""
+        try:
+            return fn()
+        except self._gitlab_errors as exc:
+            if getattr(exc, "response_code", None) == 404:
+                return None
+            raise _error(exc, doing) from None
+
     @property
     def default_branch(self) -> str:
         if self._job_token:
@@ -182,33 +191,19 @@ class GitLabForge:
     def access_level(self, user_id: int) -> int | None:
         """The user's access level in the project, inherited from groups included; None: not a member."""
         if user_id not in self._levels:
-            from gitlab.exceptions import GitlabGetError
-
-            try:
-                member = self.project.members_all.get(user_id)
-                self._levels[user_id] = int(member.access_level)
-            except GitlabGetError as exc:
-                if exc.response_code != 404:
-                    raise _error(exc, f"reading the access level of user {user_id}") from None
-                self._levels[user_id] = None
-            except self._gitlab_errors as exc:
-                raise _error(exc, f"reading the access level of user {user_id}") from None
+            member = self._found(
+                lambda: self.project.members_all.get(user_id), f"reading the access level of user {user_id}"
+            )
+            self._levels[user_id] = int(member.access_level) if member is not None else None
         return self._levels[user_id]
 
     def note(self, noteable: str, iid: int, note_id: int) -> NoteData | None:
         """A note as it is now, with its author, read from the API; None when it does not exist there
         (a forged payload) or belongs to another issue or merge request."""
-        from gitlab.exceptions import GitlabGetError
-
         parent = self._noteable(noteable, iid)
-        try:
-            note = parent.notes.get(note_id)
-        except GitlabGetError as exc:
-            if exc.response_code == 404:
-                return None
-            raise _error(exc, f"reading note {note_id}") from None
-        except self._gitlab_errors as exc:
-            raise _error(exc, f"reading note {note_id}") from None
+        note = self._found(lambda: parent.notes.get(note_id), f"reading note {note_id}")
+        if note is None:
+            return None
         data = note.attributes
         if data.get("noteable_type") != noteable or data.get("noteable_iid") not in (iid, None):
             return None
@@ -227,16 +222,9 @@ class GitLabForge:
         )
 
     def user(self, user_id: int) -> UserData | None:
-        from gitlab.exceptions import GitlabGetError
-
-        try:
-            user = self.gl.users.get(user_id)
-        except GitlabGetError as exc:
-            if exc.response_code == 404:
-                return None
-            raise _error(exc, f"reading user {user_id}") from None
-        except self._gitlab_errors as exc:
-            raise _error(exc, f"reading user {user_id}") from None
+        user = self._found(lambda: self.gl.users.get(user_id), f"reading user {user_id}")
+        if user is None:
+            return None
         data = user.attributes
         return UserData(
             int(data["id"]), data.get("username", ""), bool(data.get("bot")), data.get("state", "")
@@ -463,10 +451,8 @@ class GitLabForge:
         """A fork's path_with_namespace; None when it is gone or this token cannot see it."""
         if not isinstance(project_id, int):
             return None
-        try:
-            return self.gl.projects.get(project_id).path_with_namespace
-        except self._gitlab_errors:
-            return None
+        fork = self._found(lambda: self.gl.projects.get(project_id), f"reading project {project_id}")
+        return fork.path_with_namespace if fork is not None else None
 
     def mark_ready(self, pull: PullInfo) -> None:
         """Ready for review: the title without its Draft prefix (how GitLab's own "Mark as ready" does it)."""
