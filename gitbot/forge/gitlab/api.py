@@ -32,7 +32,9 @@ from gitbot.forge.interface import (
     ReviewThread,
     Terms,
     ThreadComment,
+    parse_time,
 )
+from gitbot.forge.triggers import REPLY_PATTERN, CommentTrigger
 
 TIMEOUT_SECONDS = 30
 PER_PAGE = 100
@@ -42,9 +44,6 @@ EYES = "eyes"
 ALREADY_AWARDED = "has already been taken"  # GitLab's 404 when the same user gives the same emoji twice
 # GitLab's MergeRequest::DRAFT_REGEX: the title prefixes that make a merge request a draft.
 DRAFT_PREFIX = re.compile(r"\A\s*(?:\[draft\]|draft:|\(draft\)|draft\s-\s|draft\s)+\s*", re.IGNORECASE)
-# gitbot's reply to a request carries the request's key and the run that wrote it (the same marker as on
-# GitHub: the flow writes it into the body).
-REPLY_PATTERN = re.compile(r"<!-- gitbot:reply ([\w-]+) run (\d+) -->")
 ACCESS_NAMES = {0: "NONE", 5: "MINIMAL_ACCESS", 10: "GUEST", 15: "PLANNER", 20: "REPORTER", 30: "DEVELOPER",
                 40: "MAINTAINER", 50: "OWNER"}  # fmt: skip
 # GitLab job statuses that are finished, and what a check's conclusion is for each.
@@ -57,8 +56,17 @@ TERMS = Terms(
     issue_prefix="#",
     run="pipeline",
     forge="GitLab",
-    max_total_cost_setting="`GITBOT_MAX_TOTAL_COST_USD`",
-    max_iterations_setting="`GITBOT_MAX_ITERATIONS`",
+    # The component's inputs (the plain include file's users set the GITBOT_* variable of the same name).
+    max_total_cost_setting="`max-total-cost-usd`",
+    max_iterations_setting="`max-iterations`",
+    ci="pipeline",
+    settings_place="the component's input in `.gitlab-ci.yml` (or its `GITBOT_*` CI/CD variable)",
+    check_command_setting="`check-command` input",
+    change_ref="merge-requests/{number}/head",
+    sandbox_setup=(
+        "Run the job in an image with bubblewrap (the component installs it with apt-get where it can) on a "
+        "runner whose containers may create unprivileged user namespaces"
+    ),
 )
 
 
@@ -89,15 +97,6 @@ def api_base(url: str) -> str:
     """The instance's URL from CI_SERVER_URL or CI_API_V4_URL (python-gitlab appends /api/v4 itself)."""
     url = url.rstrip("/")
     return url.removesuffix("/api/v4")
-
-
-def parse_time(value: Any) -> dt.datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return dt.datetime.fromisoformat(value)
-    except ValueError:
-        return None
 
 
 def _error(exc: Exception, doing: str) -> ForgeError:
@@ -548,10 +547,10 @@ class GitLabForge:
     # discussion), never from the payload.
 
     @staticmethod
-    def _noteable_of(trigger: Any) -> str:
+    def _noteable_of(trigger: CommentTrigger) -> str:
         return "MergeRequest" if trigger.on_pull else "Issue"
 
-    def react(self, trigger: Any) -> None:
+    def react(self, trigger: CommentTrigger) -> None:
         """👀 on the note that asked: it was heard. Once: GitLab refuses a second one, which is done too."""
         note = self._noteable(self._noteable_of(trigger), trigger.number).notes.get(
             trigger.comment_id, lazy=True
@@ -563,7 +562,7 @@ class GitLabForge:
                 return
             raise _error(exc, "reacting to the note") from None
 
-    def _thread_of(self, trigger: Any) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    def _thread_of(self, trigger: CommentTrigger) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         """The discussion holding the trigger's note (None when it is an individual note), and every note
         of the issue or merge request."""
         discussions = self._discussions(self._noteable_of(trigger), trigger.number)
@@ -573,7 +572,7 @@ class GitLabForge:
                 return (None if discussion.get("individual_note") else discussion), everything
         return None, everything
 
-    def find_reply(self, trigger: Any) -> Reply | None:
+    def find_reply(self, trigger: CommentTrigger) -> Reply | None:
         """gitbot's reply to this request, if one exists: then the request is taken (or answered). Only a
         note by this token's own user counts, since anyone can paste the marker."""
         me = self._me_id()
@@ -585,7 +584,7 @@ class GitLabForge:
                 return Reply(int(note["id"]), match.group(2), thread is not None)
         return None
 
-    def write_reply(self, trigger: Any, body: str, existing: Reply | None) -> Reply:
+    def write_reply(self, trigger: CommentTrigger, body: str, existing: Reply | None) -> Reply:
         """Edit gitbot's reply, or write it: in the note's discussion, or on the issue or merge request."""
         run = REPLY_PATTERN.search(body)
         parent = self._noteable(self._noteable_of(trigger), trigger.number)

@@ -5,9 +5,9 @@ One server per module: every test makes its own issues, merge requests and pipel
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import gitlab
@@ -16,8 +16,10 @@ import pytest
 from gitbot.forge.gitlab import api as gitlab_api
 from gitbot.forge.gitlab.api import GitLabForge
 from gitbot.forge.interface import Forge, ForgeError
+from gitbot.forge.triggers import Actor, CommentTrigger, reply_marker
 from tests.fakes import gitlab_ops
 from tests.fakes.gitlab_api import FakeGitLab
+from tests.fakes.gitlab_state import Note
 from tests.forge.gitlab.conftest import auth_config, push_files, run_git
 
 pytestmark = pytest.mark.slow
@@ -47,21 +49,28 @@ def no_violations(fake: FakeGitLab):
     assert fake.violations[before:] == []
 
 
-@dataclass(frozen=True)
-class Trigger:
-    """The fields of the adapter's CommentTrigger that GitLabForge reads."""
+def trigger_for(note: Note, *, kind: str | None = None) -> CommentTrigger:
+    """The trigger the GitLab entry builds for a note (what GitLabForge reads of it: the noteable, the note)."""
+    on_pull = note.noteable_type == "MergeRequest"
+    someone = Actor("someone")
+    return CommentTrigger(
+        kind=kind or ("merge_request_note" if on_pull else "issue_note"),
+        number=note.noteable_iid,
+        on_pull=on_pull,
+        comment_id=note.id,
+        node_id="",
+        body=note.body,
+        author=someone,
+        sender=someone,
+        created_at="",
+        html_url="",
+        mode="auto",
+        thread_id=note.discussion_id,
+    )
 
-    on_pull: bool
-    number: int
-    comment_id: int
 
-    @property
-    def key(self) -> str:
-        return f"comment-{self.comment_id}"
-
-
-def marker(trigger: Trigger, run: str = "77") -> str:
-    return f"<!-- gitbot:reply {trigger.key} run {run} -->"
+def marker(trigger: CommentTrigger, run: str = "77") -> str:
+    return reply_marker(trigger, run)
 
 
 # ---------------------------------------------------------------- the fake itself, through python-gitlab
@@ -388,12 +397,13 @@ def test_eyes_are_given_once_per_note(forge: GitLabForge, fake: FakeGitLab):
     dev = fake.add_user("asker")
     issue = fake.add_issue("q", "?", author=dev)
     note = fake.add_note("Issue", issue.iid, "@gitbot why?", author=dev)
-    trigger = Trigger(on_pull=False, number=issue.iid, comment_id=note.id)
+    trigger = trigger_for(note)
     forge.react(trigger)
     forge.react(trigger)  # a re-run: GitLab refuses the second award, which is what was wanted
     assert [(a.name, a.user_id) for a in fake.awards_on(note.id)] == [("eyes", fake.bot.id)]
-    with pytest.raises(ForgeError):
-        forge.react(Trigger(on_pull=False, number=issue.iid, comment_id=123_456_789))
+    other = fake.add_issue("other", "", author=dev)
+    with pytest.raises(ForgeError):  # the note is not on that issue
+        forge.react(dataclasses.replace(trigger, number=other.iid))
 
 
 def test_a_reply_to_an_individual_note_goes_on_the_issue_and_is_found_again(
@@ -402,7 +412,7 @@ def test_a_reply_to_an_individual_note_goes_on_the_issue_and_is_found_again(
     dev = fake.add_user("issue-asker")
     issue = fake.add_issue("q", "?", author=dev)
     note = fake.add_note("Issue", issue.iid, "@gitbot explain", author=dev)
-    trigger = Trigger(on_pull=False, number=issue.iid, comment_id=note.id)
+    trigger = trigger_for(note)
     fake.add_note("Issue", issue.iid, f"pasted {marker(trigger)}", author=dev)  # not gitbot's
     assert forge.find_reply(trigger) is None
     reply = forge.write_reply(trigger, f"on it {marker(trigger)}", None)
@@ -424,7 +434,7 @@ def test_a_reply_to_a_diff_note_goes_in_its_discussion(forge: GitLabForge, fake:
         author=dev,
         position=fake.diff_position(mr.iid, "stats.py", 2),
     )
-    trigger = Trigger(on_pull=True, number=mr.iid, comment_id=opening.id)
+    trigger = trigger_for(opening, kind="diff_note")
     forge.react(trigger)
     reply = forge.write_reply(trigger, f"fixed {marker(trigger, '78')}", None)
     assert reply.in_thread and reply.run == "78"

@@ -1,27 +1,20 @@
-"""GitLabForge answers every call of interface.Forge with the same parameters, so the flow can use it blind."""
+"""GitLabForge answers every call of interface.Forge with the same parameters, so the flow can use it blind
+(the GitLab entry's JobIO, RunPlace and Settings are checked beside its own code)."""
 
 from __future__ import annotations
 
 import inspect
 
+from gitbot.forge import interface
 from gitbot.forge.gitlab.api import GitLabForge
-from gitbot.forge.interface import Forge
+from tests.forge.test_interface import has_attribute, parameters, protocol_members
 
 
-def _members(cls: type) -> dict[str, object]:
-    return {name: value for name, value in vars(cls).items() if not name.startswith("_")}
-
-
-def _parameters(function) -> list[tuple[str, inspect._ParameterKind]]:
-    return [(p.name, p.kind) for p in inspect.signature(function).parameters.values()]
-
-
-def test_every_call_of_the_forge_protocol_is_there_with_its_parameters():
-    for name, wanted in _members(Forge).items():
-        assert hasattr(GitLabForge, name), f"GitLabForge has no {name}"
-        got = getattr(GitLabForge, name)
-        if isinstance(wanted, property):
-            assert isinstance(got, property), name
-        elif callable(wanted):
-            assert _parameters(got) == _parameters(wanted), name
-    assert "terms" in Forge.__annotations__ and GitLabForge.terms.forge == "GitLab"
+def test_gitlab_forge_has_every_member_of_the_forge_protocol():
+    attributes, methods = protocol_members(interface.Forge)
+    assert sorted(a for a in attributes if not has_attribute(GitLabForge, a)) == []
+    for name, wanted in methods.items():
+        method = getattr(GitLabForge, name, None)
+        assert callable(method), f"GitLabForge has no {name}"
+        assert parameters(inspect.signature(method)) == parameters(wanted), name
+    assert GitLabForge.terms.forge == "GitLab" and GitLabForge.terms.change_prefix == "!"
