@@ -2,14 +2,12 @@
 plus what the GitLab entry needs to decide who may trigger: a member's access level, a note re-read from
 the API, a user's bot flag.
 
-gitlab.com and self-managed instances alike: the client is pointed at the instance's URL (CI_SERVER_URL,
-which may carry a path prefix: https://example.com/gitlab), or at CI_API_V4_URL. It authenticates with a
-project (or personal) access token, or with the job's CI_JOB_TOKEN, which GitLab accepts on a few read
-endpoints only (pipelines, jobs, their traces): notes, merge requests and award emoji need an access token.
+The client (client.py) authenticates with a project (or personal) access token, or with the job's
+CI_JOB_TOKEN, which GitLab accepts on a few read endpoints only (pipelines, jobs, their traces): notes,
+merge requests and award emoji need an access token.
 
 Words: a GitLab "issue" and "merge request" are numbered by their `iid` within the project, in two separate
 sequences; `number` in the interface is that iid. GitLab's "opened" state is reported as "open".
-python-gitlab is imported lazily: `gitbot hook run` must start fast.
 """
 
 from __future__ import annotations
@@ -20,6 +18,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
+from gitbot.forge.gitlab.client import api_base, connect, errors, forge_error
 from gitbot.forge.interface import (
     CheckRun,
     CommentData,
@@ -36,10 +35,7 @@ from gitbot.forge.interface import (
 )
 from gitbot.forge.triggers import REPLY_PATTERN, CommentTrigger
 
-TIMEOUT_SECONDS = 30
-PER_PAGE = 100
 LOG_MAX_BYTES = 4 * 1024 * 1024  # the head of a trace is dropped past this; failures are near the end
-USER_AGENT = "gitbot"
 EYES = "eyes"
 ALREADY_AWARDED = "has already been taken"  # GitLab's 404 when the same user gives the same emoji twice
 # GitLab's MergeRequest::DRAFT_REGEX: the title prefixes that make a merge request a draft.
@@ -93,55 +89,14 @@ class UserData:
     state: str  # "active", "blocked", …
 
 
-def api_base(url: str) -> str:
-    """The instance's URL from CI_SERVER_URL or CI_API_V4_URL (python-gitlab appends /api/v4 itself)."""
-    url = url.rstrip("/")
-    return url.removesuffix("/api/v4")
-
-
-def _error(exc: Exception, doing: str) -> ForgeError:
-    response = getattr(exc, "response", None)
-    if response is not None and 300 <= response.status_code < 400:  # requests' TooManyRedirects
-        where = response.headers.get("Location", "?")
-        return ForgeError(
-            f"{doing}: GitLab answered with a redirect to {where}; gitbot does not follow it with its token "
-            "(is the instance URL right?)",
-            response.status_code,
-        )
-    status = getattr(exc, "response_code", None)
-    message = getattr(exc, "error_message", None) or str(exc)
-    return ForgeError(f"{doing}: {status or ''} {message}".replace("  ", " ").strip(), status)
-
-
 class GitLabForge:
     """One GitLab project; every method is one or a few API calls and returns plain data."""
 
     terms = TERMS
 
     def __init__(self, url: str, token: str, project: str | int, *, job_token: bool = False):
-        import gitlab
-        import requests
-
-        self._gitlab_errors = (gitlab.exceptions.GitlabError, requests.RequestException)
-        auth = {"job_token": token} if job_token else {"private_token": token}
-        # python-gitlab sends the token as a header of its own (PRIVATE-TOKEN, JOB-TOKEN), which requests
-        # carries along when a GET is redirected, to any host: no redirect is followed at all.
-        session = requests.Session()
-        session.max_redirects = 0
-        self.gl = gitlab.Gitlab(
-            api_base(url),
-            session=session,
-            timeout=TIMEOUT_SECONDS,
-            per_page=PER_PAGE,
-            # 429 is retried honouring Retry-After (python-gitlab's default); these add 5xx and dropped
-            # connections, with its backoff, at most ten times.
-            retry_transient_errors=True,
-            user_agent=USER_AGENT,
-            # Follow pagination on the URL we were given, not the one the instance believes it has
-            # (behind a proxy or a path prefix the two differ, and the token must not go elsewhere).
-            keep_base_url=True,
-            **auth,
-        )
+        self._gitlab_errors = errors()
+        self.gl = connect(url, token, job_token=job_token)
         self._me: tuple[int, str] | None = None
         self._bots: dict[int, bool] = {}
         self._levels: dict[int, int | None] = {}
@@ -166,7 +121,7 @@ class GitLabForge:
         try:
             return fn()
         except self._gitlab_errors as exc:
-            raise _error(exc, doing) from None
+            raise forge_error(exc, doing) from None
 
     def _found(self, fn, doing: str):
         """fn()'s object, or None when GitLab answers 404 (which it also does for what the token may not see)."""
@@ -175,7 +130,7 @@ class GitLabForge:
         except self._gitlab_errors as exc:
             if getattr(exc, "response_code", None) == 404:
                 return None
-            raise _error(exc, doing) from None
+            raise forge_error(exc, doing) from None
 
     @property
     def default_branch(self) -> str:
@@ -346,7 +301,7 @@ class GitLabForge:
                 return f"{self.issue_url(number)}#note_{comment.id}"
             except self._gitlab_errors as exc:
                 if getattr(exc, "response_code", None) not in (403, 404):
-                    raise _error(exc, doing) from None
+                    raise forge_error(exc, doing) from None
         created = self._call(lambda: issue.notes.create({"body": body}), doing)
         return f"{self.issue_url(number)}#note_{created.id}"
 
@@ -560,7 +515,7 @@ class GitLabForge:
         except self._gitlab_errors as exc:
             if getattr(exc, "response_code", None) == 404 and ALREADY_AWARDED in str(exc):
                 return
-            raise _error(exc, "reacting to the note") from None
+            raise forge_error(exc, "reacting to the note") from None
 
     def _thread_of(self, trigger: CommentTrigger) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         """The discussion holding the trigger's note (None when it is an individual note), and every note

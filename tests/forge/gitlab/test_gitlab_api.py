@@ -14,6 +14,7 @@ import gitlab
 import pytest
 
 from gitbot.forge.gitlab import api as gitlab_api
+from gitbot.forge.gitlab import client as gitlab_client
 from gitbot.forge.gitlab.api import GitLabForge
 from gitbot.forge.interface import Forge, ForgeError
 from gitbot.forge.triggers import Actor, CommentTrigger, reply_marker
@@ -513,12 +514,12 @@ def test_a_self_managed_instance_under_a_path_prefix(tmp_path: Path):
         assert fake.url.endswith("/gitlab")
         dev = fake.add_user("prefixed")
         issue = fake.add_issue("t", "b", author=dev)
-        for n in range(gitlab_api.PER_PAGE + 5):  # two pages: the next-page link keeps the prefix
+        for n in range(gitlab_client.PER_PAGE + 5):  # two pages: the next-page link keeps the prefix
             fake.add_note("Issue", issue.iid, f"note {n}", author=dev)
         for url in (fake.url, fake.api_url, fake.api_url + "/"):
             forge = GitLabForge(url, fake.token, fake.project_id)
             assert forge.issue_url(issue.iid) == f"{fake.url}/team/sub/tool/-/issues/{issue.iid}"
-        assert len(forge.comments(issue.iid)) == gitlab_api.PER_PAGE + 5
+        assert len(forge.comments(issue.iid)) == gitlab_client.PER_PAGE + 5
         assert len(fake.api_requests(r"/notes$")) == 2
         assert fake.violations == []
         with pytest.raises(ForgeError) as wrong:
