@@ -833,6 +833,77 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
         mr.updated_at = utcnow()
         return 200, {}, self.mr_json(mr)
 
+    def _version(self, mr: MergeRequest) -> dict[str, Any] | None:
+        """The merge request's one diff version: its target's tip against its head (GitLab keeps one per push;
+        the fake, the latest)."""
+        head = mr.sha or self.branch_sha(mr.source_branch)
+        base = self.branch_sha(mr.target_branch)
+        if head is None or base is None:
+            return None
+        return {
+            "id": int(head[:7], 16),
+            "head_commit_sha": head,
+            "base_commit_sha": base,
+            "start_commit_sha": base,
+            "created_at": iso(mr.updated_at),
+            "merge_request_id": 700_000 + mr.iid,
+            "state": "collected",
+            "real_size": "1",
+        }
+
+    def _get_projects_id_merge_requests_merge_request_iid_versions(self, rec, params, user_id):
+        mr = self._mr(params)
+        if mr is None:
+            return self._not_found()
+        version = self._version(mr)
+        return self._paginate(rec, [version] if version else [])
+
+    def _get_projects_id_merge_requests_merge_request_iid_versions_version_id(self, rec, params, user_id):
+        mr = self._mr(params)
+        version = self._version(mr) if mr else None
+        if version is None or version["id"] != int(params["version_id"]):
+            return self._not_found()
+        diffs = []
+        base, head = version["base_commit_sha"], version["head_commit_sha"]
+        names = subprocess.run(
+            ["git", "-C", str(self.bare_repo), "diff", "--name-only", "-z", base, head],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split("\0")
+        for path in filter(None, names):
+            patch = subprocess.run(
+                [
+                    "git",
+                    "-C",
+                    str(self.bare_repo),
+                    "diff",
+                    "--no-color",
+                    "--no-ext-diff",
+                    base,
+                    head,
+                    "--",
+                    path,
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            # GitLab's `diff` is the patch without git's header lines: it starts at the first @@.
+            diffs.append(
+                {
+                    "old_path": path,
+                    "new_path": path,
+                    "a_mode": "100644",
+                    "b_mode": "100644",
+                    "diff": patch[patch.find("@@") :] if "@@" in patch else "",
+                    "new_file": False,
+                    "renamed_file": False,
+                    "deleted_file": False,
+                }
+            )
+        return 200, {}, {**version, "commits": [], "diffs": diffs}
+
     # pipelines and jobs
 
     def _get_projects_id_pipelines(self, rec, params, user_id):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitbot.forge.gitlab.client import api_base, connect, errors, forge_error
+from gitbot.forge.gitlab.hunks import hunk_upto
 from gitbot.forge.interface import (
     CheckRun,
     CommentData,
@@ -426,9 +427,23 @@ class GitLabForge:
         level = self.access_level(user_id) if user_id else None
         return ACCESS_NAMES.get(level or 0, "NONE")
 
+    def _diffs(self, number: int) -> dict[str, str]:
+        """Each changed file's patch in the merge request's latest diff version, by its new path."""
+        mr = self.project.mergerequests.get(number, lazy=True)
+        doing = f"reading the diff of !{number}"
+        versions = self._call(lambda: mr.diffs.list(per_page=1, get_all=False), doing)
+        if not versions:
+            return {}
+        latest = self._call(lambda: mr.diffs.get(versions[0].id), doing)
+        return {
+            d.get("new_path") or d.get("old_path"): d.get("diff") or "" for d in latest.attributes["diffs"]
+        }
+
     def review_threads(self, number: int) -> list[ReviewThread]:
-        """The merge request's diff discussions: a line of a file, the notes on it, resolved or not."""
+        """The merge request's diff discussions: a line of a file, the notes on it, resolved or not, and the
+        hunk the line is in (read once from the merge request's diff, when there is a diff discussion)."""
         threads = []
+        diffs: dict[str, str] | None = None
         for discussion in self._discussions("MergeRequest", number):
             notes = [n for n in discussion.get("notes") or [] if not n.get("system")]
             position = next((n.get("position") for n in notes if n.get("position")), None)
@@ -448,15 +463,23 @@ class GitLabForge:
             ]
             line_range = position.get("line_range") or {}
             start = ((line_range.get("start") or {}).get("new_line")) if line_range else None
+            path = position.get("new_path") or position.get("old_path") or ""
+            diffs = self._diffs(number) if diffs is None else diffs
+            hunk = hunk_upto(
+                path,
+                diffs.get(path, ""),
+                new_line=position.get("new_line"),
+                old_line=position.get("old_line"),
+            )
             threads.append(
                 ReviewThread(
-                    path=position.get("new_path") or position.get("old_path") or "",
+                    path=path,
                     line=position.get("new_line") or position.get("old_line"),
                     start_line=start,
                     # GitLab's API does not say whether a diff note is outdated.
                     outdated=False,
                     resolved=all(n.get("resolved") for n in notes if n.get("resolvable")),
-                    diff_hunk="",
+                    diff_hunk=hunk,
                     comments=comments,
                 )
             )

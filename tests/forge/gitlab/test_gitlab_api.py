@@ -374,6 +374,14 @@ def test_review_threads_are_the_diff_discussions(forge: GitLabForge, fake: FakeG
         ("reviewer", "DEVELOPER", "@gitbot handle empty lists"),
         ("reviewer", "DEVELOPER", "and None"),
     ]
+    # The hunk up to the commented line, cut from the merge request's diff (main .. gitbot/issue-1).
+    assert threads[0].diff_hunk.splitlines() == [
+        "@@ -1,2 +1,2 @@",
+        " def mean(xs):",
+        "-    return sum(xs) / len(xs)",
+        "+    return 0",
+    ]
+    assert threads[1].diff_hunk.splitlines() == ["@@ -1,2 +1,2 @@", " def mean(xs):"]
     mr.state = "closed"
 
 
