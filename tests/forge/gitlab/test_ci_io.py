@@ -6,6 +6,8 @@ import io
 import re
 import subprocess
 
+import pytest
+
 from gitbot.forge.gitlab.ci_io import GitLabIO, inert
 from gitbot.secrets import Secrets
 
@@ -89,6 +91,7 @@ def test_summary_is_appended_redacted_to_the_output_dir_the_component_names(tmp_
     assert (tmp_path / "elsewhere" / "summary.md").read_text() == "## one\ntwo [REDACTED]\n"
 
 
+@pytest.mark.slow  # real git
 def test_the_output_dir_inside_the_work_tree_is_ignored_by_git(tmp_path):
     project = tmp_path / "project"
     project.mkdir()
