@@ -38,27 +38,36 @@ import threading
 import time
 import urllib.parse
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 from tests.fakes import gitlab_ops
 from tests.fakes.git_http import http_backend, read_body
+from tests.fakes.gitlab_hooks import WebhookBodies
+from tests.fakes.gitlab_state import (
+    Award,
+    Discussion,
+    Issue,
+    Job,
+    LabelEvent,
+    Member,
+    MergeRequest,
+    Note,
+    Pipeline,
+    User,
+    utcnow,
+)
+from tests.fakes.loopback import LoopbackServer, send
 
 API = "/api/v4"
 MAX_PER_PAGE = 100
 DEFAULT_PER_PAGE = 20
-# GitLab's MergeRequest::DRAFT_REGEX: a title starting with one of these makes the merge request a draft.
-DRAFT_TITLE = re.compile(r"\A\s*(?:\[draft\]|draft:|\(draft\)|draft\s-\s|draft\s)+\s*", re.IGNORECASE)
 AWARD_TAKEN = "404 Award Emoji Name has already been taken Not Found"
 
 
 def iso(when: dt.datetime) -> str:
     return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-
-
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(microsecond=0)
 
 
 @dataclass
@@ -76,125 +85,7 @@ class Recorded:
         return f"{self.method} {self.path}"
 
 
-@dataclass
-class User:
-    id: int
-    username: str
-    name: str
-    bot: bool = False
-    state: str = "active"
-
-
-@dataclass
-class Member:
-    user_id: int
-    access_level: int
-    inherited: bool = False  # through a parent group: listed by members/all only
-
-
-@dataclass
-class Issue:
-    iid: int
-    title: str
-    description: str
-    author_id: int
-    labels: list[str] = field(default_factory=list)
-    state: str = "opened"
-    created_at: dt.datetime = field(default_factory=utcnow)
-    updated_at: dt.datetime = field(default_factory=utcnow)
-
-
-@dataclass
-class Note:
-    id: int
-    noteable_type: str  # "Issue" or "MergeRequest"
-    noteable_iid: int
-    body: str
-    author_id: int
-    discussion_id: str
-    system: bool = False
-    position: dict[str, Any] | None = None  # a diff note's place in the diff
-    resolvable: bool = False
-    resolved: bool = False
-    created_at: dt.datetime = field(default_factory=utcnow)
-    updated_at: dt.datetime = field(default_factory=utcnow)
-    type: str | None = None  # None (a plain note), "DiscussionNote" or "DiffNote"
-
-
-@dataclass
-class Discussion:
-    id: str
-    noteable_type: str
-    noteable_iid: int
-    individual_note: bool
-    note_ids: list[int] = field(default_factory=list)
-
-
-@dataclass
-class Award:
-    id: int
-    name: str
-    user_id: int
-    note_id: int
-    created_at: dt.datetime = field(default_factory=utcnow)
-
-
-@dataclass
-class MergeRequest:
-    iid: int
-    title: str
-    description: str
-    source_branch: str
-    target_branch: str
-    author_id: int
-    source_project_id: int
-    state: str = "opened"
-    remove_source_branch: bool = False
-    sha: str | None = None  # a fork's head commit (a branch here is read from the bare repository)
-    labels: list[str] = field(default_factory=list)
-    created_at: dt.datetime = field(default_factory=utcnow)
-    updated_at: dt.datetime = field(default_factory=utcnow)
-
-    @property
-    def draft(self) -> bool:
-        return bool(DRAFT_TITLE.match(self.title))
-
-
-@dataclass
-class Pipeline:
-    id: int
-    iid: int
-    sha: str
-    ref: str
-    status: str
-    source: str
-    user_id: int
-    created_at: dt.datetime = field(default_factory=utcnow)
-
-
-@dataclass
-class Job:
-    id: int
-    pipeline_id: int
-    name: str
-    stage: str
-    status: str
-    trace: str
-    allow_failure: bool = False
-    retried: bool = False
-
-
-@dataclass
-class LabelEvent:
-    id: int
-    issue_iid: int
-    user_id: int
-    label: str
-    action: str  # "add" or "remove"
-    created_at: dt.datetime = field(default_factory=utcnow)
-
-
-class FakeGitLab:
+class FakeGitLab(LoopbackServer, WebhookBodies):
     """One project on a fake GitLab instance: REST API, git over HTTP, and the state behind them."""
 
     GUEST, REPORTER, DEVELOPER, MAINTAINER, OWNER = 10, 20, 30, 40, 50
@@ -226,6 +117,7 @@ class FakeGitLab:
         self.jobs: dict[int, Job] = {}
         self.label_events: list[LabelEvent] = []
         self.forks: dict[int, str] = {}  # project id -> path_with_namespace of other projects (forks)
+        self.public_forks: set[int] = set()  # the forks a token of this project may read (the others: 404)
         self.requests: list[Recorded] = []
         self.violations: list[str] = []
         # The project's bot user (a project access token makes one) and the token that acts as it.
@@ -235,17 +127,22 @@ class FakeGitLab:
         self.token = self.add_token(self.bot)
         self.job_token = "glcbt-" + secrets.token_urlsafe(20)
         self.job_token_push = False
-        # The API calls a CI_JOB_TOKEN may make here (GitLab allows it on a short list of endpoints).
+        # Answer every API request with a redirect to this URL + the request's path (a moved instance, a
+        # hostile proxy): whoever follows it sends the request there.
+        self.redirect_api_to: str | None = None
+        # Answers for the next API requests, before anything else (a rate limit, a proxy's 502): (status,
+        # headers), used up one per request.
+        self.fail_next: list[tuple[int, dict[str, str]]] = []
+        # The API calls a CI_JOB_TOKEN may make here: GitLab allows it on the short list of endpoints in
+        # doc/ci/jobs/ci_job_token.md ("Job token access"; jobs and pipelines since 17.x), not on the project
+        # itself, notes, merge requests or members.
         self.job_token_routes = {
-            ("GET", "/projects/:id"),
             ("GET", "/projects/:id/pipelines"),
             ("GET", "/projects/:id/pipelines/:pipeline_id/jobs"),
             ("GET", "/projects/:id/jobs/:job_id/trace"),
         }
         self._ops = gitlab_ops.operations()
         self._lock = threading.RLock()
-        self._server: ThreadingHTTPServer | None = None
-        self.server_url = ""
         self.git_project_root = self.root / "git-server"
         self.bare_repo = self.git_project_root / namespace / f"{name}.git"
         self.bare_repo.mkdir(parents=True, exist_ok=True)
@@ -254,27 +151,8 @@ class FakeGitLab:
 
     # ---------------------------------------------------------------- lifecycle
 
-    def start(self) -> Self:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        server.daemon_threads = True
-        self._server = server
-        self.server_url = f"http://127.0.0.1:{server.server_address[1]}"
-        threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-gitlab", daemon=True
-        ).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _make_handler(self)
 
     @property
     def url(self) -> str:
@@ -410,20 +288,39 @@ class FakeGitLab:
         description: str = "",
         target_branch: str | None = None,
         source_project: tuple[int, str] | None = None,
+        public_fork: bool = False,
         sha: str | None = None,
     ) -> MergeRequest:
-        """A merge request; `source_project` (id, path_with_namespace) makes it come from a fork."""
+        """A merge request; `source_project` (id, path_with_namespace) makes it come from a fork (readable by
+        this project's token when `public_fork`), whose head commit `sha` the test has pushed here first
+        (under any ref) if the merge request's head is fetched."""
         source_id = self.project_id
         if source_project is not None:
             source_id = source_project[0]
             self.forks[source_id] = source_project[1]
+            if public_fork:
+                self.public_forks.add(source_id)
         iid = max(self.merge_requests, default=0) + 1
         mr = MergeRequest(
             iid, title, description, source_branch, target_branch or self.default_branch, author.id, source_id
         )
         mr.sha = sha
         self.merge_requests[iid] = mr
+        self.refresh_merge_request_refs()
         return mr
+
+    def refresh_merge_request_refs(self) -> None:
+        """refs/merge-requests/<iid>/head at each open merge request's head, as GitLab keeps them (a fork's
+        changes are fetched from there): at its creation and after every push."""
+        for mr in self.merge_requests.values():
+            head = mr.sha or self.branch_sha(mr.source_branch)
+            if mr.state != "opened" or head is None:
+                continue
+            subprocess.run(
+                ["git", "-C", str(self.bare_repo), "update-ref", f"refs/merge-requests/{mr.iid}/head", head],
+                capture_output=True,
+                check=False,  # a fork's commit the test did not push here: no ref, as fetching it would fail
+            )
 
     def add_pipeline(
         self, *, ref: str, sha: str, status: str = "failed", source: str = "push", user: User | None = None
@@ -662,180 +559,6 @@ class FakeGitLab:
             "awardable_type": "Note",
         }
 
-    # ---------------------------------------------------------------- webhook bodies (TRIGGER_PAYLOAD)
-    # doc/user/project/integrations/webhook_events.md: what GitLab posts; the trigger API hands the body to
-    # the pipeline as the TRIGGER_PAYLOAD file variable.
-
-    def _hook_user(self, user: User) -> dict[str, Any]:
-        basic = self.user_basic(user.id)
-        return {k: basic[k] for k in ("id", "name", "username", "avatar_url")} | {"email": "[REDACTED]"}
-
-    def _hook_project(self) -> dict[str, Any]:
-        return {
-            "id": self.project_id,
-            "name": self.name,
-            "description": "",
-            "web_url": self.web_url,
-            "git_http_url": self.clone_url,
-            "namespace": self.namespace.title(),
-            "visibility_level": 0,
-            "path_with_namespace": self.path_with_namespace,
-            "default_branch": self.default_branch,
-            "homepage": self.web_url,
-            "url": self.clone_url,
-            "http_url": self.clone_url,
-        }
-
-    def _hook_repository(self) -> dict[str, Any]:
-        return {"name": self.name, "url": self.clone_url, "description": "", "homepage": self.web_url}
-
-    def _hook_issue(self, issue: Issue) -> dict[str, Any]:
-        return {
-            "id": 500_000 + issue.iid,
-            "iid": issue.iid,
-            "title": issue.title,
-            "description": issue.description,
-            "author_id": issue.author_id,
-            "project_id": self.project_id,
-            "state": issue.state,
-            "created_at": issue.created_at.strftime("%Y-%m-%d %H:%M:%S UTC"),
-            "updated_at": issue.updated_at.strftime("%Y-%m-%d %H:%M:%S UTC"),
-            "url": f"{self.web_url}/-/issues/{issue.iid}",
-            "action": None,
-            "labels": [self._hook_label(n) for n in issue.labels],
-        }
-
-    def _hook_mr(self, mr: MergeRequest) -> dict[str, Any]:
-        source = self.forks.get(mr.source_project_id, self.path_with_namespace)
-        return {
-            "id": 700_000 + mr.iid,
-            "iid": mr.iid,
-            "title": mr.title,
-            "description": mr.description,
-            "author_id": mr.author_id,
-            "source_branch": mr.source_branch,
-            "target_branch": mr.target_branch,
-            "source_project_id": mr.source_project_id,
-            "target_project_id": self.project_id,
-            "state": mr.state,
-            "draft": mr.draft,
-            "work_in_progress": mr.draft,
-            "url": f"{self.web_url}/-/merge_requests/{mr.iid}",
-            "source": {"path_with_namespace": source, "web_url": f"{self.url}/{source}"},
-            "target": self._hook_project(),
-            "last_commit": {"id": mr.sha or self.branch_sha(mr.source_branch) or "0" * 40},
-            "labels": [self._hook_label(n) for n in mr.labels],
-        }
-
-    @staticmethod
-    def _hook_label(name: str) -> dict[str, Any]:
-        return {"id": 9000 + len(name), "title": name, "color": "#5319e7", "type": "ProjectLabel"}
-
-    def issue_hook(
-        self, issue: Issue, *, by: User, action: str = "open", labels_before: list[str] | None = None
-    ) -> dict[str, Any]:
-        attributes = {**self._hook_issue(issue), "action": action}
-        changes: dict[str, Any] = {}
-        if labels_before is not None and labels_before != issue.labels:
-            changes["labels"] = {
-                "previous": [self._hook_label(n) for n in labels_before],
-                "current": [self._hook_label(n) for n in issue.labels],
-            }
-        return {
-            "object_kind": "issue",
-            "event_type": "issue",
-            "user": self._hook_user(by),
-            "project": self._hook_project(),
-            "object_attributes": attributes,
-            "repository": self._hook_repository(),
-            "labels": attributes["labels"],
-            "changes": changes,
-        }
-
-    def note_hook(self, note: Note) -> dict[str, Any]:
-        noteable = (
-            self.issues[note.noteable_iid]
-            if note.noteable_type == "Issue"
-            else self.merge_requests[note.noteable_iid]
-        )
-        attributes = {
-            "id": note.id,
-            "note": note.body,
-            "noteable_type": note.noteable_type,
-            "author_id": note.author_id,
-            "created_at": note.created_at.strftime("%Y-%m-%d %H:%M:%S UTC"),
-            "updated_at": note.updated_at.strftime("%Y-%m-%d %H:%M:%S UTC"),
-            "project_id": self.project_id,
-            "system": note.system,
-            "type": note.type,
-            "discussion_id": note.discussion_id,
-            "position": note.position,
-            "noteable_id": (500_000 if note.noteable_type == "Issue" else 700_000) + note.noteable_iid,
-            "url": f"{self.web_url}/-/{'issues' if note.noteable_type == 'Issue' else 'merge_requests'}"
-            f"/{note.noteable_iid}#note_{note.id}",
-            "action": "create",
-        }
-        body = {
-            "object_kind": "note",
-            "event_type": "note",
-            "user": self._hook_user(self.users[note.author_id]),
-            "project_id": self.project_id,
-            "project": self._hook_project(),
-            "object_attributes": attributes,
-            "repository": self._hook_repository(),
-        }
-        if isinstance(noteable, Issue):
-            body["issue"] = self._hook_issue(noteable)
-        else:
-            body["merge_request"] = self._hook_mr(noteable)
-        return body
-
-    def merge_request_hook(self, mr: MergeRequest, *, by: User, action: str = "open") -> dict[str, Any]:
-        return {
-            "object_kind": "merge_request",
-            "event_type": "merge_request",
-            "user": self._hook_user(by),
-            "project": self._hook_project(),
-            "object_attributes": {**self._hook_mr(mr), "action": action},
-            "repository": self._hook_repository(),
-            "labels": [self._hook_label(n) for n in mr.labels],
-            "changes": {},
-        }
-
-    def pipeline_hook(self, pipeline: Pipeline) -> dict[str, Any]:
-        jobs = [j for j in self.jobs.values() if j.pipeline_id == pipeline.id]
-        return {
-            "object_kind": "pipeline",
-            "object_attributes": {
-                "id": pipeline.id,
-                "iid": pipeline.iid,
-                "ref": pipeline.ref,
-                "tag": False,
-                "sha": pipeline.sha,
-                "source": pipeline.source,
-                "status": pipeline.status,
-                "detailed_status": pipeline.status,
-                "stages": sorted({j.stage for j in jobs}),
-                "created_at": pipeline.created_at.strftime("%Y-%m-%d %H:%M:%S UTC"),
-                "url": f"{self.web_url}/-/pipelines/{pipeline.id}",
-            },
-            "merge_request": None,
-            "user": self._hook_user(self.users[pipeline.user_id]),
-            "project": self._hook_project(),
-            "commit": {"id": pipeline.sha, "url": f"{self.web_url}/-/commit/{pipeline.sha}"},
-            "builds": [
-                {
-                    "id": j.id,
-                    "stage": j.stage,
-                    "name": j.name,
-                    "status": j.status,
-                    "allow_failure": j.allow_failure,
-                    "failure_reason": "script_failure" if j.status == "failed" else None,
-                }
-                for j in jobs
-            ],
-        }
-
     # ---------------------------------------------------------------- answering the API
 
     def _caller(self, rec: Recorded) -> tuple[str, int | None]:
@@ -852,6 +575,11 @@ class FakeGitLab:
         return "", None
 
     def _answer_api(self, rec: Recorded) -> tuple[int, dict[str, str], Any]:
+        if self.fail_next:
+            status, headers = self.fail_next.pop(0)
+            return status, headers, {"message": f"{status} failed on purpose"}
+        if self.redirect_api_to:
+            return 302, {"Location": f"{self.redirect_api_to}{API}{rec.path}"}, {"message": "302 Found"}
         kind, user_id = self._caller(rec)
         if not kind:
             return 401, {}, {"message": "401 Unauthorized"}
@@ -869,8 +597,11 @@ class FakeGitLab:
         if kind == "job" and (op.method, op.path) not in self.job_token_routes:
             return 403, {}, {"message": "403 Forbidden"}
         if "id" in params and params["id"] not in (str(self.project_id), self.path_with_namespace):
-            if params["id"].isdigit() and int(params["id"]) in self.forks:
-                return 403, {}, {"message": "403 Forbidden"}
+            fork = int(params["id"]) if params["id"].isdigit() else None
+            if op.path == "/projects/:id" and fork in self.public_forks:
+                path = self.forks[fork]
+                return 200, {}, {"id": fork, "path_with_namespace": path, "web_url": f"{self.url}/{path}"}
+            # GitLab does not tell a project you may not see from one that does not exist.
             return 404, {}, {"message": "404 Project Not Found"}
         handler = getattr(self, "_" + re.sub(r"\W+", "_", f"{op.method} {op.path}").strip("_").lower())
         return handler(rec, params, user_id)
@@ -1132,20 +863,6 @@ class FakeGitLab:
             return self._not_found()
         return 200, {"Content-Type": "text/plain; charset=utf-8"}, job.trace.encode()
 
-    def _get_projects_id_repository_branches_branch(self, rec, params, user_id):
-        sha = self.branch_sha(params["branch"])
-        if sha is None:
-            return self._not_found("Branch Not Found")
-        data = {
-            "name": params["branch"],
-            "commit": {"id": sha, "short_id": sha[:8]},
-            "merged": False,
-            "protected": params["branch"] == self.default_branch,
-            "default": params["branch"] == self.default_branch,
-            "web_url": f"{self.web_url}/-/tree/{params['branch']}",
-        }
-        return 200, {}, data
-
     # ---------------------------------------------------------------- answering git
 
     def _answer_git(self, rec: Recorded, raw: bytes, path_info: str) -> tuple[int, dict[str, str], bytes]:
@@ -1232,19 +949,15 @@ def _make_handler(fake: FakeGitLab) -> type[BaseHTTPRequestHandler]:
                 path_info = f"/{fake.namespace}/{fake.name}.git/" + path[len(git_prefix) :]
                 status, extra, data = fake._answer_git(rec, raw, path_info)
                 rec.status = status
+                if path_info.endswith("/git-receive-pack") and status == 200:
+                    with fake._lock:
+                        fake.refresh_merge_request_refs()
                 self._send(status, extra, data)
             else:
                 self._send(404, {"Content-Type": "text/plain"}, b"not found")
 
         def _send(self, status: int, headers: dict[str, str], data: bytes) -> None:
-            self.send_response(status)
-            for name, value in headers.items():
-                if name.lower() not in ("content-length", "transfer-encoding"):
-                    self.send_header(name, value)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(data)
+            send(self, status, headers, data)
 
         do_GET = do_POST = do_PUT = do_DELETE = _handle
 

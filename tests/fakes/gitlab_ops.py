@@ -31,6 +31,7 @@ class Operation:
     body: dict[str, str]
     required: frozenset[str] = frozenset()
     source: str = ""  # the documentation page, or "openapi"
+    enums: dict[str, tuple[str, ...]] = field(default_factory=dict)  # allowed values, query and body alike
     regex: re.Pattern = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -48,10 +49,11 @@ def _op(
     required: tuple[str, ...] = (),
     paginated: bool = False,
     path_types: dict[str, str] | None = None,
+    enums: dict[str, tuple[str, ...]] | None = None,
 ) -> Operation:
-    types = {name: "integer" for name in re.findall(r":(\w+)", path) if name != "id"}
-    types["id"] = "string"  # the project's id or URL-encoded path
+    types = {name: "integer" for name in re.findall(r":(\w+)", path)}
     types.update(path_types or {})
+    types["id"] = "string"  # the project's id or URL-encoded path
     return Operation(
         method,
         path,
@@ -60,50 +62,15 @@ def _op(
         dict(body or {}),
         frozenset(required),
         source,
+        dict(enums or {}),
     )
 
 
 NOTE_LIST = {"sort": "string", "order_by": "string", "activity_filter": "string"}
-MR_LIST = {
-    "state": "string",
-    "source_branch": "string",
-    "target_branch": "string",
-    "order_by": "string",
-    "sort": "string",
-    "iids[]": "array",
-    "labels": "string",
-    "view": "string",
-}
-MR_UPDATE = {
-    "title": "string",
-    "description": "string",
-    "target_branch": "string",
-    "state_event": "string",
-    "labels": "string",
-    "add_labels": "string",
-    "remove_labels": "string",
-    "remove_source_branch": "boolean",
-    "squash": "boolean",
-    "discussion_locked": "boolean",
-    "allow_collaboration": "boolean",
-    "assignee_ids": "array",
-    "reviewer_ids": "array",
-    "milestone_id": "integer",
-}
-MR_CREATE = {
-    "source_branch": "string",
-    "target_branch": "string",
-    "title": "string",
-    "description": "string",
-    "target_project_id": "integer",
-    "labels": "string",
-    "remove_source_branch": "boolean",
-    "squash": "boolean",
-    "allow_collaboration": "boolean",
-    "assignee_id": "integer",
-    "assignee_ids": "array",
-    "reviewer_ids": "array",
-    "milestone_id": "integer",
+NOTE_ENUMS = {
+    "sort": ("asc", "desc"),
+    "order_by": ("created_at", "updated_at"),
+    "activity_filter": ("all_notes", "only_comments", "only_activity"),
 }
 NOTE_CREATE = {
     "body": "string",
@@ -111,27 +78,32 @@ NOTE_CREATE = {
     "internal": "boolean",
     "merge_request_diff_head_sha": "string",
 }
+NOTE_UPDATE = {"body": "string", "confidential": "boolean"}
+REPLY = {"body": "string", "created_at": "string", "note_id": "integer"}
+DISCUSSION = {"discussion_id": "string"}
 
-# Operations written down from GitLab's REST documentation (the page is named in each).
+# Operations written down from GitLab's REST documentation (the page is named in each); the ones
+# openapi_v2.yaml describes are in the vendored subset instead.
 DOCUMENTED: tuple[Operation, ...] = (
+    _op("GET", "/projects/:id", "projects.md", query={"license": "boolean", "statistics": "boolean"}),
+    _op("GET", "/user", "users.md"),
+    _op("GET", "/users/:user_id", "users.md"),
+    _op("GET", "/projects/:id/issues/:issue_iid", "issues.md"),
     _op(
         "GET",
-        "/projects/:id",
-        "projects.md",
-        query={"license": "boolean", "statistics": "boolean", "with_custom_attributes": "boolean"},
+        "/projects/:id/issues/:issue_iid/notes",
+        "notes.md",
+        query=NOTE_LIST,
+        paginated=True,
+        enums=NOTE_ENUMS,
     ),
-    _op("GET", "/user", "users.md"),
-    _op("GET", "/users/:user_id", "users.md", path_types={"user_id": "integer"}),
-    _op("GET", "/projects/:id/members/all/:user_id", "members.md", query={"state": "string"}),
-    _op("GET", "/projects/:id/issues/:issue_iid", "issues.md"),
-    _op("GET", "/projects/:id/issues/:issue_iid/notes", "notes.md", query=NOTE_LIST, paginated=True),
     _op("GET", "/projects/:id/issues/:issue_iid/notes/:note_id", "notes.md"),
     _op("POST", "/projects/:id/issues/:issue_iid/notes", "notes.md", body=NOTE_CREATE, required=("body",)),
     _op(
         "PUT",
         "/projects/:id/issues/:issue_iid/notes/:note_id",
         "notes.md",
-        body={"body": "string", "confidential": "boolean"},
+        body=NOTE_UPDATE,
         required=("body",),
     ),
     _op(
@@ -140,6 +112,7 @@ DOCUMENTED: tuple[Operation, ...] = (
         "notes.md",
         query=NOTE_LIST,
         paginated=True,
+        enums=NOTE_ENUMS,
     ),
     _op("GET", "/projects/:id/merge_requests/:merge_request_iid/notes/:note_id", "notes.md"),
     _op(
@@ -153,7 +126,7 @@ DOCUMENTED: tuple[Operation, ...] = (
         "PUT",
         "/projects/:id/merge_requests/:merge_request_iid/notes/:note_id",
         "notes.md",
-        body={"body": "string", "confidential": "boolean"},
+        body=NOTE_UPDATE,
         required=("body",),
     ),
     _op("GET", "/projects/:id/issues/:issue_iid/discussions", "discussions.md", paginated=True),
@@ -164,17 +137,17 @@ DOCUMENTED: tuple[Operation, ...] = (
         "POST",
         "/projects/:id/issues/:issue_iid/discussions/:discussion_id/notes",
         "discussions.md",
-        body={"body": "string", "created_at": "string", "note_id": "integer"},
+        body=REPLY,
         required=("body",),
-        path_types={"discussion_id": "string"},
+        path_types=DISCUSSION,
     ),
     _op(
         "POST",
         "/projects/:id/merge_requests/:merge_request_iid/discussions/:discussion_id/notes",
         "discussions.md",
-        body={"body": "string", "created_at": "string", "note_id": "integer"},
+        body=REPLY,
         required=("body",),
-        path_types={"discussion_id": "string"},
+        path_types=DISCUSSION,
     ),
     _op(
         "GET",
@@ -182,63 +155,6 @@ DOCUMENTED: tuple[Operation, ...] = (
         "resource_label_events.md",
         paginated=True,
     ),
-    _op(
-        "POST",
-        "/projects/:id/issues/:issue_iid/notes/:note_id/award_emoji",
-        "emoji_reactions.md",
-        body={"name": "string"},
-        required=("name",),
-    ),
-    _op(
-        "POST",
-        "/projects/:id/merge_requests/:merge_request_iid/notes/:note_id/award_emoji",
-        "emoji_reactions.md",
-        body={"name": "string"},
-        required=("name",),
-    ),
-    _op("GET", "/projects/:id/merge_requests", "merge_requests.md", query=MR_LIST, paginated=True),
-    _op(
-        "POST",
-        "/projects/:id/merge_requests",
-        "merge_requests.md",
-        body=MR_CREATE,
-        required=("source_branch", "target_branch", "title"),
-    ),
-    _op(
-        "GET",
-        "/projects/:id/merge_requests/:merge_request_iid",
-        "merge_requests.md",
-        query={
-            "include_diverged_commits_count": "boolean",
-            "include_rebase_in_progress": "boolean",
-            "render_html": "boolean",
-        },
-    ),
-    _op("PUT", "/projects/:id/merge_requests/:merge_request_iid", "merge_requests.md", body=MR_UPDATE),
-    _op(
-        "GET",
-        "/projects/:id/pipelines",
-        "pipelines.md",
-        query={
-            "sha": "string",
-            "ref": "string",
-            "status": "string",
-            "source": "string",
-            "order_by": "string",
-            "sort": "string",
-            "scope": "string",
-        },
-        paginated=True,
-    ),
-    _op(
-        "GET",
-        "/projects/:id/pipelines/:pipeline_id/jobs",
-        "jobs.md",
-        query={"scope[]": "array", "scope": "string", "include_retried": "boolean"},
-        paginated=True,
-    ),
-    _op("GET", "/projects/:id/jobs/:job_id/trace", "jobs.md"),
-    _op("GET", "/projects/:id/repository/branches/:branch", "branches.md", path_types={"branch": "string"}),
 )
 
 
@@ -254,32 +170,41 @@ def _from_swagger(spec: dict[str, Any]) -> list[Operation]:
     for raw_path, item in spec.get("paths", {}).items():
         path = re.sub(r"\{(\w+)\}", r":\1", raw_path.removeprefix("/api/v4"))
         for method, op in item.items():
-            if method not in ("get", "post", "put", "delete"):
-                continue
-            path_types, query, body, required = {}, {}, {}, set()
+            path_types, query, body, required, enums = {}, {}, {}, set(), {}
             for param in op.get("parameters", []):
-                where = param.get("in")
+                where, name = param.get("in"), param["name"]
+                if param.get("enum"):
+                    enums[name] = tuple(str(v) for v in param["enum"])
                 if where == "path":
-                    path_types[param["name"]] = "string" if param["name"] == "id" else _swagger_type(param)
+                    path_types[name] = _swagger_type(param)
                 elif where == "query":
-                    name = param["name"] + ("[]" if param.get("type") == "array" else "")
                     query[name] = _swagger_type(param)
+                    # Grape takes a list as name[]=a&name[]=b; a parameter typed [String, Array[String]]
+                    # is published as a string whose example is a list.
+                    if param.get("type") == "array" or isinstance(param.get("example"), list):
+                        query[name + "[]"] = "array"
+                        enums.setdefault(name + "[]", enums.get(name, ()))
                 elif where == "body":
-                    schema = param.get("schema", {})
-                    ref = schema.get("$ref", "")
-                    schema = definitions.get(ref.rsplit("/", 1)[-1], schema) if ref else schema
-                    for name, prop in (schema.get("properties") or {}).items():
-                        body[name] = _swagger_type(prop)
+                    ref = param.get("schema", {}).get("$ref", "")
+                    schema = definitions[ref.rsplit("/", 1)[-1]]
+                    for prop, spec_prop in (schema.get("properties") or {}).items():
+                        body[prop] = _swagger_type(spec_prop)
+                        if spec_prop.get("enum"):
+                            enums[prop] = tuple(str(v) for v in spec_prop["enum"])
                     required |= set(schema.get("required") or [])
+            path_types["id"] = "string"  # the project's id or URL-encoded path, whatever the description says
+            enums = {k: v for k, v in enums.items() if v}
             operations.append(
-                Operation(method.upper(), path, path_types, query, body, frozenset(required), "openapi")
+                Operation(
+                    method.upper(), path, path_types, query, body, frozenset(required), "openapi", enums
+                )
             )
     return operations
 
 
 def operations() -> list[Operation]:
     """The vendored OpenAPI subset's operations first (they win), then the documented ones."""
-    published = _from_swagger(json.loads(SUBSET_PATH.read_text())) if SUBSET_PATH.exists() else []
+    published = _from_swagger(json.loads(SUBSET_PATH.read_text()))
     covered = {(op.method, op.path) for op in published}
     return published + [op for op in DOCUMENTED if (op.method, op.path) not in covered]
 
@@ -319,8 +244,12 @@ def check(op: Operation, params: dict[str, str], query: dict[str, list[str]], bo
         if name not in op.query:
             return f"unknown query parameter {name!r} (not in {op.source})"
         kind = op.query[name]
-        for value in values if kind != "array" else []:
-            problem = _type_problem(name, kind, value, in_query=True)
+        for value in values:
+            problem = None if kind == "array" else _type_problem(name, kind, value, in_query=True)
+            if problem is None and name in op.enums and value not in op.enums[name]:
+                problem = (
+                    f"{name} does not have a valid value ({value!r} is not one of {list(op.enums[name])})"
+                )
             if problem:
                 return problem
     if body is None:
@@ -337,6 +266,8 @@ def check(op: Operation, params: dict[str, str], query: dict[str, list[str]], bo
         return ", ".join(f"{name} is missing" for name in missing)
     for name, value in body.items():
         problem = _type_problem(name, op.body[name], value, in_query=False)
+        if problem is None and name in op.enums and str(value) not in op.enums[name]:
+            problem = f"{name} does not have a valid value"
         if problem:
             return problem
     return None

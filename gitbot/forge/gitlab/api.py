@@ -36,9 +36,6 @@ from gitbot.forge.interface import (
 
 TIMEOUT_SECONDS = 30
 PER_PAGE = 100
-# python-gitlab retries 429 (honouring Retry-After) and, with retry_transient_errors, 5xx and dropped
-# connections; at most this many times per request.
-MAX_RETRIES = 5
 LOG_MAX_BYTES = 4 * 1024 * 1024  # the head of a trace is dropped past this; failures are near the end
 USER_AGENT = "gitbot"
 EYES = "eyes"
@@ -60,8 +57,8 @@ TERMS = Terms(
     issue_prefix="#",
     run="pipeline",
     forge="GitLab",
-    max_total_cost_setting="the `max_total_cost_usd` input",
-    max_iterations_setting="the `max_iterations` input",
+    max_total_cost_setting="`GITBOT_MAX_TOTAL_COST_USD`",
+    max_iterations_setting="`GITBOT_MAX_ITERATIONS`",
 )
 
 
@@ -104,6 +101,14 @@ def parse_time(value: Any) -> dt.datetime | None:
 
 
 def _error(exc: Exception, doing: str) -> ForgeError:
+    response = getattr(exc, "response", None)
+    if response is not None and 300 <= response.status_code < 400:  # requests' TooManyRedirects
+        where = response.headers.get("Location", "?")
+        return ForgeError(
+            f"{doing}: GitLab answered with a redirect to {where}; gitbot does not follow it with its token "
+            "(is the instance URL right?)",
+            response.status_code,
+        )
     status = getattr(exc, "response_code", None)
     message = getattr(exc, "error_message", None) or str(exc)
     return ForgeError(f"{doing}: {status or ''} {message}".replace("  ", " ").strip(), status)
@@ -120,10 +125,17 @@ class GitLabForge:
 
         self._gitlab_errors = (gitlab.exceptions.GitlabError, requests.RequestException)
         auth = {"job_token": token} if job_token else {"private_token": token}
+        # python-gitlab sends the token as a header of its own (PRIVATE-TOKEN, JOB-TOKEN), which requests
+        # carries along when a GET is redirected, to any host: no redirect is followed at all.
+        session = requests.Session()
+        session.max_redirects = 0
         self.gl = gitlab.Gitlab(
             api_base(url),
+            session=session,
             timeout=TIMEOUT_SECONDS,
             per_page=PER_PAGE,
+            # 429 is retried honouring Retry-After (python-gitlab's default); these add 5xx and dropped
+            # connections, with its backoff, at most ten times.
             retry_transient_errors=True,
             user_agent=USER_AGENT,
             # Follow pagination on the URL we were given, not the one the instance believes it has
@@ -135,6 +147,18 @@ class GitLabForge:
         self._bots: dict[int, bool] = {}
         self._levels: dict[int, int | None] = {}
         project_ref = str(project)
+        self._job_token = job_token
+        if job_token:
+            # A job token may not read the project itself (GitLab's job token access table has no Projects
+            # API): it reaches pipelines, jobs and traces of the project named by its path.
+            if "/" not in project_ref:
+                raise ForgeError(
+                    f"with a job token, name the project by its path (CI_PROJECT_PATH), not {project_ref!r}"
+                )
+            self.project = self.gl.projects.get(project_ref, lazy=True)
+            self.path = project_ref
+            self.web_url = f"{api_base(url)}/{project_ref}"
+            return
         self.project = self._call(lambda: self.gl.projects.get(project_ref), f"reading project {project_ref}")
         self.path = self.project.path_with_namespace
         self.web_url = self.project.web_url.rstrip("/")
@@ -145,8 +169,21 @@ class GitLabForge:
         except self._gitlab_errors as exc:
             raise _error(exc, doing) from None
 
+    def _found(self, fn, doing: str):
+        """fn()'s object, or None when GitLab answers 404 (which it also does for what the token may not see)."""
+        try:
+            return fn()
+        except self._gitlab_errors as exc:
+            if getattr(exc, "response_code", None) == 404:
+                return None
+            raise _error(exc, doing) from None
+
     @property
     def default_branch(self) -> str:
+        if self._job_token:
+            raise ForgeError(
+                "a job token cannot read the project's default branch: use a project access token"
+            )
         return self.project.default_branch or "main"
 
     # ---------------------------------------------------------------- who may trigger
@@ -154,33 +191,19 @@ class GitLabForge:
     def access_level(self, user_id: int) -> int | None:
         """The user's access level in the project, inherited from groups included; None: not a member."""
         if user_id not in self._levels:
-            from gitlab.exceptions import GitlabGetError
-
-            try:
-                member = self.project.members_all.get(user_id)
-                self._levels[user_id] = int(member.access_level)
-            except GitlabGetError as exc:
-                if exc.response_code != 404:
-                    raise _error(exc, f"reading the access level of user {user_id}") from None
-                self._levels[user_id] = None
-            except self._gitlab_errors as exc:
-                raise _error(exc, f"reading the access level of user {user_id}") from None
+            member = self._found(
+                lambda: self.project.members_all.get(user_id), f"reading the access level of user {user_id}"
+            )
+            self._levels[user_id] = int(member.access_level) if member is not None else None
         return self._levels[user_id]
 
     def note(self, noteable: str, iid: int, note_id: int) -> NoteData | None:
         """A note as it is now, with its author, read from the API; None when it does not exist there
         (a forged payload) or belongs to another issue or merge request."""
-        from gitlab.exceptions import GitlabGetError
-
         parent = self._noteable(noteable, iid)
-        try:
-            note = parent.notes.get(note_id)
-        except GitlabGetError as exc:
-            if exc.response_code == 404:
-                return None
-            raise _error(exc, f"reading note {note_id}") from None
-        except self._gitlab_errors as exc:
-            raise _error(exc, f"reading note {note_id}") from None
+        note = self._found(lambda: parent.notes.get(note_id), f"reading note {note_id}")
+        if note is None:
+            return None
         data = note.attributes
         if data.get("noteable_type") != noteable or data.get("noteable_iid") not in (iid, None):
             return None
@@ -199,16 +222,9 @@ class GitLabForge:
         )
 
     def user(self, user_id: int) -> UserData | None:
-        from gitlab.exceptions import GitlabGetError
-
-        try:
-            user = self.gl.users.get(user_id)
-        except GitlabGetError as exc:
-            if exc.response_code == 404:
-                return None
-            raise _error(exc, f"reading user {user_id}") from None
-        except self._gitlab_errors as exc:
-            raise _error(exc, f"reading user {user_id}") from None
+        user = self._found(lambda: self.gl.users.get(user_id), f"reading user {user_id}")
+        if user is None:
+            return None
         data = user.attributes
         return UserData(
             int(data["id"]), data.get("username", ""), bool(data.get("bot")), data.get("state", "")
@@ -435,10 +451,8 @@ class GitLabForge:
         """A fork's path_with_namespace; None when it is gone or this token cannot see it."""
         if not isinstance(project_id, int):
             return None
-        try:
-            return self.gl.projects.get(project_id).path_with_namespace
-        except self._gitlab_errors:
-            return None
+        fork = self._found(lambda: self.gl.projects.get(project_id), f"reading project {project_id}")
+        return fork.path_with_namespace if fork is not None else None
 
     def mark_ready(self, pull: PullInfo) -> None:
         """Ready for review: the title without its Draft prefix (how GitLab's own "Mark as ready" does it)."""

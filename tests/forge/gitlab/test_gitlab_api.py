@@ -16,6 +16,7 @@ import pytest
 from gitbot.forge.gitlab import api as gitlab_api
 from gitbot.forge.gitlab.api import GitLabForge
 from gitbot.forge.interface import Forge, ForgeError
+from tests.fakes import gitlab_ops
 from tests.fakes.gitlab_api import FakeGitLab
 from tests.forge.gitlab.conftest import auth_config, push_files, run_git
 
@@ -73,7 +74,20 @@ def test_the_api_refuses_a_request_without_a_token_or_with_a_wrong_one(fake: Fak
         assert caught.value.response_code == 401
     with pytest.raises(ForgeError) as refused:
         GitLabForge(fake.url, "glpat-wrong", fake.path_with_namespace)
-    assert refused.value.status == 401
+    assert refused.value.status == 401 and "glpat-wrong" not in str(refused.value)
+
+
+def test_a_rate_limit_and_a_proxy_error_are_retried(forge: GitLabForge, fake: FakeGitLab):
+    dev = fake.add_user("patient")
+    issue = fake.add_issue("t", "b", author=dev)
+    fake.fail_next = [(429, {"Retry-After": "0"}), (502, {})]
+    before = len(fake.api_requests(rf"/issues/{issue.iid}$"))
+    assert forge.issue(issue.iid).title == "t"
+    assert len(fake.api_requests(rf"/issues/{issue.iid}$")) - before == 3
+    fake.fail_next = [(403, {})]
+    with pytest.raises(ForgeError) as refused:  # not a transient error: no retry
+        forge.issue(issue.iid)
+    assert refused.value.status == 403
 
 
 def test_a_request_outside_the_documented_parameters_is_a_violation(fake: FakeGitLab):
@@ -94,12 +108,32 @@ def test_a_request_outside_the_documented_parameters_is_a_violation(fake: FakeGi
         client.http_post(
             f"/projects/{fake.project_id}/merge_requests", post_data={"source_branch": FIX_BRANCH}
         )
+    with pytest.raises(gitlab.exceptions.GitlabListError):  # GitLab says "opened", not GitHub's "open"
+        project.mergerequests.list(state="open", get_all=False)
     found = fake.violations[before:]
-    assert len(found) == 3
-    assert "unknown body fields ['draft']" in found[0]
-    assert "unknown query parameter 'shaa'" in found[1]
+    assert len(found) == 4
+    assert "unknown body fields ['draft'] (not in openapi)" in found[0]
+    assert "unknown query parameter 'shaa' (not in openapi)" in found[1]
     assert "target_branch is missing, title is missing" in found[2]
+    assert "state does not have a valid value ('open' is not one of" in found[3]
     del fake.violations[before:]
+
+
+def test_the_published_description_covers_what_it_can_and_the_documentation_the_rest():
+    ops = gitlab_ops.operations()
+    sources = {
+        route: gitlab_ops.find(ops, *route.split(" "))[0].source
+        for route in (
+            "POST /projects/7/merge_requests",
+            "GET /projects/7/pipelines/9/jobs",
+            "POST /projects/7/issues/1/notes/2/award_emoji",
+            "GET /projects/7/members/all/3",
+            "GET /projects/7/issues/1/notes",
+            "POST /projects/7/merge_requests/1/discussions/abc/notes",
+        )
+    }
+    assert list(sources.values()) == ["openapi"] * 4 + ["notes.md", "discussions.md"]
+    assert gitlab_ops.find(ops, "DELETE", "/projects/7") is None
 
 
 def test_a_job_token_reads_pipelines_but_may_not_write_notes(fake: FakeGitLab):
@@ -107,12 +141,21 @@ def test_a_job_token_reads_pipelines_but_may_not_write_notes(fake: FakeGitLab):
     issue = fake.add_issue("x", "y", author=dev)
     pipeline = fake.add_pipeline(ref="main", sha="a" * 40)
     fake.add_job(pipeline, "test", status="failed", trace="boom\n")
-    job_forge = GitLabForge(fake.api_url, fake.job_token, fake.project_id, job_token=True)
+    with pytest.raises(ForgeError, match="by its path"):
+        GitLabForge(fake.api_url, fake.job_token, fake.project_id, job_token=True)
+    job_forge = GitLabForge(fake.api_url, fake.job_token, fake.path_with_namespace, job_token=True)
     assert [j.name for j in job_forge.failed_jobs(pipeline.id)] == ["test"]
+    assert job_forge.job_log(job_forge.failed_jobs(pipeline.id)[0].id) == "boom\n"
+    assert job_forge.issue_url(issue.iid) == f"{fake.web_url}/-/issues/{issue.iid}"
+    with pytest.raises(ForgeError, match="project access token"):
+        _ = job_forge.default_branch
     with pytest.raises(ForgeError) as refused:
         job_forge.upsert_comment(issue.iid, "hello", marker="<!-- m -->", existing=[])
     assert refused.value.status == 403
     assert fake.notes_on("Issue", issue.iid) == []
+    assert not any(
+        r.path == f"/projects/{fake.project_id}" for r in fake.requests if "job-token" in r.headers
+    )
 
 
 def test_git_over_http_takes_an_access_token_or_a_job_token_for_fetching_only(
@@ -269,7 +312,20 @@ def test_a_merge_request_is_opened_as_a_draft_updated_and_marked_ready(forge: Gi
     assert info.head_repository == fake.path_with_namespace and info.base_ref == "main"
     forge.mark_ready(info)
     assert (mr.title, mr.draft) == ("Fix mean (2)", False)
+    refs = run_git(fake.bare_repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/merge-requests")
+    assert f"refs/merge-requests/{made.number}/head {info.head_sha}" in refs.splitlines()
     mr.state = "merged"
+
+
+def test_a_merge_requests_head_ref_follows_its_source_branch(fake: FakeGitLab, tmp_path: Path):
+    dev = fake.add_user("pusher")
+    first = push_files(fake, tmp_path / "work", {"a.txt": "1\n"}, branch="feature-ref")
+    mr = fake.add_merge_request("feature-ref", "Feature", author=dev)
+    head = f"refs/merge-requests/{mr.iid}/head"
+    assert run_git(fake.bare_repo, "rev-parse", head).strip() == first
+    second = push_files(fake, tmp_path / "work", {"a.txt": "2\n"}, branch="feature-ref")
+    assert run_git(fake.bare_repo, "rev-parse", head).strip() == second != first
+    mr.state = "closed"
 
 
 def test_a_fork_merge_request_names_its_source_project(forge: GitLabForge, fake: FakeGitLab):
@@ -278,9 +334,14 @@ def test_a_fork_merge_request_names_its_source_project(forge: GitLabForge, fake:
         "patch-1", "Improve docs", author=outsider, source_project=(9999, "forker/widgets"), sha="c" * 40
     )
     info = forge.get_pull(mr.iid)
-    # The fork is private to its owner: the token cannot read it, and the flow is told it is not here.
+    # The fork is private to its owner: the token cannot read it (GitLab answers 404, as for a deleted one).
     assert info.head_repository is None and info.head_sha == "c" * 40
     assert forge.open_pull("patch-1") is None  # a fork's branch of the same name is not ours
+    public = fake.add_merge_request(
+        "patch-2", "More docs", author=outsider, source_project=(9998, "forker/gadgets"), public_fork=True
+    )
+    assert forge.get_pull(public.iid).head_repository == "forker/gadgets"
+    mr.state = public.state = "closed"
 
 
 def test_review_threads_are_the_diff_discussions(forge: GitLabForge, fake: FakeGitLab):
@@ -417,6 +478,21 @@ def test_webhook_bodies_carry_what_the_trigger_needs(fake: FakeGitLab):
     mr = fake.add_merge_request("feature", "MR", author=dev)
     assert fake.merge_request_hook(mr, by=dev)["object_attributes"]["iid"] == mr.iid
     mr.state = "closed"
+
+
+def test_a_redirect_is_not_followed_with_the_token(fake: FakeGitLab, tmp_path: Path):
+    """python-gitlab sets the token as a header of its own, which requests carries to wherever a GET is
+    redirected (it strips only `Authorization`): the token would go to the other host."""
+    forge = GitLabForge(fake.url, fake.token, fake.path_with_namespace)
+    with FakeGitLab(tmp_path / "elsewhere") as elsewhere:
+        fake.redirect_api_to = elsewhere.url
+        try:
+            with pytest.raises(ForgeError) as refused:
+                forge.issue(1)
+        finally:
+            fake.redirect_api_to = None
+        assert [r.headers.get("private-token") for r in elsewhere.requests] == []
+    assert refused.value.status == 302 and elsewhere.url in str(refused.value)
 
 
 # ---------------------------------------------------------------- a self-managed instance under a path prefix
