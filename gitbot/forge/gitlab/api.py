@@ -20,6 +20,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
+from gitbot.forge.gitlab.trace import readable
 from gitbot.forge.interface import (
     CheckRun,
     CommentData,
@@ -379,7 +380,7 @@ class GitLabForge:
         self._call(
             lambda: job.trace(streamed=True, action=keep, chunk_size=64 * 1024), f"reading job {job_id}"
         )
-        return bytes(kept[-LOG_MAX_BYTES:]).decode("utf-8", "replace")
+        return readable(bytes(kept[-LOG_MAX_BYTES:]).decode("utf-8", "replace"))  # as the log page shows it
 
     # ---------------------------------------------------------------- merge requests
 
