@@ -16,7 +16,10 @@ The summary is a Markdown file and the outputs a dotenv file, both in the output
 (`GITBOT_OUTPUT_DIR`, by default `$CI_PROJECT_DIR/.gitbot-out`): the component keeps them as
 artifacts, the outputs as an `artifacts:reports:dotenv` report whose variables later jobs receive.
 The directory holds a `.gitignore` of `*`, so git, and so gitbot's commit, never takes it into the
-work tree it sits in.
+work tree it sits in. It is inside the work tree, where the agent's commands can write: so the first
+summary written replaces whatever file is there, every set_outputs rewrites the whole report, and the
+entry point writes one even when the job fails unexpectedly — a report the agent planted (a dotenv
+file sets variables in later jobs) never survives.
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ class GitLabIO:
         self.environ = dict(os.environ if environ is None else environ)
         self.out_dir = output_dir(self.environ)
         self._outputs: dict[str, str] = {}
+        self._summary_started = False
 
     # ---------------------------------------------------------------- the log
 
@@ -122,7 +126,11 @@ class GitLabIO:
     def write_summary(self, markdown: str) -> None:
         """Append to the summary file (redacted), which the component keeps as an artifact."""
         text = self.secrets.redact(markdown)
-        with open(self._prepared() / SUMMARY_FILE, "a", encoding="utf-8") as f:
+        path = self._prepared() / SUMMARY_FILE
+        if not self._summary_started:
+            path.unlink(missing_ok=True)  # whatever was there is not this job's (a symlink included)
+            self._summary_started = True
+        with open(path, "a", encoding="utf-8") as f:
             f.write(text if text.endswith("\n") else text + "\n")
 
     def set_outputs(self, values: dict[str, str]) -> None:
@@ -138,6 +146,10 @@ class GitLabIO:
         partial = target.with_name(OUTPUTS_FILE + ".partial")
         partial.write_text(lines, encoding="utf-8")
         os.replace(partial, target)  # a later job never reads half a report
+
+    @property
+    def outputs_written(self) -> bool:
+        return bool(self._outputs)
 
     def _prepared(self) -> Path:
         self.out_dir.mkdir(parents=True, exist_ok=True)

@@ -102,3 +102,17 @@ def test_the_output_dir_inside_the_work_tree_is_ignored_by_git(tmp_path):
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=project,
                             capture_output=True, text=True, check=True).stdout
     assert status == ""
+
+
+def test_reports_planted_in_the_output_dir_never_survive(tmp_path):
+    """The output dir is in the work tree, where the agent's commands write: a dotenv report planted there
+    would set variables in later jobs."""
+    gl, _ = make(tmp_path)
+    out = tmp_path / "project" / ".gitbot-out"
+    out.mkdir(parents=True)
+    (out / "gitbot.env").write_text("LD_PRELOAD=/tmp/x.so\nGITBOT_STATUS=completed\n")
+    (out / "summary.md").write_text("## gitbot: verified ✅ (planted)\n")
+    gl.write_summary("## gitbot could not finish")
+    gl.set_outputs({"status": "error"})
+    assert dotenv(out / "gitbot.env") == {"GITBOT_STATUS": "error"}
+    assert (out / "summary.md").read_text() == "## gitbot could not finish\n"
