@@ -20,7 +20,7 @@ import pytest
 
 from gitbot.checks.parsers import parse_output
 from gitbot.checks.task import build_task
-from gitbot.forge.github import CommentData
+from gitbot.forge.interface import CommentData
 from gitbot.forge.issue_task import STATUS_MARKER, IssueText, build_issue_task, select_comments
 from gitbot.forge.workflow import FailedJob, build_workflow_task
 from gitbot.policy import load_policy

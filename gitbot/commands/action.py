@@ -14,6 +14,6 @@ def register(subparsers) -> None:
 
 
 def main(args) -> int:
-    from gitbot.forge.action import run_action
+    from gitbot.forge.github.action import run_action
 
     return run_action()

@@ -15,14 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gitbot.agent.result import ExitCode
-from gitbot.forge.event import CommentTrigger
-from gitbot.forge.github import ForgeError
+from gitbot.forge.interface import ForgeError, PullInfo
 from gitbot.forge.job import Job
 from gitbot.forge.ledger import Ledger
 from gitbot.forge.mdsafe import code_span, md_cell
 from gitbot.forge.pr_task import PullContext, failed
-from gitbot.forge.pulls import PullInfo, check_runs, find_reply, get_pull, react, review_threads
 from gitbot.forge.report import Report, outputs
+from gitbot.forge.triggers import CommentTrigger
 from gitbot.markdown_text import plain_title, visible_text
 from gitbot.receipt import money
 
@@ -49,22 +48,22 @@ class Declined(Exception):
 def begin(job: Job, report: Report) -> int | None:
     """The part every comment request shares. Returns the exit code when the request is done with
     here (a pull request's, or one taken already); None when the issue flow takes it from here."""
-    trigger = job.trigger
+    trigger, terms = job.trigger, job.forge.terms
     assert isinstance(trigger, CommentTrigger)
     try:
-        react(job.forge, trigger)
+        job.forge.react(trigger)
     except ForgeError as exc:
         job.io.warning(f"could not react to the comment: {exc}", title="gitbot")
     try:
-        report.reply = find_reply(job.forge, trigger)
+        report.reply = job.forge.find_reply(trigger)
     except ForgeError as exc:
         job.io.error(
-            f"cannot tell whether this request was handled already: {exc}", title="gitbot: GitHub API"
+            f"cannot tell whether this request was handled already: {exc}", title=f"gitbot: {terms.forge} API"
         )
         job.io.set_outputs(outputs("error"))
         return ExitCode.INFRA
     if report.reply is not None and report.reply.run != job.ctx.run_id:
-        return duplicate(job, f"workflow run {report.reply.run} replied to it already")
+        return duplicate(job, f"{terms.run} {report.reply.run} replied to it already")
     if not trigger.on_pull:
         return None
     try:
@@ -72,7 +71,7 @@ def begin(job: Job, report: Report) -> int | None:
     except Declined as exc:
         return declined(job, report, exc)
     except ForgeError as exc:
-        return report.fail(f"reading the pull request from GitHub failed: {exc}", ExitCode.INFRA)
+        return report.fail(f"reading the {terms.change} from {terms.forge} failed: {exc}", ExitCode.INFRA)
     from gitbot.forge.iteration_report import run_iteration
 
     return run_iteration(job, report, plan)
@@ -101,42 +100,45 @@ def declined(job: Job, report: Report, exc: Declined) -> int:
 
 def plan_pull(job: Job) -> PullPlan:
     t, forge, inputs, ctx = job.trigger, job.forge, job.inputs, job.ctx
-    pull = get_pull(forge, t.number)
+    terms = forge.terms
+    pull = forge.get_pull(t.number)
     if pull.state != "open":
-        raise Declined("refused", f"pull request #{pull.number} is {pull.state}")
+        raise Declined("refused", f"{terms.change} {terms.change_prefix}{pull.number} is {pull.state}")
     if pull.head_repository != ctx.repository:
         raise Declined(
             "refused",
-            f"the pull request's branch is in {pull.head_repository!r}, a fork",
+            f"the {terms.change}'s branch is in {pull.head_repository!r}, a fork",
             fork_reply(job, pull),
         )
     ledger = Ledger.parse(pull.body) or Ledger()
     done = ledger.find(t.key)
     if done is not None and done.actions_run != ctx.run_id:
         raise Declined(
-            "duplicate", f"iteration {done.n} (workflow run {done.actions_run}) answered it already"
+            "duplicate", f"iteration {done.n} ({terms.run} {done.actions_run}) answered it already"
         )
     rerun = done is not None
     spent = ledger.total_cost
     if not rerun and spent >= inputs.max_total_cost_usd:
         raise Declined(
             "over_budget",
-            f"the pull request has cost {money(spent)}, max-total-cost-usd is {money(inputs.max_total_cost_usd)}",
-            f"💸 gitbot did not start: the work on this pull request has cost {money(spent)} so far, over "
-            f"{len(ledger.iterations)} run(s), and its budget (`max-total-cost-usd`) is "
-            f"{money(inputs.max_total_cost_usd)}. A maintainer can raise the input in the workflow to continue.",
+            f"the {terms.change} has cost {money(spent)}, {terms.max_total_cost_setting.strip('`')} is "
+            f"{money(inputs.max_total_cost_usd)}",
+            f"💸 gitbot did not start: the work on this {terms.change} has cost {money(spent)} so far, over "
+            f"{len(ledger.iterations)} run(s), and its budget ({terms.max_total_cost_setting}) is "
+            f"{money(inputs.max_total_cost_usd)}. A maintainer can raise {terms.settings_place} to continue.",
         )
     if not rerun and ledger.follow_ups >= inputs.max_iterations:
         raise Declined(
             "iteration_limit",
-            f"the pull request had {ledger.follow_ups} iterations, max-iterations is {inputs.max_iterations}",
-            f"✋ gitbot did not start: it has worked on this pull request {ledger.follow_ups} time(s) on "
-            f"request, the most `max-iterations` allows. So far it cost {money(spent)}. A maintainer can "
-            "raise the input in the workflow, or take it from here.",
+            f"the {terms.change} had {ledger.follow_ups} iterations, {terms.max_iterations_setting.strip('`')} is "
+            f"{inputs.max_iterations}",
+            f"✋ gitbot did not start: it has worked on this {terms.change} {ledger.follow_ups} time(s) on "
+            f"request, the most {terms.max_iterations_setting} allows. So far it cost {money(spent)}. A "
+            f"maintainer can raise {terms.settings_place}, or take it from here.",
         )
     context = PullContext(trigger=t, pull=pull, repository=ctx.repository, ledger=ledger)
-    context.threads = review_threads(forge, pull.number)
-    context.checks = check_runs(forge, pull.head_sha) if pull.head_sha else []
+    context.threads = forge.review_threads(pull.number)
+    context.checks = forge.check_runs(pull.head_sha) if pull.head_sha else []
     for check in [c for c in context.checks if failed(c) and c.job_id is not None][:MAX_CHECK_LOGS]:
         from gitbot.forge.workflow import failure_excerpt
 
@@ -148,24 +150,25 @@ def plan_pull(job: Job) -> PullPlan:
         try:
             issue = forge.issue(ledger.issue)
             context.origin = (
-                f"Issue #{issue.number}: {plain_title(issue.title)}\n\n{visible_text(issue.body)}"
+                f"Issue {terms.issue_prefix}{issue.number}: {plain_title(issue.title)}\n\n{visible_text(issue.body)}"
             )
         except ForgeError as exc:
-            job.io.warning(f"could not read issue #{ledger.issue}: {exc}", title="gitbot")
+            job.io.warning(f"could not read issue {terms.issue_prefix}{ledger.issue}: {exc}", title="gitbot")
     return PullPlan(t, pull, ledger, context, forge.default_branch)
 
 
 def fork_reply(job: Job, pull: PullInfo) -> str:
     """What a maintainer can do instead: gitbot never runs with this repository's secrets on a fork's code."""
-    server, repo = job.ctx.server_url, job.ctx.repository
+    server, repo, terms = job.ctx.server_url, job.ctx.repository, job.forge.terms
     head = code_span(f"{pull.head_repository or 'a deleted fork'}:{pull.head_ref}")
+    ref = terms.change_ref.format(number=pull.number)
     return (
-        f"🍴 This pull request's branch is in a fork ({head}). gitbot does not run on code from a fork: "
+        f"🍴 This {terms.change}'s branch is in a fork ({head}). gitbot does not run on code from a fork: "
         "it would run it with this repository's secrets and a token that can push here.\n\n"
         "What a maintainer can do instead:\n"
         f"- review the change, then push it to a branch of {code_span(repo)} (for example `git fetch origin "
-        f"pull/{pull.number}/head:pr-{pull.number} && git push origin pr-{pull.number}`) and open a pull "
-        "request from that branch: gitbot works there when asked;\n"
+        f"{ref}:pr-{pull.number} && git push origin pr-{pull.number}`) and open a {terms.change} from that "
+        "branch: gitbot works there when asked;\n"
         f'- or run gitbot on your own machine in a checkout of the branch: `gitbot run "…"` '
         f"([README]({server}/{repo}#readme))."
     )

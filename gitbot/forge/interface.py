@@ -33,6 +33,16 @@ class ForgeError(Exception):
 # ---------------------------------------------------------------- what the forge answers: plain data
 
 
+def parse_time(value: object) -> dt.datetime | None:
+    """An ISO 8601 time as both APIs write them, or None when it is missing or malformed."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
 @dataclass(frozen=True)
 class IssueData:
     number: int  # GitHub: the issue number; GitLab: the issue's iid
@@ -152,6 +162,16 @@ class Terms:
     forge: str = "GitHub"  # "GitLab"
     max_total_cost_setting: str = "`max-total-cost-usd`"  # where a maintainer raises the budget
     max_iterations_setting: str = "`max-iterations`"
+    ci: str = "workflow"  # "pipeline" (what fails and re-runs on a branch)
+    settings_place: str = "the input in the workflow"  # where a maintainer changes one of these settings
+    check_command_setting: str = "`check-command` input"
+    change_ref: str = "pull/{number}/head"  # "merge-requests/{number}/head": a change request's head, to fetch
+    # What makes the sandbox work on this CI's runners, when the probe says it does not.
+    sandbox_setup: str = (
+        "Leave the action's `sandbox-setup` input at `true` (it installs bubblewrap and lifts Ubuntu "
+        "24.04's AppArmor restriction on unprivileged user namespaces), install bubblewrap on the "
+        "runner yourself"
+    )
 
 
 # ---------------------------------------------------------------- the protocols
@@ -206,6 +226,10 @@ class JobIO(Protocol):
     """The CI job's log, summary and outputs. Everything printed is redacted of known secrets; text
     gitbot did not write goes through `untrusted`, inside `commands_stopped` where the CI has commands."""
 
+    # The job's environment as gitbot found it (secrets are out of os.environ while it works): where a
+    # provider's cloud credentials (Bedrock, Vertex) are read from.
+    environ: dict[str, str]
+
     def info(self, text: str) -> None: ...
     def notice(self, message: str, *, title: str | None = None) -> None: ...
     def warning(self, message: str, *, title: str | None = None) -> None: ...
@@ -236,6 +260,8 @@ class Settings(Protocol):
 
     provider: str
     model: str | None
+    base_url: str | None  # the model API's address, when not the provider's own
+    model_api_key: str | None  # the chosen provider's key (None: from the job's environment)
     check_command: str | None
     base_branch: str | None
     draft: bool

@@ -20,7 +20,7 @@ import secrets as _secrets
 import unicodedata
 from dataclasses import dataclass
 
-from gitbot.forge.github import CommentData
+from gitbot.forge.interface import CommentData
 from gitbot.forge.mdsafe import neutralise
 from gitbot.markdown_text import plain_title, visible_text
 from gitbot.prompting import defuse_delimiters, render_prompt

@@ -3,7 +3,7 @@
     fetch the branch (its current head: a person may have pushed since gitbot's last change) and the
     default branch → check out the head → policy from the default branch (the pull request cannot
     loosen it; read-only for `@gitbot answer`; the budget is what the pull request has left) →
-    continue the previous run's conversation when its record is on GitHub (run_records.py), or
+    continue the previous run's conversation when its record is on the forge (run_records.py), or
     start afresh with the whole context → agent → check after a change → commit on top of the head
     → scan the diff for secrets → push, only if the branch is still where gitbot found it (never over
     someone's commit: a branch that moved meanwhile gets the change next to it) → keep the record
@@ -51,7 +51,7 @@ def _iterate(job: Job, plan) -> IterationOutcome:
     from gitbot.forge.plan import redacted
     from gitbot.sandbox.runner import Runner
 
-    repo, auth, inputs = job.repo, job.auth, job.inputs
+    repo, auth, inputs, terms = job.repo, job.auth, job.inputs, job.forge.terms
     trigger, pull, ledger = plan.trigger, plan.pull, plan.ledger
     branch = prmod.validate_branch(pull.head_ref)
     default = prmod.validate_branch(plan.default_branch)
@@ -64,7 +64,7 @@ def _iterate(job: Job, plan) -> IterationOutcome:
     tips = prmod.fetch_refs(repo, wanted, auth=auth)
     head = tips[f"refs/heads/{branch}"]
     if head is None:
-        raise GitError(f"the pull request's branch {branch!r} is gone from origin")
+        raise GitError(f"the {job.forge.terms.change}'s branch {branch!r} is gone from origin")
     default_tip = tips[f"refs/heads/{default}"] or head
     prmod.start_branch(repo, branch, head)
     plan.context.commits = commits_since(repo, ledger, head)
@@ -110,9 +110,9 @@ def _iterate(job: Job, plan) -> IterationOutcome:
                 keep,
                 changes=changes,
                 policy=policy,
-                subject=clean_title(f"Follow-up on #{pull.number}: {request_label(trigger)}", 100),
+                subject=clean_title(f"Follow-up on {terms.change_prefix}{pull.number}: {request_label(trigger)}", 100),
                 body=(
-                    f"gitbot's change for {trigger.html_url}, made by an AI agent in workflow run {job.ctx.run_url}. "
+                    f"gitbot's change for {trigger.html_url}, made by an AI agent in {terms.run} {job.ctx.run_url}. "
                     "The reply to the request has the agent's summary, the check and the cost."
                 ),
                 run_id=result.run_id,
@@ -168,7 +168,7 @@ def judge_iteration(job: Job, result: RunResult, changed: list[str], after) -> V
         v = Verification(command, None, None, False, "no file was changed.")
     elif after is None:
         v = Verification(
-            None, None, None, False, "no `check-command` input was given, so nothing was re-run."
+            None, None, None, False, f"no {job.forge.terms.check_command_setting} was given, so nothing was re-run."
         )
     elif after.passed:
         v = Verification(command, None, after_text, True, "the check passes")

@@ -9,18 +9,15 @@ for review when an iteration verifies.
 
 from __future__ import annotations
 
-import urllib.parse
-
 from gitbot.agent.result import ExitCode, Status, exit_code_for
 from gitbot.forge import pull_request as prmod
-from gitbot.forge.github import ForgeError, PullData
+from gitbot.forge.interface import ForgeError, PullData
 from gitbot.forge.iterate import IterationOutcome, iterate
 from gitbot.forge.job import Job
 from gitbot.forge.ledger import Ledger, with_section
 from gitbot.forge.mdsafe import code_span, fenced, md_cell, prose
 from gitbot.forge.pr_body import left_out_notes, parse_changes, receipt_markdown
 from gitbot.forge.pr_task import request_label
-from gitbot.forge.pulls import get_pull, mark_ready, update_body
 from gitbot.forge.report import (
     COMMENT_SUMMARY_CHARS,
     SANDBOX_OFF_WARNING,
@@ -38,7 +35,7 @@ MAX_LISTED_FILES = 15
 
 def run_iteration(job: Job, report: Report, plan) -> int:
     report.comment(
-        f"👀 gitbot is working on this. Follow along in the [workflow run]({job.ctx.run_url}); this reply will "
+        f"👀 gitbot is working on this. Follow along in the [{job.forge.terms.run}]({job.ctx.run_url}); this reply will "
         "say what changed, whether the check passed and what it cost."
     )
     def step() -> int:
@@ -54,7 +51,7 @@ def report_iteration(job: Job, report: Report, plan, outcome: IterationOutcome) 
         return report.refuse_leaks(outcome.result, outcome.leaks)
     if outcome.stopped:
         return report.refuse_commit(outcome.result, outcome.stopped)
-    io, ctx, inputs = job.io, job.ctx, job.inputs
+    io, ctx, inputs, terms = job.io, job.ctx, job.inputs, job.forge.terms
     t, result = plan.trigger, outcome.result
     v = outcome.verdict.verification
     row = iteration_of(
@@ -72,13 +69,13 @@ def report_iteration(job: Job, report: Report, plan, outcome: IterationOutcome) 
         row.outcome, row.commit = f"beside the branch ({outcome.beside})", None
     # The body as it is now (someone may have edited it while gitbot worked), with this iteration's row.
     try:
-        current = get_pull(job.forge, plan.pull.number)
+        current = job.forge.get_pull(plan.pull.number)
         ledger = Ledger.parse(current.body) or Ledger(issue=plan.ledger.issue)
         ledger.record(row)
         # Only the section is gitbot's: the rest of a person's pull request body stays as they wrote it.
-        update_body(job.forge, plan.pull.number, with_section(current.body, report.safe(ledger.section())))
+        job.forge.update_pull_body(plan.pull.number, with_section(current.body, report.safe(ledger.section())))
     except ForgeError as exc:
-        io.warning(f"could not update the pull request's body: {exc}", title="gitbot")
+        io.warning(f"could not update the {terms.change}'s body: {exc}", title="gitbot")
         ledger = plan.ledger
         ledger.record(row)
     notes = []
@@ -92,9 +89,9 @@ def report_iteration(job: Job, report: Report, plan, outcome: IterationOutcome) 
     notes += left_out_notes(outcome.left_out)
     cost = (
         f"This step: {money(result.cost_usd)} for {result.steps} model request(s){cache_note(result)}"
-        f"{' (continuing the earlier conversation)' if outcome.continued else ''}. On this pull request so far: "
+        f"{' (continuing the earlier conversation)' if outcome.continued else ''}. On this {terms.change} so far: "
         f"{money(ledger.total_cost)} of {money(inputs.max_total_cost_usd)}, {ledger.follow_ups} of "
-        f"{inputs.max_iterations} requested iteration(s). [workflow run]({ctx.run_url})"
+        f"{inputs.max_iterations} requested iteration(s). [{terms.run}]({ctx.run_url})"
     )
     pull = PullData(
         plan.pull.number, plan.pull.html_url, plan.pull.draft, plan.pull.head_ref, plan.pull.base_ref
@@ -125,7 +122,7 @@ def report_iteration(job: Job, report: Report, plan, outcome: IterationOutcome) 
             headline = f"stopped: {result.status.value.replace('_', ' ')}"
             exit_code = exit_code_for(result.status)
         where = (
-            f"The work so far is on {report.branch_link(outcome.pushed_to)}, beside this pull request."
+            f"The work so far is on {report.branch_link(outcome.pushed_to)}, beside this {terms.change}."
             if outcome.pushed_to
             else "Nothing was pushed."
         )
@@ -136,7 +133,7 @@ def report_iteration(job: Job, report: Report, plan, outcome: IterationOutcome) 
         )
     report.comment(text)
     io.write_summary(
-        f"## gitbot: {md_cell(request_label(t))} on #{plan.pull.number}: {status}\n\n{receipt_markdown(result)}\n"
+        f"## gitbot: {md_cell(request_label(t))} on {terms.change_prefix}{plan.pull.number}: {status}\n\n{receipt_markdown(result)}\n"
     )
     verified = v.verified and outcome.commit is not None and not outcome.beside
     io.set_outputs(outputs(status, pr=pull, verified=verified, result=result))
@@ -144,18 +141,17 @@ def report_iteration(job: Job, report: Report, plan, outcome: IterationOutcome) 
 
 
 def changed_text(job: Job, report: Report, plan, outcome: IterationOutcome, notes: list[str]) -> str:
-    ctx, commit = job.ctx, outcome.commit
-    base = f"{ctx.server_url}/{ctx.repository}"
+    forge, commit = job.forge, outcome.commit
     changes = parse_changes(prmod.diff_text(job.repo, outcome.head, commit.sha))
     lines = []
     for c in changes[:MAX_LISTED_FILES]:
         name = f"{md_cell(c.path)}"
         lines.append(
-            f"- [{name}]({base}/blob/{commit.sha}/{_quote_path(c.path)}) {c.status}, +{c.added} −{c.removed}"
+            f"- [{name}]({forge.blob_url(commit.sha, c.path)}) {c.status}, +{c.added} −{c.removed}"
         )
     if len(changes) > MAX_LISTED_FILES:
         lines.append(f"- … and {len(changes) - MAX_LISTED_FILES} more file(s)")
-    commit_link = f"[`{commit.sha[:10]}`]({base}/commit/{commit.sha})"
+    commit_link = f"[`{commit.sha[:10]}`]({forge.commit_url(commit.sha)})"
     if outcome.beside:
         why = (
             "moved while gitbot worked, so gitbot did not push onto it (it never pushes over someone's commit)"
@@ -190,15 +186,12 @@ def make_ready(job: Job, plan, outcome: IterationOutcome) -> str:
     if outcome.verdict.tests_modified or outcome.sandbox_off:
         return ""
     try:
-        mark_ready(job.forge, plan.pull.node_id)
+        job.forge.mark_ready(plan.pull)
     except ForgeError as exc:
-        job.io.warning(f"could not mark the pull request ready for review: {exc}", title="gitbot")
+        job.io.warning(f"could not mark the {job.forge.terms.change} ready for review: {exc}", title="gitbot")
         return (
             f"The check passed, but gitbot could not mark the draft ready for review ({md_cell(str(exc))}); "
             "the job needs `pull-requests: write` and `contents: write`."
         )
-    return "The check passed, so this pull request is no longer a draft: it is ready for review."
+    return f"The check passed, so this {job.forge.terms.change} is no longer a draft: it is ready for review."
 
-
-def _quote_path(path: str) -> str:
-    return urllib.parse.quote(path)

@@ -1,6 +1,6 @@
 """Stage one of an action job: the event becomes a Plan — the task, the branches and the title.
 
-Nothing here calls the model or touches the work tree; it reads GitHub (the issue, its comments and
+Nothing here calls the model or touches the work tree; it reads the forge (the issue, its comments and
 label events, or the failed run's jobs and logs) and refuses what gitbot will not act on.
 """
 
@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitbot.forge import pull_request as prmod
-from gitbot.forge.event import Actor, CommentTrigger, IssueTrigger, is_own_comment
-from gitbot.forge.github import CommentData, parse_time
+from gitbot.forge.interface import CommentData
 from gitbot.forge.issue_task import IssueText, build_issue_task, clean_title, select_comments
 from gitbot.forge.job import Job
 from gitbot.forge.mdsafe import md_cell
+from gitbot.forge.triggers import Actor, CommentTrigger, IssueSnapshot, IssueTrigger, is_own_comment
 from gitbot.task import Task
 
 
@@ -55,12 +55,12 @@ def make_plan(job: Job) -> Plan:
 
 def _issue_plan(job: Job, t: IssueTrigger) -> Plan:
     forge = job.forge
+    issue_ref = f"{forge.terms.issue_prefix}{t.number}"
     if t.snapshot is not None:
-        author = (t.snapshot.get("user") or {}).get("login", "")
-        issue = IssueText(t.number, t.snapshot.get("title") or "", t.snapshot.get("body") or "", author)
-        # The payload's issue snapshot was taken when this run's label was added: no label event
+        issue = IssueText(t.number, t.snapshot.title, t.snapshot.body, t.snapshot.author)
+        # The event's issue snapshot was taken when this run's label was added: no label event
         # after it is this run's (a queued run must not take a later labelling's time).
-        snapshot_time = parse_time(t.snapshot.get("updated_at"))
+        snapshot_time = t.snapshot.updated_at
         approved_at = (
             forge.label_added_at(t.number, t.label or "", t.sender.login, not_after=snapshot_time)
             or snapshot_time
@@ -68,9 +68,9 @@ def _issue_plan(job: Job, t: IssueTrigger) -> Plan:
     else:
         data = forge.issue(t.number)
         if data.is_pull_request:
-            raise Refused(f"#{t.number} is a pull request; gitbot fixes issues")
+            raise Refused(f"{issue_ref} is a {forge.terms.change}; gitbot fixes issues")
         if data.state != "open":
-            raise Refused(f"issue #{t.number} is closed")
+            raise Refused(f"issue {issue_ref} is closed")
         issue = IssueText(data.number, data.title, data.body, data.author)
         approved_at = dt.datetime.now(dt.UTC)
     comments = forge.comments(t.number)
@@ -89,9 +89,9 @@ def _issue_plan(job: Job, t: IssueTrigger) -> Plan:
         task=redacted(job, task),
         base=job.inputs.base_branch or forge.default_branch,
         branch=t.branch,
-        title=f"Fix #{t.number}: {clean_title(issue.title, 80)}",
+        title=f"Fix {issue_ref}: {clean_title(issue.title, 80)}",
         issue=t.number,
-        context_line=f"gitbot worked on #{t.number} {how}.",
+        context_line=f"gitbot worked on {issue_ref} {how}.",
         issue_comments=comments,
     )
 
@@ -101,9 +101,9 @@ def _mention_plan(job: Job, t: CommentTrigger) -> Plan:
     comments up to that one, and what the comment asks (to answer, to fix, or either)."""
     from gitbot.forge.pr_task import issue_request_note, request_time
 
-    snapshot = t.issue_snapshot or {}
-    author = (snapshot.get("user") or {}).get("login", "")
-    issue = IssueText(t.number, snapshot.get("title") or "", snapshot.get("body") or "", author)
+    snapshot = t.issue_snapshot or IssueSnapshot("", "", "", None)
+    issue_ref = f"{job.forge.terms.issue_prefix}{t.number}"
+    issue = IssueText(t.number, snapshot.title, snapshot.body, snapshot.author)
     comments = job.forge.comments(t.number)
     asked_at = request_time(t)
     # gitbot's own replies are its words, not the issue's: they stay out of the task. The request itself
@@ -129,9 +129,9 @@ def _mention_plan(job: Job, t: CommentTrigger) -> Plan:
         task=redacted(job, task),
         base=job.inputs.base_branch or job.forge.default_branch,
         branch=t.branch,
-        title=f"Fix #{t.number}: {clean_title(issue.title, 80)}",
+        title=f"Fix {issue_ref}: {clean_title(issue.title, 80)}",
         issue=t.number,
-        context_line=f"gitbot worked on #{t.number} when `{md_cell(t.author.login)}` asked in "
+        context_line=f"gitbot worked on {issue_ref} when `{md_cell(t.author.login)}` asked in "
         f"[a comment]({t.html_url}).",
         issue_comments=comments,
         mode=t.mode,
@@ -164,7 +164,7 @@ def _workflow_plan(job: Job, t) -> Plan:
         title=clean_title(f"Fix failing {t.name} on {t.head_branch}", 80),
         start_sha=t.head_sha,
         fetch_also=t.head_branch if t.head_branch != base else None,
-        context_line=f"gitbot worked on the failure of the workflow run [{md_cell(t.name)}]"
+        context_line=f"gitbot worked on the failure of the {job.forge.terms.run} [{md_cell(t.name)}]"
         f"({t.html_url}) on `{md_cell(t.head_branch)}`.",
     )
 

@@ -17,10 +17,10 @@ import datetime as dt
 import secrets as _secrets
 from dataclasses import dataclass, field
 
-from gitbot.forge.event import CommentTrigger
+from gitbot.forge.interface import CheckRun, PullInfo, ReviewThread
 from gitbot.forge.issue_task import clean_title
 from gitbot.forge.ledger import Ledger
-from gitbot.forge.pulls import CheckRun, PullInfo, ReviewThread
+from gitbot.forge.triggers import CommentTrigger
 from gitbot.markdown_text import visible_text
 from gitbot.prompting import defuse_delimiters, render_prompt
 from gitbot.task import Task
@@ -39,7 +39,7 @@ FAILED = ("failure", "timed_out", "cancelled", "action_required", "startup_failu
 
 @dataclass
 class PullContext:
-    """Everything read from GitHub and git for one request on a pull request."""
+    """Everything read from the forge and git for one request on a pull request."""
 
     trigger: CommentTrigger
     pull: PullInfo

@@ -4,7 +4,7 @@ Rules this module enforces (the agent never pushes; gitbot's own process does, a
 - The token reaches git only for the one command that needs it (fetch or push), as an
   `http.<server>/.extraheader` passed through `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_0`/`GIT_CONFIG_VALUE_0`:
   never in a URL, never written to `.git/config`, never on a command line (where `ps` would show it),
-  and sent only to the GitHub server.
+  and sent only to the forge's server.
 - The credential `actions/checkout` persisted (an `http.…extraheader` in `.git/config`, or, since
   checkout v6, an include of a credentials file) is removed while gitbot works, and put back after.
 - Only the bot branch is pushed, only to `origin`, with `--force-with-lease` naming the tip gitbot
@@ -31,7 +31,7 @@ from typing import Any
 from gitbot import git as gitcmd
 from gitbot.errors import GitError
 from gitbot.fixcheck import gate
-from gitbot.forge.github import ForgeError, GitHubRepo, PullData
+from gitbot.forge.interface import Forge, PullData
 from gitbot.git import BOT_EMAIL
 
 TYPE_CHECKING = False
@@ -44,7 +44,6 @@ MODEL_EMAIL = "noreply@anthropic.com"
 CREDENTIAL_KEYS = r"^(http\.(.*\.)?extraheader|include\.path|includeif\..*\.path)$"
 # Pushing workflow files needs the `workflows` permission, which the workflow token never has.
 UNPUSHABLE_PREFIX = ".github/workflows/"
-CREATE_PR_SETTING = "Allow GitHub Actions to create and approve pull requests"
 
 
 class BranchNotOurs(GitError):
@@ -60,9 +59,11 @@ def git(repo: Path, *args: str, env: dict[str, str] | None = None, input: str | 
                       ok=(0,) if check else range(256)).stdout.decode("utf-8", "replace")
 
 
-def auth_env(token: str, server_url: str) -> dict[str, str]:
-    """Configuration for one git process: the token as a header, scoped to the GitHub server."""
-    pair = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+def auth_env(token: str, server_url: str, user: str = "x-access-token") -> dict[str, str]:
+    """Configuration for one git process: the token as a header, scoped to the forge's server. `user`
+    is the name the forge expects with a token (GitHub: x-access-token; GitLab: oauth2, or
+    gitlab-ci-token for a CI job token)."""
+    pair = base64.b64encode(f"{user}:{token}".encode()).decode()
     return {
         "GIT_CONFIG_COUNT": "1",
         "GIT_CONFIG_KEY_0": f"http.{server_url.rstrip('/')}/.extraheader",
@@ -289,20 +290,10 @@ def diff_text(repo: Path, base: str, head: str) -> str:
 
 
 def open_or_update_pull(
-    forge: GitHubRepo, *, branch: str, base: str, title: str, body: str, draft: bool
+    forge: Forge, *, branch: str, base: str, title: str, body: str, draft: bool
 ) -> tuple[PullData, bool]:
     """The open PR from `branch`, edited, or a new one. Returns (pull request, created)."""
     existing = forge.open_pull(branch)
     if existing is not None:
         return forge.update_pull(existing.number, title=title, body=body), False
-    try:
-        return forge.create_pull(branch=branch, base=base, title=title, body=body, draft=draft), True
-    except ForgeError as exc:
-        if exc.status == 403:
-            raise ForgeError(
-                f"{exc}. GitHub refused to let this workflow open a pull request: enable "
-                f'"{CREATE_PR_SETTING}" in the repository\'s Settings → Actions → General '
-                "(or the organisation's), or pass a GitHub App token as github-token.",
-                403,
-            ) from None
-        raise
+    return forge.create_pull(branch=branch, base=base, title=title, body=body, draft=draft), True

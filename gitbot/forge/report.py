@@ -14,8 +14,7 @@ from gitbot import __version__
 from gitbot.agent.result import ExitCode, RunResult, Status, exit_code_for
 from gitbot.fixcheck.gate import Stopped
 from gitbot.forge import pull_request as prmod
-from gitbot.forge.event import CommentTrigger, IssueTrigger
-from gitbot.forge.github import ForgeError, PullData
+from gitbot.forge.interface import ForgeError, PullData
 from gitbot.forge.issue_task import STATUS_MARKER
 from gitbot.forge.job import Job
 from gitbot.forge.leaks import Leak
@@ -24,6 +23,7 @@ from gitbot.forge.mdsafe import code_span, fenced, md_cell, prose
 from gitbot.forge.mention import defuse
 from gitbot.forge.plan import Plan
 from gitbot.forge.pr_body import BodyParts, StepCost, left_out_notes, parse_changes, receipt_markdown, render
+from gitbot.forge.triggers import CommentTrigger, IssueTrigger, reply_marker
 from gitbot.forge.work import SandboxUnavailable, WorkOutcome, keep_artifact
 from gitbot.receipt import cache_read_share, money
 
@@ -80,7 +80,7 @@ class Report:
         if outcome.stopped:
             return self.refuse_commit(outcome.result, outcome.stopped)
         job, plan = self.job, self.plan
-        io, ctx = job.io, job.ctx
+        io, ctx, terms = job.io, job.ctx, job.forge.terms
         result, verdict, commit, pushed_to = (
             outcome.result,
             outcome.verdict,
@@ -120,10 +120,10 @@ class Report:
                     changes=changes,
                     version=__version__,
                     closes=plan.issue,
-                    footer_links=[f"[workflow run]({ctx.run_url})", f"run `{result.run_id}`"],
+                    footer_links=[f"[{terms.run}]({ctx.run_url})", f"run `{result.run_id}`"],
                     context_line=plan.context_line,
                     request_costs=request_costs(job.repo, result.run_id),
-                    restore_hint=restore_hint(result.run_id, ctx.run_id),
+                    restore_hint=restore_hint(result.run_id, ctx.run_id, terms.run),
                     notes=notes,
                     workflow_token=job.inputs.workflow_token,
                     iterations=self.first_iteration(outcome).section(),
@@ -139,16 +139,16 @@ class Report:
                     draft=draft,
                 )
             except ForgeError as exc:
-                io.error(str(exc), title="gitbot: pull request")
+                io.error(str(exc), title=f"gitbot: {terms.change}")
                 self.comment(
-                    f"⚠️ gitbot made a change but could not open the pull request: {md_cell(str(exc))}\n\n"
+                    f"⚠️ gitbot made a change but could not open the {terms.change}: {md_cell(str(exc))}\n\n"
                     f"The change is on the branch {self.branch_link(pushed_to)}.\n\n"
                     f"{receipt}"
                 )
                 io.set_outputs(outputs("error", verified=v.verified, result=result))
                 return ExitCode.INFRA
-            kind = "draft pull request" if pr.draft else "pull request"
-            headline = f"{'opened' if created else 'updated'} {kind} [#{pr.number}]({pr.html_url})"
+            kind = f"draft {terms.change}" if pr.draft else terms.change
+            headline = f"{'opened' if created else 'updated'} {kind} [{terms.change_prefix}{pr.number}]({pr.html_url})"
             proof = (
                 f"✅ verified: {code_span(v.command or '')} {v.before} before the change, {v.after} after it."
                 if v.verified
@@ -156,7 +156,7 @@ class Report:
             )
             self.comment(
                 f"✅ gitbot {headline}.\n\n{proof}\n\n{warnings(notes)}Cost: {money(result.cost_usd)} for "
-                f"{result.steps} model request(s) · [workflow run]({ctx.run_url})"
+                f"{result.steps} model request(s) · [{terms.run}]({ctx.run_url})"
             )
             exit_code = ExitCode.OK
         else:
@@ -176,7 +176,7 @@ class Report:
             summary = fenced(job.secrets.redact(result.summary or "(none)")[:COMMENT_SUMMARY_CHARS])
             self.comment(
                 f"❌ gitbot {headline}. {where}\n\n{warnings(notes)}The model's last words (its own, "
-                f"unchecked):\n\n{summary}\n\n{receipt}\n\n[workflow run]({ctx.run_url})"
+                f"unchecked):\n\n{summary}\n\n{receipt}\n\n[{terms.run}]({ctx.run_url})"
             )
             io.error(f"gitbot {headline}. {where}", title="gitbot")
             exit_code = (
@@ -197,7 +197,7 @@ class Report:
         self.comment(
             f"💬 gitbot's answer (the model's words, not checked by gitbot):\n\n{answer}\n\n"
             f"No file was changed. Cost: {money(result.cost_usd)} for {result.steps} model request(s)"
-            f"{cache_note(result)} · [workflow run]({job.ctx.run_url})"
+            f"{cache_note(result)} · [{job.forge.terms.run}]({job.ctx.run_url})"
         )
         job.io.write_summary(
             f"## gitbot answered\n\n{self.plan.context_line}\n\n{receipt_markdown(result)}\n"
@@ -215,10 +215,11 @@ class Report:
             by = t.sender.login
         else:
             by = t.actors[0].login if t.actors else job.ctx.actor
+        terms = job.forge.terms
         link = t.html_url if isinstance(t, CommentTrigger) else ""
         if plan.issue and not link:
-            link = f"{job.ctx.server_url}/{job.ctx.repository}/issues/{plan.issue}"
-        request = f"issue #{plan.issue}" if plan.issue else "the failed workflow run"
+            link = job.forge.issue_url(plan.issue)
+        request = f"issue {terms.issue_prefix}{plan.issue}" if plan.issue else f"the failed {terms.run}"
         ledger = Ledger(issue=plan.issue)
         ledger.record(
             iteration_of(
@@ -241,7 +242,7 @@ class Report:
         more = f" and {len(leaks) - 10} more" if len(leaks) > 10 else ""
         message = (
             f"gitbot did not push its change: the diff adds what looks like a secret in {where}{more}. "
-            "Nothing was pushed and no pull request was opened; the value is not shown anywhere. Check "
+            f"Nothing was pushed and no {self.job.forge.terms.change} was opened; the value is not shown anywhere. Check "
             "whether a credential reached the repository's files, and rotate it if it is real. (A false "
             "positive, such as a test fixture, can be marked with `gitbot: allow-secret` on its line in the "
             "repository; gitbot does not accept the marker on a line its own change adds.)"
@@ -252,7 +253,7 @@ class Report:
             title="gitbot: secret in the change",
         )
         notes = warnings(self.job.artifact_notes or [])
-        self.comment(f"⛔ {message}\n\n{notes}{receipt_markdown(result)}\n\n[workflow run]({self.job.ctx.run_url})")
+        self.comment(f"⛔ {message}\n\n{notes}{receipt_markdown(result)}\n\n[{self.job.forge.terms.run}]({self.job.ctx.run_url})")
         io.write_summary(f"## gitbot refused to push\n\n{message}\n\n{notes}{receipt_markdown(result)}\n")
         io.set_outputs(outputs("secret_found", result=result))
         return ExitCode.GAVE_UP
@@ -265,12 +266,12 @@ class Report:
         message = (
             f"gitbot did not commit or push its change: it would have included {where}{more}. Only paths "
             "the run itself changed, that the policy lets it edit and that are outside `read_deny` are ever "
-            "committed. Nothing was pushed and no pull request was opened."
+            f"committed. Nothing was pushed and no {self.job.forge.terms.change} was opened."
         )
         io.error(f"the commit gate refused the change ({'; '.join(item.where() for item in stopped[:10])}); "
                  "nothing was pushed", title="gitbot: commit refused")
         notes = warnings(self.job.artifact_notes or [])
-        self.comment(f"⛔ {message}\n\n{notes}{receipt_markdown(result)}\n\n[workflow run]({self.job.ctx.run_url})")
+        self.comment(f"⛔ {message}\n\n{notes}{receipt_markdown(result)}\n\n[{self.job.forge.terms.run}]({self.job.ctx.run_url})")
         io.write_summary(f"## gitbot refused to commit\n\n{message}\n\n{notes}{receipt_markdown(result)}\n")
         io.set_outputs(outputs("commit_refused", result=result))
         return ExitCode.GAVE_UP
@@ -302,7 +303,7 @@ class Report:
         io = self.job.io
         io.error(message, title="gitbot")
         self.comment(
-            f"⚠️ gitbot could not finish: {md_cell(message)}\n\n[workflow run]({self.job.ctx.run_url})"
+            f"⚠️ gitbot could not finish: {md_cell(message)}\n\n[{self.job.forge.terms.run}]({self.job.ctx.run_url})"
         )
         io.write_summary(f"## gitbot could not finish\n\n{md_cell(message)}\n")
         io.set_outputs(outputs("error"))
@@ -320,11 +321,9 @@ class Report:
         or, for a request made in a comment, gitbot's reply to it."""
         trigger = self.job.trigger
         if isinstance(trigger, CommentTrigger):
-            from gitbot.forge.pulls import reply_marker, write_reply
-
             body = f"{reply_marker(trigger, self.job.ctx.run_id)}\n{self.safe(text)}"
             try:
-                self.reply = write_reply(self.job.forge, trigger, body, self.reply)
+                self.reply = self.job.forge.write_reply(trigger, body, self.reply)
             except ForgeError as exc:
                 self.job.io.warning(f"could not write the reply: {exc}", title="gitbot")
             return
@@ -340,8 +339,7 @@ class Report:
             self.job.io.warning(f"could not write the status comment: {exc}", title="gitbot")
 
     def branch_link(self, branch: str | None) -> str:
-        ctx = self.job.ctx
-        return f"[`{branch}`]({ctx.server_url}/{ctx.repository}/tree/{branch})" if branch else ""
+        return f"[`{branch}`]({self.job.forge.branch_url(branch)})" if branch else ""
 
 
 def request_costs(repo: Path, run_id: str) -> dict[int, StepCost]:
@@ -374,9 +372,9 @@ def stopped_notes(result: RunResult) -> list[str]:
     return [note]
 
 
-def restore_hint(run_id: str, actions_run_id: str) -> str:
+def restore_hint(run_id: str, actions_run_id: str, run_noun: str) -> str:
     return (
-        f"Every step is a checkpoint. The run record is in this workflow run's `gitbot-run-{actions_run_id}` "
+        f"Every step is a checkpoint. The run record is in this {run_noun}'s `gitbot-run-{actions_run_id}` "
         "artifact: unpack it into `.git/gitbot/` of a clone of this branch, then `gitbot checkpoints list "
         f"{run_id}` and `gitbot checkpoints restore {run_id} STEP` put the work tree back as it was after "
         "that step."

@@ -5,7 +5,7 @@
     check before, agent, check after → verdict → commit what the policy allows → scan the diff for
     secrets → push
 
-The result is a WorkOutcome for report.py; nothing here writes to GitHub but the push.
+The result is a WorkOutcome for report.py; nothing here writes to the forge but the push.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from gitbot.agent.result import RunResult, Status
 from gitbot.fixcheck.changes import RunChanges
 from gitbot.fixcheck.gate import GateClosed, Stopped, ignored_untracked
 from gitbot.forge import pull_request as prmod
-from gitbot.forge.event import WorkflowTrigger
 from gitbot.forge.job import Job
 from gitbot.forge.leaks import Leak, scan_diff
 from gitbot.forge.plan import Plan
 from gitbot.forge.pr_body import Verification
+from gitbot.forge.triggers import WorkflowTrigger
 from gitbot.receipt import money
 from gitbot.sandbox.bwrap import probe
 from gitbot.sandbox.runner import Runner
@@ -191,7 +191,7 @@ def prepare(job: Job, policy_ref: str, *, answer_only: bool = False, max_cost_us
     prepared = prepare_run(job.repo, policy_file=Path(inputs.policy) if inputs.policy else None,
                            base_ref=policy_ref, max_steps=inputs.max_steps, max_cost_usd=inputs.max_cost_usd,
                            model=inputs.model, provider_name=inputs.provider, base_url=inputs.base_url,
-                           api_key=model_key(inputs), environ=job.io.environ)
+                           api_key=inputs.model_api_key, environ=job.io.environ)
     policy = prepared.policy
     if max_cost_usd is not None and policy.limits.max_cost_usd > max_cost_usd:
         policy = dataclasses.replace(policy, limits=dataclasses.replace(policy.limits, max_cost_usd=max_cost_usd))
@@ -210,7 +210,7 @@ def keep_record(job: Job, run_id: str, *, earlier: list[str] | None = None, keep
     try:
         ref = run_records.publish(job.repo, run_id, auth=job.auth, secrets=job.secrets)
     except prmod.GitError as exc:
-        job.io.warning(f"could not keep the run's record on GitHub: {exc}", title="gitbot")
+        job.io.warning(f"could not keep the run's record on {job.forge.terms.forge}: {exc}", title="gitbot")
         return None
     if ref is not None and earlier:
         try:
@@ -221,11 +221,6 @@ def keep_record(job: Job, run_id: str, *, earlier: list[str] | None = None, keep
             if deleted:
                 job.io.info(f"deleted {len(deleted)} older run record(s) (keep_run_records = {keep})")
     return ref
-
-
-def model_key(inputs) -> str | None:
-    """The key input of the chosen provider (Bedrock and Vertex take theirs from the job's environment)."""
-    return {"anthropic": inputs.anthropic_api_key, "openai": inputs.openai_api_key}.get(inputs.provider) or None
 
 
 def sandboxed(job: Job, policy):
@@ -253,10 +248,8 @@ def sandboxed(job: Job, policy):
     if not status.available:
         raise SandboxUnavailable(
             f"gitbot runs the agent's commands only inside the bubblewrap sandbox, and {status.description}. "
-            "Leave the action's `sandbox-setup` input at `true` (it installs bubblewrap and lifts Ubuntu "
-            "24.04's AppArmor restriction on unprivileged user namespaces), install bubblewrap on the "
-            'runner yourself, or set `[sandbox] mode = "off"` in the repository\'s policy to run them '
-            "without a sandbox. No model was called."
+            f"{job.forge.terms.sandbox_setup}, or set `[sandbox] mode = \"off\"` in the repository's "
+            "policy to run them without a sandbox. No model was called."
         )
     return policy, False
 
@@ -278,6 +271,7 @@ def judge(job: Job, result: RunResult, before, after) -> Verdict:
     tests_modified = [p for p in result.files_changed if is_test_or_check_config(p)]
     command = job.inputs.check_command
     workflow = isinstance(job.trigger, WorkflowTrigger)
+    terms = job.forge.terms
     before_text = before.describe() if before else None
     after_text = after.describe() if after else None
     if result.status is not Status.COMPLETED:
@@ -287,10 +281,10 @@ def judge(job: Job, result: RunResult, before, after) -> Verdict:
         v = Verification(command, before_text, None, False, "no file was changed.")
     elif before is None:
         why = (
-            "no `check-command` input was given, so gitbot could not re-run the failing workflow "
-            "here; the workflow's own run on this branch will tell."
+            f"no {terms.check_command_setting} was given, so gitbot could not re-run the failing {terms.ci} "
+            f"here; the {terms.ci}'s own run on this branch will tell."
             if workflow
-            else "no `check-command` input was given, so nothing was re-run: review the change carefully."
+            else f"no {terms.check_command_setting} was given, so nothing was re-run: review the change carefully."
         )
         v = Verification(None, None, None, False, why)
     elif workflow and before.passed:
@@ -311,12 +305,13 @@ def judge(job: Job, result: RunResult, before, after) -> Verdict:
 def commit_body(job: Job, plan: Plan) -> str:
     """gitbot's own words only: the model's could close other issues on merge (`fixes #12`) or add
     trailers (`Co-authored-by:`, `Signed-off-by:`). The subject is the cleaned title."""
+    terms = job.forge.terms
     if plan.issue:
-        what = f"gitbot's change for issue #{plan.issue}"
+        what = f"gitbot's change for issue {terms.issue_prefix}{plan.issue}"
     else:
-        what = f"gitbot's change for the failed workflow run {job.trigger.html_url}"
+        what = f"gitbot's change for the failed {terms.run} {job.trigger.html_url}"
     return (
-        f"{what}, made by an AI agent in workflow run {job.ctx.run_url}. The pull request has the "
+        f"{what}, made by an AI agent in {terms.run} {job.ctx.run_url}. The {terms.change} has the "
         "agent's summary, the verification and the cost."
     )
 

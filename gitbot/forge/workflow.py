@@ -14,7 +14,7 @@ import re
 import secrets as _secrets
 from dataclasses import dataclass
 
-from gitbot.forge.github import ForgeError, GitHubRepo, JobData
+from gitbot.forge.interface import Forge, ForgeError, JobData
 from gitbot.prompting import defuse_delimiters, render_prompt
 from gitbot.task import Task
 
@@ -61,7 +61,7 @@ def failure_excerpt(log: str, limit: int = JOB_EXCERPT_CHARS) -> str:
     return cut("\n\n".join(blocks), limit)
 
 
-def collect_failures(forge: GitHubRepo, run_id: int) -> tuple[list[FailedJob], list[str]]:
+def collect_failures(forge: Forge, run_id: int) -> tuple[list[FailedJob], list[str]]:
     """The failed jobs of a run with their log excerpts, and notes on what could not be read."""
     notes: list[str] = []
     jobs: list[JobData] = forge.failed_jobs(run_id)

@@ -259,7 +259,7 @@ def test_git_processes_get_no_secret_and_cannot_read_gitbots_environment(harness
 def test_gitbot_makes_its_process_non_dumpable_first():
     code = (
         "import ctypes, sys\n"
-        "from gitbot.forge.action import run_action\n"
+        "from gitbot.forge.github.action import run_action\n"
         "code = run_action({}, stdout=sys.stderr)\n"
         "print(code, ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))\n"  # PR_GET_DUMPABLE
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gitbot.forge.inputs import InputError, read_inputs
+from gitbot.forge.github.inputs import InputError, read_inputs
 from tests.fakes.bedrock_api import FakeBedrockAPI
 from tests.fakes.openai_api import FakeChatCompletionsAPI
 from tests.fakes.vertex_api import FakeVertexAPI

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import re
 
-from gitbot.forge.actions_io import SUMMARY_LIMIT_BYTES, ActionsIO
+from gitbot.forge.github.actions_io import SUMMARY_LIMIT_BYTES, ActionsIO
 from gitbot.secrets import Secrets
 
 TOKEN = "ghs_plantedTokenValue0123456789"

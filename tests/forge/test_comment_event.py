@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gitbot.forge.event import CommentTrigger, Ignore, decide
+from gitbot.forge.github.event import decide
+from gitbot.forge.triggers import CommentTrigger, Ignore
 from tests.forge.test_event import REPO, context
 
 USER = {"login": "maria", "type": "User"}
@@ -70,7 +71,7 @@ def test_a_mention_on_an_issue_works_like_the_label(tmp_path):
     t = decide(context(tmp_path, "issue_comment", issue_comment()), label="gitbot")
     assert isinstance(t, CommentTrigger) and not t.on_pull and t.mode == "fix"
     assert (t.number, t.comment_id, t.branch, t.key) == (7, 55, "gitbot/issue-7", "comment-55")
-    assert t.issue_snapshot["title"] == "t" and t.actors == [t.sender]
+    assert t.issue_snapshot.title == "t" and t.actors == [t.sender]
 
 
 def test_a_comment_on_a_pull_request_and_a_line_comment_in_a_thread(tmp_path):

@@ -7,7 +7,8 @@ from types import SimpleNamespace
 
 from gitbot.agent.result import RunResult, Status
 from gitbot.fixcheck.gate import Stopped, shown
-from gitbot.forge.actions_io import ActionsIO
+from gitbot.forge.github.actions_io import ActionsIO
+from gitbot.forge.interface import Terms
 from gitbot.forge.report import Report
 from gitbot.secrets import Secrets
 
@@ -16,7 +17,7 @@ def test_a_refused_commit_names_each_path_safely_and_sets_the_status(tmp_path):
     out, outputs = io.StringIO(), tmp_path / "outputs"
     actions_io = ActionsIO(Secrets(), stdout=out, environ={"GITHUB_OUTPUT": str(outputs)})
     job = SimpleNamespace(io=actions_io, ctx=SimpleNamespace(run_url="https://github.com/o/r/actions/runs/1", run_id="1"),
-                          artifact_notes=[], secrets=Secrets(), trigger=None)
+                          artifact_notes=[], secrets=Secrets(), trigger=None, forge=SimpleNamespace(terms=Terms()))
     report = Report.__new__(Report)
     report.job, report.plan, comments = job, None, []
     report.comment = comments.append

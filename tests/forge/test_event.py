@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from gitbot.forge.event import ContextError, Ignore, IssueTrigger, WorkflowTrigger, decide, read_context
+from gitbot.forge.github.event import ContextError, decide, read_context
+from gitbot.forge.triggers import Ignore, IssueTrigger, WorkflowTrigger
 
 REPO = "octo-org/widgets"
 SHA = "ab" * 20
@@ -54,7 +55,7 @@ def test_the_configured_label_on_an_open_issue_is_a_trigger(tmp_path):
     decision = decide(context(tmp_path, "issues", labeled()), label="gitbot")
     assert isinstance(decision, IssueTrigger)
     assert (decision.number, decision.sender.login, decision.branch) == (7, "maria", "gitbot/issue-7")
-    assert decision.snapshot["title"] == "t"
+    assert decision.snapshot.title == "t"
 
 
 @pytest.mark.parametrize(

@@ -7,13 +7,14 @@ import time
 
 import pytest
 
-from gitbot.forge.github import ForgeError, GitHubRepo, connect
+from gitbot.forge.github.api import GitHubForge, connect
+from gitbot.forge.interface import ForgeError
 from gitbot.forge.issue_task import STATUS_MARKER
 
 
 @pytest.fixture
 def forge(seeded_github):
-    return GitHubRepo(connect(seeded_github.token, seeded_github.api_url), seeded_github.full_name)
+    return GitHubForge(connect(seeded_github.token, seeded_github.api_url), seeded_github.full_name)
 
 
 @pytest.mark.slow

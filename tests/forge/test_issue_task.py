@@ -6,7 +6,7 @@ import datetime as dt
 import re
 
 from gitbot.forge import issue_task
-from gitbot.forge.github import CommentData
+from gitbot.forge.interface import CommentData
 from gitbot.forge.issue_task import (
     STATUS_MARKER,
     IssueText,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gitbot.forge.event import Actor
-from gitbot.forge.inputs import InputError, read_inputs
-from gitbot.forge.permissions import check_actor, check_actors
+from gitbot.forge.github.inputs import InputError, read_inputs
+from gitbot.forge.github.permissions import check_actor, check_actors
+from gitbot.forge.triggers import Actor
 
 ROLES = {
     "ada": ("admin", "admin"),

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import datetime as dt
 
-from gitbot.forge.event import Actor, CommentTrigger, LineRef
+from gitbot.forge.interface import CheckRun, PullInfo, ReviewThread, ThreadComment
 from gitbot.forge.ledger import Iteration, Ledger
 from gitbot.forge.pr_task import PullContext, build_pull_task
-from gitbot.forge.pulls import CheckRun, PullInfo, ReviewThread, ThreadComment
+from gitbot.forge.triggers import Actor, CommentTrigger, LineRef
 
 ASKED = dt.datetime(2026, 11, 1, 10, 0, tzinfo=dt.UTC)
 

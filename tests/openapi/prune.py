@@ -30,7 +30,7 @@ OPERATIONS = (
     ("/repos/{owner}/{repo}/actions/runs/{run_id}", "get"),
     ("/repos/{owner}/{repo}/actions/runs/{run_id}/jobs", "get"),
     ("/repos/{owner}/{repo}/actions/jobs/{job_id}/logs", "get"),
-    # The conversation on a pull request (gitbot/forge/pulls.py).
+    # The conversation on a pull request (gitbot/forge/github/api.py).
     ("/repos/{owner}/{repo}/pulls/{pull_number}", "get"),
     ("/repos/{owner}/{repo}/pulls/{pull_number}/comments", "get"),
     ("/repos/{owner}/{repo}/pulls/{pull_number}/comments/{comment_id}/replies", "post"),

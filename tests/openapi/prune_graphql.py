@@ -30,7 +30,7 @@ from graphql import (
     print_schema,
 )
 
-# type -> the fields gitbot's queries select (gitbot/forge/pulls.py).
+# type -> the fields gitbot's queries select (gitbot/forge/github/graphql.py).
 KEEP = {
     "Query": ["repository"],
     "Mutation": ["markPullRequestReadyForReview", "addReaction"],

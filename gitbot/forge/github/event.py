@@ -20,17 +20,25 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gitbot.forge.interface import parse_time
 from gitbot.forge.mention import DEFAULT_PHRASE, find_request
+from gitbot.forge.triggers import (
+    BRANCH_PREFIX,
+    Actor,
+    CommentTrigger,
+    Decision,
+    Ignore,
+    IssueSnapshot,
+    IssueTrigger,
+    LineRef,
+    WorkflowTrigger,
+    is_own_comment,
+)
 
-BRANCH_PREFIX = "gitbot/"
-# Every comment gitbot writes carries a marker starting with this (an HTML comment, invisible).
-GITBOT_MARKER = "<!-- gitbot:"
-# The identity the workflow's GITHUB_TOKEN writes as.
-WORKFLOW_BOT = "github-actions[bot]"
 COMMENT_EVENTS = {
     "issue_comment": ("created", "comment"),
     "pull_request_review_comment": ("created", "comment"),
@@ -44,21 +52,11 @@ class ContextError(ValueError):
     """The Actions environment is incomplete or the event file is unreadable."""
 
 
-@dataclass(frozen=True)
-class Actor:
-    login: str
-    type: str = "User"  # "User", "Bot", "Organization" — as the payload says
-
-    @property
-    def is_bot(self) -> bool:
-        # Either signal marks a bot; neither makes one trusted (see permissions.py).
-        return self.type == "Bot" or self.login.endswith("[bot]")
-
-    @classmethod
-    def from_payload(cls, data: Any) -> Actor | None:
-        if not isinstance(data, dict) or not isinstance(data.get("login"), str) or not data["login"]:
-            return None
-        return cls(login=data["login"], type=str(data.get("type") or "User"))
+def actor(data: Any) -> Actor | None:
+    """The user a payload names (its `login` and `type`), or None when it names nobody."""
+    if not isinstance(data, dict) or not isinstance(data.get("login"), str) or not data["login"]:
+        return None
+    return Actor(login=data["login"], type=str(data.get("type") or "User"))
 
 
 @dataclass(frozen=True)
@@ -117,91 +115,6 @@ def read_context(environ: dict[str, str]) -> ActionsContext:
     )
 
 
-@dataclass(frozen=True)
-class IssueTrigger:
-    number: int
-    sender: Actor
-    label: str | None  # None for workflow_dispatch
-    # The issue as the payload shows it: a snapshot taken when the label was added, so an edit made
-    # after that moment cannot change the task. None for workflow_dispatch (fetched from the API).
-    snapshot: dict[str, Any] | None = None
-
-    @property
-    def branch(self) -> str:
-        return f"{BRANCH_PREFIX}issue-{self.number}"
-
-    @property
-    def actors(self) -> list[Actor]:
-        return [self.sender]
-
-
-@dataclass(frozen=True)
-class WorkflowTrigger:
-    run_id: int
-    name: str
-    head_branch: str
-    head_sha: str
-    html_url: str
-    actors: list[Actor] = field(default_factory=list)  # sender, the run's actor and triggering actor
-
-    @property
-    def branch(self) -> str:
-        return f"{BRANCH_PREFIX}run-{self.run_id}"
-
-
-@dataclass(frozen=True)
-class LineRef:
-    """What a line comment points at: the file, the lines and the diff hunk the reviewer saw."""
-
-    path: str
-    line: int | None
-    start_line: int | None
-    side: str
-    diff_hunk: str
-    commit_id: str
-
-
-@dataclass(frozen=True)
-class CommentTrigger:
-    kind: str  # "issue_comment", "pull_request_review_comment" or "pull_request_review"
-    number: int  # the issue or pull request
-    on_pull: bool
-    comment_id: int  # the comment's id (for a review: the review's id)
-    node_id: str
-    body: str  # as it was when the event fired
-    author: Actor
-    sender: Actor
-    created_at: str
-    html_url: str
-    mode: str  # "auto", "answer" or "fix"
-    line: LineRef | None = None  # a line comment's place in the diff
-    thread_id: int | None = None  # the first comment of a line comment's thread (replies go there)
-    review_id: int | None = None  # the review a line comment, or the review itself, belongs to
-    # The pull request as the review payloads carry it (issue_comment payloads do not).
-    head_repository: str | None = None
-    # The issue as the payload shows it when the comment was made (an issue mention works like the label).
-    issue_snapshot: dict[str, Any] | None = None
-
-    @property
-    def key(self) -> str:
-        """What identifies this request: the same key is never worked on twice."""
-        return f"{'review' if self.kind == 'pull_request_review' else 'comment'}-{self.comment_id}"
-
-    @property
-    def branch(self) -> str:  # an issue mention works like the label: the issue's branch
-        return f"{BRANCH_PREFIX}issue-{self.number}"
-
-    @property
-    def actors(self) -> list[Actor]:
-        return list(dict.fromkeys([self.sender, self.author]))
-
-
-@dataclass(frozen=True)
-class Ignore:
-    reason: str
-
-
-Decision = IssueTrigger | WorkflowTrigger | CommentTrigger | Ignore
 
 
 def decide(
@@ -213,7 +126,7 @@ def decide(
 ) -> Decision:
     event, name = ctx.event, ctx.event_name
     action = event.get("action")
-    sender = Actor.from_payload(event.get("sender"))
+    sender = actor(event.get("sender"))
     if name == "issues":
         if action != "labeled":
             return Ignore(f"issues event with action {action!r}: gitbot acts only when a label is added")
@@ -228,7 +141,7 @@ def decide(
         number = issue.get("number")
         if not isinstance(number, int) or sender is None:
             return Ignore("the issues event has no issue number or no sender")
-        return IssueTrigger(number=number, sender=sender, label=label, snapshot=issue)
+        return IssueTrigger(number=number, sender=sender, label=label, snapshot=_snapshot(issue))
     if name == "workflow_dispatch":
         inputs = event.get("inputs") or {}
         raw = dispatch_issue or next((str(inputs[k]) for k in DISPATCH_ISSUE_INPUTS if inputs.get(k)), "")
@@ -245,12 +158,6 @@ def decide(
     return Ignore(f"gitbot does not act on {name!r} events")
 
 
-def is_own_comment(author: Actor, body: str) -> bool:
-    """A comment gitbot wrote: by the workflow token's identity, or by a bot and carrying gitbot's
-    marker (a GitHub App token writes under the App's name)."""
-    return author.login.lower() == WORKFLOW_BOT or (author.is_bot and GITBOT_MARKER in body)
-
-
 def _decide_comment(name: str, event: dict[str, Any], sender: Actor | None, phrase: str) -> Decision:
     action, key = COMMENT_EVENTS[name]
     if event.get("action") != action:
@@ -259,7 +166,7 @@ def _decide_comment(name: str, event: dict[str, Any], sender: Actor | None, phra
     body = item.get("body")
     if not isinstance(body, str) or not body.strip():
         return Ignore(f"the {key} has no text")
-    author = Actor.from_payload(item.get("user"))
+    author = actor(item.get("user"))
     if author is None or sender is None:
         return Ignore(f"the {name} event names no author or sender")
     if is_own_comment(author, body):
@@ -290,7 +197,7 @@ def _decide_comment(name: str, event: dict[str, Any], sender: Actor | None, phra
             return Ignore(f"#{number} is closed")
         on_pull = bool(issue.get("pull_request"))
         return CommentTrigger(
-            number=number, on_pull=on_pull, issue_snapshot=None if on_pull else issue, **common
+            number=number, on_pull=on_pull, issue_snapshot=None if on_pull else _snapshot(issue), **common
         )
     pull = event.get("pull_request") or {}
     number = pull.get("number")
@@ -320,6 +227,15 @@ def _decide_comment(name: str, event: dict[str, Any], sender: Actor | None, phra
         review_id=_int(review_id),
         head_repository=head_repo if isinstance(head_repo, str) else None,
         **common,
+    )
+
+
+def _snapshot(issue: dict[str, Any]) -> IssueSnapshot:
+    return IssueSnapshot(
+        title=str(issue.get("title") or ""),
+        body=str(issue.get("body") or ""),
+        author=str((issue.get("user") or {}).get("login") or ""),
+        updated_at=parse_time(issue.get("updated_at")),
     )
 
 
@@ -354,8 +270,8 @@ def _decide_workflow_run(ctx: ActionsContext, event: dict[str, Any], sender: Act
         return Ignore("the workflow_run event has no run id or head commit")
     candidates = (
         sender,
-        Actor.from_payload(run.get("actor")),
-        Actor.from_payload(run.get("triggering_actor")),
+        actor(run.get("actor")),
+        actor(run.get("triggering_actor")),
     )
     unique = list(dict.fromkeys(a for a in candidates if a is not None))
     if not unique:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from gitbot.forge.event import Actor
+from gitbot.forge.triggers import Actor
 
 WRITE_ROLES = frozenset({"admin", "maintain", "write"})
 

@@ -10,10 +10,25 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import re
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass, field
 from typing import Any
+
+from gitbot.forge.github import graphql as gql
+from gitbot.forge.interface import (
+    CheckRun,
+    CommentData,
+    ForgeError,
+    IssueData,
+    JobData,
+    PullData,
+    PullInfo,
+    Reply,
+    ReviewThread,
+    Terms,
+)
+from gitbot.forge.triggers import REPLY_PATTERN, CommentTrigger
 
 # Retries for 403/429 rate limits and 5xx answers: at most this many, each wait at most this long.
 RETRY_TOTAL = 5
@@ -24,54 +39,8 @@ TIMEOUT_SECONDS = 30
 LOG_FETCH_TIMEOUT_SECONDS = 30
 LOG_MAX_BYTES = 4 * 1024 * 1024  # the head of a log is dropped past this; failures are near the end
 USER_AGENT = "gitbot"
-
-
-class ForgeError(Exception):
-    """A GitHub call failed; `status` is the HTTP status when there was one."""
-
-    def __init__(self, message: str, status: int | None = None):
-        super().__init__(message)
-        self.status = status
-
-
-@dataclass(frozen=True)
-class IssueData:
-    number: int
-    title: str
-    body: str
-    author: str
-    state: str
-    labels: list[str]
-    html_url: str
-    is_pull_request: bool = False
-
-
-@dataclass(frozen=True)
-class CommentData:
-    id: int
-    author: str
-    author_type: str
-    body: str
-    created_at: dt.datetime
-    updated_at: dt.datetime
-
-
-@dataclass(frozen=True)
-class PullData:
-    number: int
-    html_url: str
-    draft: bool
-    head: str
-    base: str
-
-
-@dataclass(frozen=True)
-class JobData:
-    id: int
-    name: str
-    conclusion: str | None
-    html_url: str
-    failed_steps: list[str] = field(default_factory=list)
+CHECK_RUNS = 50
+CREATE_PR_SETTING = "Allow GitHub Actions to create and approve pull requests"
 
 
 def _is_loopback(url: str) -> bool:
@@ -113,15 +82,19 @@ def forge_error(exc: Exception, doing: str) -> ForgeError:
     return ForgeError(f"{doing}: {status or ''} {message or exc}".replace("  ", " ").strip(), status)
 
 
-class GitHubRepo:
-    """One repository; every method is one or a few REST calls and returns plain data."""
+class GitHubForge:
+    """One repository (interface.Forge); every method is one or a few REST or GraphQL calls and returns
+    plain data."""
 
-    def __init__(self, gh: Any, full_name: str):
+    terms = Terms()
+
+    def __init__(self, gh: Any, full_name: str, server_url: str = "https://github.com"):
         from github import GithubException
 
         self._exc = GithubException
         self.gh = gh
         self.full_name = full_name
+        self.web = f"{server_url.rstrip('/')}/{full_name}"
         try:
             self.repo = gh.get_repo(full_name)
         except GithubException as exc:
@@ -261,7 +234,15 @@ class GitHubRepo:
                 base=base, head=branch, title=title, body=body, draft=draft, maintainer_can_modify=False
             )
         except self._exc as exc:
-            raise forge_error(exc, "opening the pull request") from None
+            error = forge_error(exc, "opening the pull request")
+            if error.status == 403:
+                raise ForgeError(
+                    f"{error}. GitHub refused to let this workflow open a pull request: enable "
+                    f'"{CREATE_PR_SETTING}" in the repository\'s Settings → Actions → General '
+                    "(or the organisation's), or pass a GitHub App token as github-token.",
+                    403,
+                ) from None
+            raise error from None
         return self._pull_data(pr)
 
     def update_pull(self, number: int, *, title: str, body: str) -> PullData:
@@ -313,12 +294,158 @@ class GitHubRepo:
         except self._exc as exc:
             raise forge_error(exc, f"writing the status comment on #{number}") from None
 
+    # ---------------------------------------------------------------- a conversation on a pull request
 
-def parse_time(value: Any) -> dt.datetime | None:
-    """An ISO 8601 time from the API, or None when it is missing or malformed."""
-    if not isinstance(value, str):
+    def _request(self, verb: str, url: str, doing: str, **kwargs: Any) -> tuple[dict, Any]:
+        """One REST call through PyGithub's requester (retries, rate limits); a failure is a ForgeError."""
+        try:
+            return self.gh.requester.requestJsonAndCheck(verb, url, **kwargs)
+        except self._exc as exc:
+            raise forge_error(exc, doing) from None
+
+    def graphql(self, query: str, variables: dict[str, Any], doing: str) -> dict[str, Any]:
+        assert query in gql.QUERIES, "every GraphQL operation is one of graphql.py's constants"
+        try:
+            _, data = self.gh.requester.graphql_query(query, variables)
+        except self._exc as exc:
+            raise forge_error(exc, doing) from None
+        return data.get("data") or {}
+
+    def get_pull(self, number: int) -> PullInfo:
+        _, data = self._request("GET", f"{self.repo.url}/pulls/{number}", f"reading pull request #{number}")
+        head = data.get("head") or {}
+        return PullInfo(
+            number=data["number"],
+            node_id=data.get("node_id", ""),
+            title=data.get("title") or "",
+            body=data.get("body") or "",
+            state=data.get("state", ""),
+            draft=bool(data.get("draft")),
+            author=(data.get("user") or {}).get("login", ""),
+            head_ref=head.get("ref", ""),
+            head_sha=head.get("sha", ""),
+            head_repository=(head.get("repo") or {}).get("full_name"),
+            base_ref=(data.get("base") or {}).get("ref", ""),
+            html_url=data.get("html_url", ""),
+        )
+
+    def update_pull_body(self, number: int, body: str) -> None:
+        url = f"{self.repo.url}/pulls/{number}"
+        self._request("PATCH", url, f"updating pull request #{number}", input={"body": body})
+
+    def review_threads(self, number: int) -> list[ReviewThread]:
+        owner, name = self.full_name.split("/", 1)
+        threads: list[ReviewThread] = []
+        after = None
+        for _ in range(gql.THREAD_PAGES):
+            data = self.graphql(
+                gql.REVIEW_THREADS_QUERY,
+                {"owner": owner, "name": name, "number": number, "first": gql.THREADS_PER_PAGE, "after": after},
+                f"reading the review threads of #{number}",
+            )
+            page, after = gql.threads_page(data)
+            threads += page
+            if after is None:
+                break
+        return threads
+
+    def mark_ready(self, pull: PullInfo) -> None:
+        data = self.graphql(
+            gql.MARK_READY_MUTATION, {"id": pull.node_id}, "marking the pull request ready for review"
+        )
+        if gql.still_draft(data):
+            raise ForgeError("marking the pull request ready for review: it is still a draft")
+
+    def react(self, trigger: CommentTrigger) -> None:
+        """👀 on the comment that asked: it was heard."""
+        if trigger.kind == "pull_request_review":
+            self.graphql(gql.ADD_EYES_MUTATION, {"subject": trigger.node_id}, "reacting to the review")
+            return
+        kind = "pulls" if trigger.kind == "pull_request_review_comment" else "issues"
+        url = f"{self.repo.url}/{kind}/comments/{trigger.comment_id}/reactions"
+        self._request("POST", url, "reacting to the comment", input={"content": "eyes"})
+
+    def check_runs(self, sha: str) -> list[CheckRun]:
+        url = f"{self.repo.url}/commits/{urllib.parse.quote(sha, safe='')}/check-runs"
+        _, data = self._request(
+            "GET", url, f"reading the checks of {sha[:12]}", parameters={"per_page": CHECK_RUNS}
+        )
+        runs = []
+        for run in data.get("check_runs") or []:
+            actions = ((run.get("app") or {}).get("slug")) == "github-actions"
+            runs.append(
+                CheckRun(
+                    name=run.get("name") or "",
+                    status=run.get("status") or "",
+                    conclusion=run.get("conclusion"),
+                    html_url=run.get("html_url") or "",
+                    summary=((run.get("output") or {}).get("summary")) or "",
+                    # For GitHub Actions a check run is a job, with the same id.
+                    job_id=run.get("id") if actions else None,
+                )
+            )
+        return runs
+
+    # ---------------------------------------------------------------- gitbot's reply to a request
+
+    def find_reply(self, trigger: CommentTrigger) -> Reply | None:
+        """gitbot's reply to this request, if one exists: then the request is taken (or answered). Only a
+        bot's comment counts, since anyone can paste the marker."""
+        in_thread = trigger.kind == "pull_request_review_comment"
+        if in_thread:
+            items = self._paged(f"{self.repo.url}/pulls/{trigger.number}/comments", "reading the review comments")
+            candidates = [
+                (c["id"], c.get("body") or "", (c.get("user") or {}).get("type", "User")) for c in items
+            ]
+        else:
+            candidates = [(c.id, c.body, c.author_type) for c in self.comments(trigger.number)]
+        for comment_id, body, author_type in candidates:
+            match = REPLY_PATTERN.search(body)
+            if match and match.group(1) == trigger.key and author_type == "Bot":
+                return Reply(comment_id, match.group(2), in_thread)
         return None
-    try:
-        return dt.datetime.fromisoformat(value)
-    except ValueError:
-        return None
+
+    def write_reply(self, trigger: CommentTrigger, body: str, existing: Reply | None) -> Reply:
+        """Edit gitbot's reply, or post it: in the line comment's thread, or on the issue or pull request."""
+        run = REPLY_PATTERN.search(body)
+        in_thread = trigger.kind == "pull_request_review_comment"
+        base, doing = self.repo.url, f"replying on #{trigger.number}"
+        if existing is not None:
+            kind = "pulls" if existing.in_thread else "issues"
+            self._request("PATCH", f"{base}/{kind}/comments/{existing.id}", doing, input={"body": body})
+            return existing
+        if in_thread:
+            url = f"{base}/pulls/{trigger.number}/comments/{trigger.thread_id}/replies"
+        else:
+            url = f"{base}/issues/{trigger.number}/comments"
+        _, data = self._request("POST", url, doing, input={"body": body})
+        return Reply(data["id"], run.group(2) if run else "", in_thread)
+
+    def _paged(self, url: str, doing: str, pages: int = 20) -> list[dict]:
+        """The items of a paginated list, following the Link header (at most `pages` pages)."""
+        items: list[dict] = []
+        next_url: str | None = url
+        params: dict[str, Any] | None = {"per_page": 100}
+        for _ in range(pages):
+            if next_url is None:
+                break
+            headers, data = self._request("GET", next_url, doing, parameters=params)
+            items += data or []
+            params = None  # the next link carries them
+            match = re.search(r'<([^>]+)>;\s*rel="next"', headers.get("link", ""))
+            next_url = match.group(1) if match else None
+        return items
+
+    # ---------------------------------------------------------------- links people follow
+
+    def branch_url(self, branch: str) -> str:
+        return f"{self.web}/tree/{branch}"
+
+    def commit_url(self, sha: str) -> str:
+        return f"{self.web}/commit/{sha}"
+
+    def blob_url(self, sha: str, path: str) -> str:
+        return f"{self.web}/blob/{sha}/{urllib.parse.quote(path)}"
+
+    def issue_url(self, number: int) -> str:
+        return f"{self.web}/issues/{number}"

@@ -6,9 +6,9 @@
     commit what the policy allows → scan the diff for secrets → push] → PR created or updated →
     status comment edited → outputs, summary
 
-This module holds the start (secrets, inputs, event, who triggered) and sequences the three stages:
-plan.py (event → Plan), work.py (the agent, the commit, the push: a WorkOutcome) and report.py
-(comments, PR, summary, outputs). job.py holds what they share.
+This module holds the start (secrets, inputs, event, who triggered), builds the Job (job.py) with
+GitHub's side of the interface (api.py, actions_io.py, inputs.py, the event's context) and hands it
+to the forge-neutral flow (flow.py: plan.py → work.py → report.py).
 
 Nothing reaches the model before the permission check has passed. The agent never holds a
 credential: the checkout's token is out of `.git/config`, every secret is out of the process
@@ -29,16 +29,18 @@ from typing import TextIO
 
 from gitbot import __version__
 from gitbot.agent.result import ExitCode
-from gitbot.forge.actions_io import ActionsIO
-from gitbot.forge.event import CommentTrigger, ContextError, Ignore, decide, read_context
-from gitbot.forge.github import ForgeError, GitHubRepo, connect
-from gitbot.forge.inputs import InputError, read_inputs
+from gitbot.forge import pull_request as prmod
+from gitbot.forge.flow import execute
+from gitbot.forge.github.actions_io import ActionsIO
+from gitbot.forge.github.api import GitHubForge, connect
+from gitbot.forge.github.event import ContextError, decide, read_context
+from gitbot.forge.github.inputs import InputError, read_inputs
+from gitbot.forge.github.permissions import check_actors
+from gitbot.forge.interface import ForgeError
 from gitbot.forge.job import Job
 from gitbot.forge.mdsafe import md_cell
-from gitbot.forge.permissions import check_actors
-from gitbot.forge.plan import Refused, make_plan
-from gitbot.forge.report import Report, outputs
-from gitbot.forge.work import work
+from gitbot.forge.report import outputs
+from gitbot.forge.triggers import Ignore
 from gitbot.secrets import SECRET_ENV_NAMES, SECRET_NAME_HINTS, Secrets
 
 
@@ -108,7 +110,7 @@ def _run_action(environ: dict[str, str], io: ActionsIO, secrets: Secrets) -> int
         return ExitCode.OK
 
     try:
-        forge = GitHubRepo(connect(inputs.github_token, ctx.api_url), ctx.repository)
+        forge = GitHubForge(connect(inputs.github_token, ctx.api_url), ctx.repository, ctx.server_url)
         verdict = check_actors(decision.actors, allowed_bots=inputs.allowed_bots, lookup=forge.permission)
     except ForgeError as exc:
         io.error(f"cannot check who triggered gitbot: {exc}", title="gitbot: GitHub API")
@@ -120,46 +122,5 @@ def _run_action(environ: dict[str, str], io: ActionsIO, secrets: Secrets) -> int
         io.set_outputs(outputs("refused"))
         return ExitCode.OK
     io.info(f"gitbot {__version__}: {verdict.reason}")
-    return execute(Job(io, inputs, ctx, forge, decision, secrets))
-
-
-def execute(job: Job) -> int:
-    """plan → status comment → work → report; every failure ends in a report too. A request made in a
-    comment goes through converse.py first (👀, taken once; a pull request's is handled there)."""
-
-    warm_up_the_model_client(job.inputs.provider)
-    report = Report(job)
-    if isinstance(job.trigger, CommentTrigger):
-        from gitbot.forge.converse import begin
-
-        done = begin(job, report)
-        if done is not None:
-            return done
-    try:
-        report.planned(make_plan(job))
-    except Refused as exc:
-        return report.refused(str(exc))
-    except ForgeError as exc:
-        return report.fail(f"reading the task from GitHub failed: {exc}", ExitCode.INFRA)
-    report.comment(
-        f"🤖 gitbot is working on this issue. Follow along in the [workflow run]({job.ctx.run_url}); "
-        "this comment will say how it went."
-    )
-    return report.guarded(lambda: report.report(work(job, report.plan)))
-
-
-def warm_up_the_model_client(provider: str) -> None:
-    """Import the model's SDK in the background: it takes about a second, which the GitHub calls and git
-    fetches before the first model request can hide (they wait on the network, or on git processes)."""
-    import importlib
-    import threading
-
-    module = "openai" if provider == "openai" else "anthropic"  # Bedrock and Vertex: the anthropic SDK's clients
-    threading.Thread(target=_import_quietly, args=(importlib, module), name="warm-up", daemon=True).start()
-
-
-def _import_quietly(importlib, module: str) -> None:
-    try:
-        importlib.import_module(module)
-    except ImportError:  # an extra that is not installed: make_provider says so, with the fix
-        pass
+    auth = prmod.auth_env(inputs.github_token, ctx.server_url)
+    return execute(Job(io, inputs, ctx, forge, decision, secrets, auth))

@@ -66,6 +66,11 @@ class ActionInputs:
     max_total_cost_usd: float = DEFAULT_MAX_TOTAL_COST_USD  # per pull request, every iteration together
     max_iterations: int = DEFAULT_MAX_ITERATIONS  # follow-up iterations per pull request
 
+    @property
+    def model_api_key(self) -> str | None:
+        """The key input of the chosen provider (Bedrock and Vertex take theirs from the job's environment)."""
+        return {"anthropic": self.anthropic_api_key, "openai": self.openai_api_key}.get(self.provider) or None
+
 
 def read_inputs(environ: dict[str, str]) -> ActionInputs:
     problems: list[str] = []
