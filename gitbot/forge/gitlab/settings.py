@@ -62,6 +62,11 @@ class GitLabSettings:
     # pipelines, so the MR needs no such note.
     workflow_token: bool = False
 
+    @property
+    def model_api_key(self) -> str | None:
+        """The chosen provider's key (Bedrock and Vertex take theirs from the job's environment)."""
+        return {"anthropic": self.anthropic_api_key, "openai": self.openai_api_key}.get(self.provider) or None
+
 
 def read_settings(environ: dict[str, str]) -> GitLabSettings:
     problems: list[str] = []

@@ -98,6 +98,14 @@ def test_a_broken_job_is_caught_by_the_schema(validator):
     assert any("rulez" in p for p in found) and any("on_failed" in p for p in found)
 
 
+def test_every_variable_the_templates_set_is_one_gitbot_reads():
+    source = "\n".join(p.read_text() for p in (ROOT / "gitbot" / "forge" / "gitlab").glob("*.py"))
+    _, body = component()
+    names = set(re.findall(r"\b(GITBOT_[A-Z_]+)\b", body + INCLUDE.read_text()))
+    shell_only = {"GITBOT_INSTALL", "GITBOT_IMAGE", "GITBOT_FIX_FAILED_PIPELINES"}  # the jobs' own
+    assert names - shell_only and all(name in source for name in names - shell_only)
+
+
 def test_every_setting_gitbot_reads_can_be_set_by_the_component():
     settings = (ROOT / "gitbot" / "forge" / "gitlab" / "settings.py").read_text()
     read = set(re.findall(r'PREFIX \+ "([A-Z_]+)"', settings)) | set(re.findall(r'number\("([A-Z_]+)"', settings))
