@@ -60,6 +60,14 @@ TERMS = Terms(
     forge="GitLab",
     max_total_cost_setting="`GITBOT_MAX_TOTAL_COST_USD`",
     max_iterations_setting="`GITBOT_MAX_ITERATIONS`",
+    ci="pipeline",
+    settings_place="the component's input in `.gitlab-ci.yml` (or its `GITBOT_*` variable)",
+    check_command_setting="`check-command` input (`GITBOT_CHECK_COMMAND`)",
+    change_ref="merge-requests/{number}/head",
+    sandbox_setup=(
+        "Run the job on a runner where bubblewrap can create user namespaces, or where the kernel has "
+        "Landlock (the component installs bubblewrap with apt-get when the image has none)"
+    ),
 )
 
 
