@@ -244,3 +244,22 @@ def test_a_fork_merge_request_gets_a_refusal_reply(gl, job):
     [reply] = bot_notes(gl, "MergeRequest", mr.iid)
     assert "in a fork" in reply.body and f"merge-requests/{mr.iid}/head" in reply.body
     assert gl.branch_sha("patch-1") is None
+
+
+def test_a_self_managed_instance_under_a_path_prefix_is_reached_by_its_url(tmp_path):
+    """CI_SERVER_URL and CI_API_V4_URL carry the prefix (https://example.com/gitlab): nothing else is needed."""
+    from tests.forge.test_conversation_e2e import answer_script
+
+    with FakeGitLab(tmp_path / "self-managed", prefix="/gitlab") as fake:
+        maria = fake.add_user("maria")
+        fake.add_member(maria, fake.DEVELOPER)
+        push_files(fake, tmp_path / "seed", FILES, branch="main")
+        issue = fake.add_issue("Why len - 1?", "Is the divisor right?", author=maria)
+        note = fake.add_note("Issue", issue.iid, "@gitbot answer is the divisor right?", author=maria)
+        with FakeMessagesAPI(answer_script("No: it should be len(values).")) as api:
+            ran = GitLabJob(fake, tmp_path).run(api, source="trigger", user=fake.bot, payload=fake.note_hook(note))
+        assert ran.exit_code == 0, ran.log
+        assert fake.url.endswith("/gitlab") and [a.name for a in fake.awards_on(note.id)] == ["eyes"]
+        [reply] = bot_notes(fake, "Issue", issue.iid)
+        assert "it should be len(values)" in reply.body and ran.outputs["GITBOT_STATUS"] == "answered"
+        assert fake.merge_requests == {} and fake.violations == []
