@@ -20,6 +20,7 @@ from typing import Any
 
 from gitbot.forge.gitlab.client import api_base, connect, errors, forge_error
 from gitbot.forge.gitlab.hunks import hunk_upto
+from gitbot.forge.gitlab.trace import readable
 from gitbot.forge.interface import (
     CheckRun,
     CommentData,
@@ -53,16 +54,15 @@ TERMS = Terms(
     issue_prefix="#",
     run="pipeline",
     forge="GitLab",
-    # The component's inputs (the plain include file's users set the GITBOT_* variable of the same name).
-    max_total_cost_setting="`max-total-cost-usd`",
-    max_iterations_setting="`max-iterations`",
+    max_total_cost_setting="`GITBOT_MAX_TOTAL_COST_USD`",
+    max_iterations_setting="`GITBOT_MAX_ITERATIONS`",
     ci="pipeline",
-    settings_place="the component's input in `.gitlab-ci.yml` (or its `GITBOT_*` CI/CD variable)",
-    check_command_setting="`check-command` input",
+    settings_place="the component's input in `.gitlab-ci.yml` (or its `GITBOT_*` variable)",
+    check_command_setting="`check-command` input (`GITBOT_CHECK_COMMAND`)",
     change_ref="merge-requests/{number}/head",
     sandbox_setup=(
-        "Run the job in an image with bubblewrap (the component installs it with apt-get where it can) on a "
-        "runner whose containers may create unprivileged user namespaces"
+        "Run the job on a runner where bubblewrap can create user namespaces, or where the kernel has "
+        "Landlock (the component installs bubblewrap with apt-get when the image has none)"
     ),
 )
 
@@ -334,7 +334,7 @@ class GitLabForge:
         self._call(
             lambda: job.trace(streamed=True, action=keep, chunk_size=64 * 1024), f"reading job {job_id}"
         )
-        return bytes(kept[-LOG_MAX_BYTES:]).decode("utf-8", "replace")
+        return readable(bytes(kept[-LOG_MAX_BYTES:]).decode("utf-8", "replace"))  # as the log page shows it
 
     # ---------------------------------------------------------------- merge requests
 
