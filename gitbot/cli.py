@@ -18,7 +18,7 @@ from gitbot import __version__
 # subcommand name -> module in gitbot/commands/
 COMMANDS = {"run": "run", "demo": "demo", "resume": "resume", "checkpoints": "checkpoints", "policy": "policy",
             "fix-check": "fix_check", "hook": "hook", "action": "action", "sandbox": "sandbox",
-            "eval": "eval"}
+            "eval": "eval", "gitlab": "gitlab"}
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -28,7 +28,6 @@ import base64
 import datetime as dt
 import itertools
 import json
-import os
 import re
 import secrets
 import subprocess
@@ -38,13 +37,15 @@ import urllib.parse
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, Self
 
 from tests.fakes import github_graphql
+from tests.fakes.git_http import http_backend, read_body
 from tests.fakes.github_graphql import GRAPHQL_PATH
 from tests.fakes.github_pulls import PullsMixin
+from tests.fakes.loopback import LoopbackServer, send
 
 SPEC_PATH = Path(__file__).resolve().parent.parent / "openapi" / "github-rest-subset.json"
 SPEC_HOST = "https://api.github.com"
@@ -149,7 +150,7 @@ class Job:
     log: str
 
 
-class FakeGitHub(PullsMixin):
+class FakeGitHub(LoopbackServer, PullsMixin):
     """One repository on a fake github.com: REST API, GraphQL, git over HTTP, and the state behind them."""
 
     def __init__(
@@ -188,8 +189,6 @@ class FakeGitHub(PullsMixin):
         self.git_hooks: list[Callable[[Recorded], bool]] = []
         self._log_urls: dict[str, tuple[int, float]] = {}
         self._lock = threading.RLock()
-        self._server: ThreadingHTTPServer | None = None
-        self.server_url = ""
         self.git_project_root = self.root / "git-server"
         self.bare_repo = self.git_project_root / owner / f"{name}.git"
         self.bare_repo.mkdir(parents=True, exist_ok=True)
@@ -201,26 +200,10 @@ class FakeGitHub(PullsMixin):
     def start(self) -> Self:
         openapi()
         github_graphql.schema()
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        server.daemon_threads = True
-        self._server = server
-        self.server_url = f"http://127.0.0.1:{server.server_address[1]}"
-        threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-github", daemon=True
-        ).start()
-        return self
+        return super().start()
 
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _make_handler(self)
 
     @property
     def api_url(self) -> str:
@@ -799,9 +782,7 @@ class FakeGitHub(PullsMixin):
         job = next(j for j in self.jobs if j.id == found[0])
         return 200, {"Content-Type": "text/plain; charset=utf-8"}, job.log.encode()
 
-    def _answer_git(
-        self, rec: Recorded, raw_body: bytes, environ_extra: dict[str, str]
-    ) -> tuple[int, dict, bytes]:
+    def _answer_git(self, rec: Recorded, raw_body: bytes) -> tuple[int, dict, bytes]:
         auth = rec.headers.get("authorization", "")
         expected = "Basic " + base64.b64encode(f"x-access-token:{self.token}".encode()).decode()
         if auth.lower() != expected.lower():
@@ -810,33 +791,15 @@ class FakeGitHub(PullsMixin):
                 {"WWW-Authenticate": 'Basic realm="GitHub"', "Content-Type": "text/plain"},
                 b"auth required",
             )
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "GIT_PROJECT_ROOT": str(self.git_project_root),
-            "GIT_HTTP_EXPORT_ALL": "1",
-            "PATH_INFO": rec.path,
-            "QUERY_STRING": urllib.parse.urlencode([(k, v) for k, vs in rec.query.items() for v in vs]),
-            "REQUEST_METHOD": rec.method,
-            "CONTENT_TYPE": rec.headers.get("content-type", ""),
-            "CONTENT_LENGTH": str(len(raw_body)),
-            "REMOTE_USER": "x-access-token",
-            "REMOTE_ADDR": "127.0.0.1",
-            **environ_extra,
-        }
-        done = subprocess.run(
-            ["git", "http-backend"], input=raw_body, env=env, capture_output=True, timeout=60, check=False
+        return http_backend(
+            self.git_project_root,
+            path_info=rec.path,
+            method=rec.method,
+            query=rec.query,
+            headers=rec.headers,
+            body=raw_body,
+            remote_user="x-access-token",
         )
-        head, sep, body = done.stdout.partition(b"\r\n\r\n")
-        if not sep:
-            head, _, body = done.stdout.partition(b"\n\n")
-        status, headers = 200, {}
-        for line in head.decode("latin-1").splitlines():
-            name, _, value = line.partition(":")
-            if name.lower() == "status":
-                status = int(value.strip().split()[0])
-            elif name:
-                headers[name.strip()] = value.strip()
-        return status, headers, body
 
 
 def _make_handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
@@ -846,22 +809,8 @@ def _make_handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
             pass
 
-        def _read_body(self) -> bytes:
-            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-                chunks = []
-                while True:
-                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                    if size == 0:
-                        self.rfile.readline()
-                        break
-                    chunks.append(self.rfile.read(size))
-                    self.rfile.readline()
-                return b"".join(chunks)
-            length = int(self.headers.get("Content-Length") or 0)
-            return self.rfile.read(length) if length else b""
-
         def _handle(self) -> None:
-            raw = self._read_body()
+            raw = read_body(self)
             url = urllib.parse.urlsplit(self.path)
             headers = {k.lower(): v for k, v in self.headers.items()}
             query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
@@ -905,30 +854,18 @@ def _make_handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 self._send(status, extra, data)
             elif url.path.startswith(f"/{fake.full_name}.git/"):
                 rec = Recorded(self.command, url.path, query, headers, raw)
-                extra_env = {}
-                if headers.get("git-protocol"):
-                    extra_env["GIT_PROTOCOL"] = headers["git-protocol"]
-                if headers.get("content-encoding"):
-                    extra_env["HTTP_CONTENT_ENCODING"] = headers["content-encoding"]
                 with fake._lock:
                     fake.requests.append(rec)
                     hooks = [hook for hook in fake.git_hooks if hook(rec)]
                     fake.git_hooks = [hook for hook in fake.git_hooks if hook not in hooks]
-                status, extra, data = fake._answer_git(rec, raw, extra_env)
+                status, extra, data = fake._answer_git(rec, raw)
                 rec.status = status
                 self._send(status, extra, data)
             else:
                 self._send(404, {"Content-Type": "text/plain"}, b"not found")
 
         def _send(self, status: int, headers: dict[str, str], data: bytes) -> None:
-            self.send_response(status)
-            for name, value in headers.items():
-                if name.lower() not in ("content-length", "transfer-encoding"):
-                    self.send_header(name, value)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(data)
+            send(self, status, headers, data)
 
         do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _handle
 

@@ -1,0 +1,159 @@
+"""Talking to a GitLab CI job: the job log on stdout, the summary and the outputs as files.
+
+GitLab's log has no commands to switch off (nothing like `::add-mask::`), but it does interpret two
+kinds of bytes a line may carry: ANSI escapes (ESC …), which the log viewer renders and which can
+hide or recolour text, and carriage returns, which make the viewer overwrite the line. Its
+collapsible sections are built from both (`ESC[0Ksection_start:TIME:NAME CR ESC[0K`). So every line
+printed here — gitbot's own too, since its lines quote branch names, paths and logins — is redacted
+of known secrets and has every control character written as a visible `\\x1b`, and the words
+`section_start:`/`section_end:` are broken, so nothing in it can open or close a section or rewrite
+a line. The only escapes in the log are the colours this module adds around a warning or error.
+
+The runner masks masked CI/CD variables in the log on its own; redaction here also covers values it
+does not know (the model key passed as a plain variable, the token's encoded forms).
+
+The summary is a Markdown file and the outputs a dotenv file, both in the output directory
+(`GITBOT_OUTPUT_DIR`, by default `$CI_PROJECT_DIR/.gitbot-out`): the component keeps them as
+artifacts, the outputs as an `artifacts:reports:dotenv` report whose variables later jobs receive.
+The directory holds a `.gitignore` of `*`, so git, and so gitbot's commit, never takes it into the
+work tree it sits in. It is inside the work tree, where the agent's commands can write: so the first
+summary written replaces whatever file is there, every set_outputs rewrites the whole report, and the
+entry point writes one even when the job fails unexpectedly — a report the agent planted (a dotenv
+file sets variables in later jobs) never survives.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import TextIO
+
+from gitbot.secrets import Secrets
+from gitbot.textsafe import printable
+
+SUMMARY_FILE = "summary.md"
+OUTPUTS_FILE = "gitbot.env"
+DEFAULT_OUTPUT_DIR = ".gitbot-out"
+# GitLab accepts a dotenv report only if it is small and every line is NAME=VALUE with an ASCII name;
+# it refuses the whole report otherwise, so values are kept on one line and short.
+DOTENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+DOTENV_VALUE_LIMIT = 1024
+OUTPUT_PREFIX = "GITBOT_"
+_SECTION_WORD = re.compile(r"section_(start|end):", re.IGNORECASE)
+_COLOURS = {"notice": "\x1b[36;1m", "warning": "\x1b[33;1m", "error": "\x1b[31;1m"}
+_RESET = "\x1b[0m"
+
+
+def output_dir(environ: dict[str, str]) -> Path:
+    """Where the summary and the outputs go: GITBOT_OUTPUT_DIR, else .gitbot-out in the project dir."""
+    chosen = environ.get("GITBOT_OUTPUT_DIR", "").strip()
+    if chosen:
+        return Path(chosen)
+    return Path(environ.get("CI_PROJECT_DIR") or ".") / DEFAULT_OUTPUT_DIR
+
+
+def inert(text: str) -> str:
+    """One line of the job log that cannot be anything but text: no escape, no carriage return, no
+    section marker (the marker needs both, but a marker word left whole would still mislead a reader
+    of the raw log)."""
+    return _SECTION_WORD.sub(lambda m: f"section-{m.group(1)}:", printable(text))
+
+
+def output_name(name: str) -> str:
+    """The dotenv variable for one of the flow's outputs: `pr-url` → GITBOT_PR_URL."""
+    return OUTPUT_PREFIX + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
+
+
+class GitLabIO:
+    def __init__(
+        self,
+        secrets: Secrets | None = None,
+        *,
+        stdout: TextIO | None = None,
+        environ: dict[str, str] | None = None,
+    ):
+        self.secrets = secrets or Secrets()
+        self.stdout = stdout or sys.stdout
+        # The job's environment as it started: the flow reads cloud credentials from it (Bedrock, Vertex).
+        self.environ = dict(os.environ if environ is None else environ)
+        self.out_dir = output_dir(self.environ)
+        self._outputs: dict[str, str] = {}
+        self._summary_started = False
+
+    # ---------------------------------------------------------------- the log
+
+    def info(self, text: str) -> None:
+        """One line: newlines flattened, so nothing embedded in it starts a line of its own."""
+        self._write(self._clean(text.replace("\r", " ").replace("\n", " ")))
+
+    def notice(self, message: str, *, title: str | None = None) -> None:
+        self._annotated("notice", message, title)
+
+    def warning(self, message: str, *, title: str | None = None) -> None:
+        self._annotated("warning", message, title)
+
+    def error(self, message: str, *, title: str | None = None) -> None:
+        self._annotated("error", message, title)
+
+    def untrusted(self, text: str, *, heading: str | None = None) -> None:
+        """Text gitbot did not write, line by line, each made inert."""
+        if heading:
+            self.info(heading)
+        for line in self.secrets.redact(text).split("\n"):
+            self._write(inert(line.removesuffix("\r")))  # a CRLF line ending rewrites nothing
+
+    def commands_stopped(self) -> AbstractContextManager[None]:
+        """GitLab's log obeys no commands, and every line printed here is made inert already."""
+        return nullcontext()
+
+    def _annotated(self, kind: str, message: str, title: str | None) -> None:
+        words = f"{title}: {message}" if title else message
+        flat = words.replace("\r", " ").replace("\n", " ")
+        self._write(f"{_COLOURS[kind]}{kind}{_RESET} {self._clean(flat)}")
+
+    def _clean(self, text: str) -> str:
+        return inert(self.secrets.redact(text))
+
+    def _write(self, line: str) -> None:
+        self.stdout.write(line + "\n")
+        self.stdout.flush()
+
+    # ---------------------------------------------------------------- the files
+
+    def write_summary(self, markdown: str) -> None:
+        """Append to the summary file (redacted), which the component keeps as an artifact."""
+        text = self.secrets.redact(markdown)
+        path = self._prepared() / SUMMARY_FILE
+        if not self._summary_started:
+            path.unlink(missing_ok=True)  # whatever was there is not this job's (a symlink included)
+            self._summary_started = True
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(text if text.endswith("\n") else text + "\n")
+
+    def set_outputs(self, values: dict[str, str]) -> None:
+        """Rewrite the dotenv report with every output set so far (a later value wins)."""
+        for name, value in values.items():
+            key = output_name(name)
+            if not DOTENV_NAME.match(key):  # the flow's own names; a bad one is a bug here, not input
+                raise ValueError(f"not a dotenv variable name: {key!r}")
+            flat = printable(self.secrets.redact(str(value))).replace("\n", " ").replace("\t", " ")
+            self._outputs[key] = flat[:DOTENV_VALUE_LIMIT]
+        lines = "".join(f"{key}={value}\n" for key, value in self._outputs.items())
+        target = self._prepared() / OUTPUTS_FILE
+        partial = target.with_name(OUTPUTS_FILE + ".partial")
+        partial.write_text(lines, encoding="utf-8")
+        os.replace(partial, target)  # a later job never reads half a report
+
+    @property
+    def outputs_written(self) -> bool:
+        return bool(self._outputs)
+
+    def _prepared(self) -> Path:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        ignore = self.out_dir / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("*\n", encoding="utf-8")
+        return self.out_dir
