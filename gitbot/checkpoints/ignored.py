@@ -86,15 +86,20 @@ def capture_ignored(shadow: ShadowRepo, index: Path, run_id: str, *, size_cap_by
     unrestorable: dict[str, str] = {}
     root = shadow.paths.work_tree
     directories: list[str] = []
+    files: list[str] = []
     for raw in entries.split(b"\0"):
         if not raw:
             continue
         rel = os.fsdecode(raw)
         if rel.endswith("/"):
             directories.append(rel.rstrip("/"))
-            continue
-        if any(rel.startswith(d + "/") for d in directories):
-            continue  # listed inside a directory already listed whole
+        elif not any(rel.startswith(d + "/") for d in directories):  # else listed inside a directory listed whole
+            files.append(rel)
+    # The user's own ignored files get the budget first; build output only what is left of it.
+    if rebuildable is not None:
+        files.sort(key=lambda rel: rebuildable(rel, False) is not None)
+        directories.sort(key=lambda rel: rebuildable(rel, True) is not None)
+    for rel in files:
         _judge_file(root, rel, size_cap_bytes, denied, budget, chosen, unrestorable)
     for directory in directories:
         _judge_directory(root, directory, size_cap_bytes, denied, budget, chosen, unrestorable)

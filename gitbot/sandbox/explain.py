@@ -67,8 +67,8 @@ def rebuildable_lines(real_repo: str, runner: Runner) -> list[str]:
     on_path = set(runner.toolchain.protected)
     lines = []
     for directory in rebuildable_here(real_repo, runner.policy.sandbox_rebuildable):
-        if any(directory == d or directory.startswith(d + "/") for d in on_path):
-            lines.append(f"{directory}/ (but on PATH: protected, read-only)")
+        if any(directory == d or directory.startswith(d + "/") or d.startswith(directory + "/") for d in on_path):
+            lines.append(f"{directory}/ (but a toolchain directory on PATH in it is protected: read-only)")
         else:
             lines.append(f"{directory}/")
     return lines

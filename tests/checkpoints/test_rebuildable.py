@@ -72,6 +72,23 @@ def test_the_start_names_big_build_output_rebuildable_and_keeps_the_rest_read_on
     assert sorted(plain.unrestorable()) == [".env", "models", "target"] and plain.rebuildable() == {}
 
 
+def test_the_users_ignored_files_get_the_capture_budget_before_build_output(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr("gitbot.checkpoints.ignored.IGNORED_FILES_CAP", 3)
+    repo = make_repo(tmp_path / "repo", {"app.py": "x\n", ".gitignore": "build/\ndata/\n"})
+    for directory, count in (("build", 3), ("data", 2)):  # build/ is listed first, and would take it all
+        (repo / directory).mkdir()
+        for n in range(count):
+            (repo / directory / f"f{n}").write_text(f"{directory} {n}\n")
+    policy = Policy()
+    checkpointer = Checkpointer(repo, "budget", read_deny=policy.read_deny, rebuildable=policy.sandbox_rebuildable)
+    checkpointer.take(0)
+    assert checkpointer.unrestorable() == {} and list(checkpointer.rebuildable()) == ["build"]
+    plain = Checkpointer(repo, "plain", read_deny=policy.read_deny)
+    plain.take(0)
+    assert list(plain.unrestorable()) == ["data"]  # without the setting, first come first served
+
+
 @pytest.mark.slow
 def test_a_build_writes_its_directory_while_a_wipe_still_loses_nothing_restorable(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
