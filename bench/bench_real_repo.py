@@ -407,7 +407,11 @@ def run_overhead(repo: Path, calls: list[tuple[str, dict]], think: float = 0.0, 
 WARM_UP_STEPS = 6
 
 
-def bench_harness(repo: Path, runs: int, status: float, steps: int, think: float) -> None:
+HARNESS_CASES = ("true", "true-think", "write", "list")
+
+
+def bench_harness(repo: Path, runs: int, status: float, steps: int, think: float,
+                  chosen: tuple[str, ...] = HARNESS_CASES) -> None:
     command = ("execute_command", {"command": "true"})
     listing = ("list_files", {"path": ".", "recursive": True})
     own = interleaved({"true": lambda: subprocess.run(["true"], check=False)}, runs)["true"]
@@ -427,6 +431,7 @@ def bench_harness(repo: Path, runs: int, status: float, steps: int, think: float
              ("execute_command writing a file, model at once", ("execute_command", {"command": writing}),
               write_own, 0.0, writing),
              ("list_files recursive step", listing, 0.0, 0.0, "true")]
+    cases = [case for name, case in zip(HARNESS_CASES, cases) if name in chosen]
     try:
         for label, call, subtract, seconds, check in cases:
             short, long = [], []
@@ -454,6 +459,8 @@ def main() -> None:
     parser.add_argument("--definition-tree", action="append", default=[],
                         help="a directory whose every subdirectory gets a call, cold and warm (repeatable)")
     parser.add_argument("--steps", type=int, default=4, help="extra steps for the harness figure")
+    parser.add_argument("--harness-cases", default=",".join(HARNESS_CASES),
+                        help=f"comma-separated subset of the harness figure's cases {HARNESS_CASES}")
     parser.add_argument("--model-seconds", type=float, default=1.0,
                         help="how long the loopback model takes per reply in the harness figure's second case")
     parser.add_argument("--gitbot", default=str(Path(sys.executable).with_name("gitbot")),
@@ -497,7 +504,8 @@ def run(repo: Path, chosen: list[str], options: argparse.Namespace) -> None:
         if "fixcheck" in chosen:
             bench_fixcheck(repo, options.runs, options.gitbot)
         if "harness" in chosen:
-            bench_harness(repo, options.runs, status, options.steps, options.model_seconds)
+            bench_harness(repo, options.runs, status, options.steps, options.model_seconds,
+                          tuple(c.strip() for c in options.harness_cases.split(",")))
     finally:
         if ours and (git_dir / "gitbot").is_dir():
             shutil.rmtree(git_dir / "gitbot")  # only gitbot's own state, and only when this bench created it

@@ -70,7 +70,8 @@ def run_task(task: Task, repo: Path, *, policy: Policy, options: RunOptions | No
         record.secrets_stopped("the task and the first message", stopped_in_task)
         try:
             # Files the agent may not read are not stored either: the store is uploaded as an artifact.
-            checkpointer = Checkpointer(repo, run_id, read_deny=policy.read_deny)
+            checkpointer = Checkpointer(repo, run_id, read_deny=policy.read_deny,
+                                        rebuildable=policy.sandbox_rebuildable)
             first = checkpointer.take(0)
         except KeyboardInterrupt:
             return close_record(record, RunResult(status=Status.ERROR, run_id=run_id, model=provider.model,

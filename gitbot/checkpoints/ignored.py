@@ -10,7 +10,13 @@ more per step than the step). But an ignored file is often what the user cannot 
   to step 0 writes them back;
 - whatever neither that commit nor step 0 holds (an ignored directory or file over a cap, a file over
   the size cap, an unreadable or special file, a nested repository or submodule) is *unrestorable*:
-  the sandbox keeps it read-only for the whole run, so no command can delete, move or change it.
+  the sandbox keeps it read-only for the whole run, so no command can delete, move or change it;
+- except what the capture leaves out inside a *rebuildable* directory (`[sandbox] rebuildable`:
+  `target/`, `node_modules/`, `.venv/`, ...): a build must write there, and what it writes is made
+  again by the next build, so it stays writable and is recorded as not restored. Keeping it read-only
+  would lose nothing but make `cargo build` or `npm install` fail in every run; capturing a
+  50,000-file `node_modules` would cost more than the run. Only ignored paths: what git tracks or shows
+  as untracked is the user's work, and step 0 holds it or keeps it read-only.
 
 Files the policy's read_deny matches are never stored: they are unrestorable too (and the sandbox masks
 them besides, and pins their directories, so they cannot be moved away either).
@@ -45,6 +51,7 @@ class IgnoredCapture:
     commit: str
     captured: list[str] = field(default_factory=list)  # files the commit holds
     unrestorable: dict[str, str] = field(default_factory=dict)  # path -> why it is kept read-only instead
+    rebuildable: dict[str, str] = field(default_factory=dict)  # path -> why it is writable and not restored
 
 
 def ignored_ref(run_id: str) -> str:
@@ -61,9 +68,11 @@ def start_listing(shadow: ShadowRepo) -> Background | None:
 
 
 def capture_ignored(shadow: ShadowRepo, index: Path, run_id: str, *, size_cap_bytes: int,
-                    denied: Callable[[str], bool] | None, listing: Background | None = None) -> IgnoredCapture:
+                    denied: Callable[[str], bool] | None, listing: Background | None = None,
+                    rebuildable: Callable[[str, bool], str | None] | None = None) -> IgnoredCapture:
     """Capture the ignored files of the work tree into the run's `ignored` commit, within the budget;
-    name the rest unrestorable. `listing`: from `start_listing`, else listed now against `index`."""
+    name the rest unrestorable, or rebuildable where `rebuildable` (policy/rebuildable.py) places them
+    in a directory a build makes again. `listing`: from `start_listing`, else listed now against `index`."""
     entries = None
     if listing is not None:
         try:
@@ -77,24 +86,30 @@ def capture_ignored(shadow: ShadowRepo, index: Path, run_id: str, *, size_cap_by
     unrestorable: dict[str, str] = {}
     root = shadow.paths.work_tree
     directories: list[str] = []
+    files: list[str] = []
     for raw in entries.split(b"\0"):
         if not raw:
             continue
         rel = os.fsdecode(raw)
         if rel.endswith("/"):
             directories.append(rel.rstrip("/"))
-            continue
-        if any(rel.startswith(d + "/") for d in directories):
-            continue  # listed inside a directory already listed whole
+        elif not any(rel.startswith(d + "/") for d in directories):  # else listed inside a directory listed whole
+            files.append(rel)
+    # The user's own ignored files get the budget first; build output only what is left of it.
+    if rebuildable is not None:
+        files.sort(key=lambda rel: rebuildable(rel, False) is not None)
+        directories.sort(key=lambda rel: rebuildable(rel, True) is not None)
+    for rel in files:
         _judge_file(root, rel, size_cap_bytes, denied, budget, chosen, unrestorable)
     for directory in directories:
         _judge_directory(root, directory, size_cap_bytes, denied, budget, chosen, unrestorable)
     tree = _write_tree(shadow, chosen, unrestorable)
-    manifest = {"run": run_id, "captured": len(chosen), "unrestorable": unrestorable}
+    rebuilt = _rebuildable(unrestorable, set(directories), rebuildable)
+    manifest = {"run": run_id, "captured": len(chosen), "unrestorable": unrestorable, "rebuildable": rebuilt}
     message = f"gitbot: ignored files at the start of run {run_id}\n\n{MANIFEST_PREFIX}{json.dumps(manifest, sort_keys=True)}\n"
     commit = shadow.write_commit(tree, None, message)
     shadow.set_refs({ignored_ref(run_id): commit})
-    return IgnoredCapture(commit, chosen, unrestorable)
+    return IgnoredCapture(commit, chosen, unrestorable, rebuilt)
 
 
 def read_ignored(shadow: ShadowRepo, run_id: str) -> tuple[str, dict] | None:
@@ -124,7 +139,32 @@ def unrestorable_at_start(shadow: ShadowRepo, run_id: str) -> dict[str, str]:
     return found
 
 
+def rebuildable_at_start(shadow: ShadowRepo, run_id: str) -> dict[str, str]:
+    """Ignored paths there at the start of the run that it left writable and does not restore (path ->
+    why): what the capture could not hold inside a `[sandbox] rebuildable` directory."""
+    ignored = read_ignored(shadow, run_id)
+    return dict(ignored[1].get("rebuildable", {})) if ignored is not None else {}
+
+
 # ---------------------------------------------------------------------------------------------
+
+
+def _rebuildable(unrestorable: dict[str, str], directories: set[str],
+                 rebuildable: Callable[[str, bool], str | None] | None) -> dict[str, str]:
+    """Move out of `unrestorable` what lies in a rebuildable directory (never a read_deny file: it stays
+    masked and pinned), and return it, path -> why."""
+    if rebuildable is None:
+        return {}
+    moved: dict[str, str] = {}
+    for path, why in list(unrestorable.items()):
+        if why == READ_DENY_REASON:
+            continue
+        directory = rebuildable(path, path in directories)
+        if directory is not None:
+            moved[path] = (f"{why}; in {directory}/, which [sandbox] rebuildable names: left writable for "
+                           "builds, and a build makes it again")
+            del unrestorable[path]
+    return moved
 
 
 @dataclass

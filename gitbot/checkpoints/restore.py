@@ -233,7 +233,10 @@ def _restore_ignored(paths: RepoPaths, shadow: ShadowRepo, run_id: str, force: b
     found = read_ignored(shadow, run_id)
     if found is None:
         return
-    tree, _ = found
+    tree, manifest = found
+    for path, why in manifest.get("rebuildable", {}).items():
+        # Left writable for the run's builds; its content was never captured, so it is rebuilt, not restored.
+        report.skipped.setdefault(path, f"not restored: {why}")
     root = paths.work_tree
     entries: list[DiffEntry] = []
     for record in shadow.git("ls-tree", "-r", "-z", tree).stdout.split(b"\0"):

@@ -65,7 +65,12 @@ from gitbot.checkpoints.capture import (
     status_paths,
 )
 from gitbot.checkpoints.errors import json_safe_path
-from gitbot.checkpoints.ignored import capture_ignored, start_listing, unrestorable_at_start
+from gitbot.checkpoints.ignored import (
+    capture_ignored,
+    rebuildable_at_start,
+    start_listing,
+    unrestorable_at_start,
+)
 from gitbot.checkpoints.pace import SLOW_MEDIAN_SECONDS, Pace
 from gitbot.checkpoints.seeding import (
     LISTING_ARGS,
@@ -90,6 +95,7 @@ from gitbot.checkpoints.shadow import (
 from gitbot.checkpoints.watch import TreeWatcher, watch_for
 from gitbot.git import GitCommandError
 from gitbot.policy.files import path_matcher
+from gitbot.policy.rebuildable import rebuildable_directory
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +132,8 @@ class Checkpointer:
     """Takes a run's checkpoints. One instance per run; the caller holds the RunLock meanwhile."""
 
     def __init__(self, repo: Path | str, run_id: str, *, size_cap_bytes: int | None = None,
-                 slow_median_seconds: float = SLOW_MEDIAN_SECONDS, read_deny: Sequence[str] = ()):
+                 slow_median_seconds: float = SLOW_MEDIAN_SECONDS, read_deny: Sequence[str] = (),
+                 rebuildable: Sequence[str] = ()):
         validate_run_id(run_id)
         if size_cap_bytes is None:
             size_cap_bytes = size_cap_from_env()
@@ -154,6 +161,8 @@ class Checkpointer:
             read_deny = (*manifest.get("read_deny", ()), *read_deny)
         self.read_deny: tuple[str, ...] = tuple(dict.fromkeys(read_deny))
         self._denied = path_matcher(self.read_deny)
+        # `[sandbox] rebuildable`: what the start's capture cannot hold there stays writable (ignored.py).
+        self._rebuildable = rebuildable_directory(rebuildable) if rebuildable else None
         self.rules = CaptureRules(self.repo, size_cap_bytes, self._denied, self.shadow.dir)
         # Paths whose index entries changed since the last recorded tree, so a checkpoint's
         # files_changed needs no tree diff; None when unknown (then diff the trees).
@@ -223,10 +232,15 @@ class Checkpointer:
         keeps them read-only (ignored.py)."""
         return unrestorable_at_start(self.shadow, self.run_id)
 
+    def rebuildable(self) -> dict[str, str]:
+        """Ignored paths there when the run started that it leaves writable and does not restore (path ->
+        why): too big to capture, inside a `[sandbox] rebuildable` directory (ignored.py)."""
+        return rebuildable_at_start(self.shadow, self.run_id)
+
     def _capture_ignored(self, listing: Background) -> None:
         """At the start of a run: its ignored files, captured apart from the steps (ignored.py)."""
         capture_ignored(self.shadow, self.index, self.run_id, size_cap_bytes=self.size_cap_bytes, denied=self._denied,
-                        listing=listing)
+                        listing=listing, rebuildable=self._rebuildable)
 
     def watch(self, untouchable: Sequence[str] = ()) -> None:
         """From now on, learn what commands change from inotify (watch.py), so that a checkpoint after one

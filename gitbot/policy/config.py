@@ -23,7 +23,8 @@ from gitbot.policy.files import GlobError, validate_path_glob
 SCHEMA: dict[str, dict[str, str]] = {
     "files": {"read_deny": "file_globs", "edit_allow": "file_globs", "edit_deny": "file_globs"},
     "commands": {"allow": "command_patterns", "deny": "command_patterns", "sandboxed": "sandboxed_commands"},
-    "sandbox": {"mode": "sandbox_mode", "network": "bool", "read_only": "host_paths"},
+    "sandbox": {"mode": "sandbox_mode", "network": "bool", "read_only": "host_paths",
+                "rebuildable": "file_globs"},
     "limits": {"max_steps": "positive_int", "max_cost_usd": "positive_number",
                "max_consecutive_mistakes": "positive_int", "max_wall_seconds": "positive_number",
                "command_timeout_seconds": "positive_number", "keep_run_records": "positive_int"},
@@ -169,6 +170,8 @@ def parse_policy(text: str, *, source: str, repo: Path | None = None):
         kwargs["network"] = sandbox["network"]
     if "read_only" in sandbox:
         kwargs["sandbox_read_only"] = tuple(sandbox["read_only"])
+    if "rebuildable" in sandbox:
+        kwargs["sandbox_rebuildable"] = tuple(sandbox["rebuildable"])
     if values["model"]:
         kwargs["model"] = _model_settings(values["model"], source, locate)
     return Policy(**kwargs)

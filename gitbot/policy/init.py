@@ -12,6 +12,7 @@ from gitbot.policy.defaults import (
     DEFAULT_EDIT_DENY,
     DEFAULT_NETWORK,
     DEFAULT_READ_DENY,
+    DEFAULT_REBUILDABLE,
     DEFAULT_SANDBOX_MODE,
 )
 from gitbot.policy.test_runners import detect_test_runners, make_target, package_scripts, pyproject
@@ -114,6 +115,10 @@ deny = {_toml_list(DEFAULT_DENY_SUGGESTIONS)}
 mode = "{DEFAULT_SANDBOX_MODE}"
 # false: commands get no network at all (a private network namespace).
 network = {str(DEFAULT_NETWORK).lower()}
+# Ignored directories a build or an install makes again: writable in the sandbox even when too big
+# for a run's start to capture (anything else it cannot capture is read-only), and never restored
+# by `gitbot checkpoints restore`. Leave out a directory that holds what you could not make again.
+rebuildable = {_toml_list(DEFAULT_REBUILDABLE)}
 
 [limits]
 max_steps = {limits.max_steps}

@@ -16,6 +16,7 @@ from gitbot.policy.defaults import (
     DEFAULT_EDIT_DENY,
     DEFAULT_NETWORK,
     DEFAULT_READ_DENY,
+    DEFAULT_REBUILDABLE,
     DEFAULT_SANDBOX_MODE,
     DEFAULT_SANDBOXED_COMMANDS,
 )
@@ -41,6 +42,9 @@ class Policy:
     network: bool = DEFAULT_NETWORK
     # Host paths (absolute or ~/…) the sandbox shows read-only besides the detected toolchain.
     sandbox_read_only: tuple[str, ...] = ()
+    # Globs of ignored directories a build makes again: writable in the sandbox even when a run's start
+    # cannot capture them, and not restored (defaults.py, checkpoints/ignored.py).
+    sandbox_rebuildable: tuple[str, ...] = DEFAULT_REBUILDABLE
     # The repository the rules apply to: lets checks resolve symlinks and absolute paths.
     repo: Path | None = None
     # Where the policy came from, for messages ("built-in defaults", a file path, "REV:path").

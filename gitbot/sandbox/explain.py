@@ -8,6 +8,7 @@ import os
 import shlex
 from pathlib import Path
 
+from gitbot.policy.rebuildable import rebuildable_here
 from gitbot.sandbox import diagnose, layout
 from gitbot.sandbox.runner import Runner
 from gitbot.sandbox.toolchain import SYSTEM_DIRS
@@ -60,6 +61,19 @@ def guarantees(runner: Runner) -> list[str]:
     return ["none: only the allow-listed environment and the command policy's allow-list"]
 
 
+def rebuildable_lines(real_repo: str, runner: Runner) -> list[str]:
+    """The rebuildable directories here now, each with what a run does with it. What else a run's start
+    cannot capture (an ignored directory of over 1,000 files, a file over the size cap) stays read-only."""
+    on_path = set(runner.toolchain.protected)
+    lines = []
+    for directory in rebuildable_here(real_repo, runner.policy.sandbox_rebuildable):
+        if any(directory == d or directory.startswith(d + "/") or d.startswith(directory + "/") for d in on_path):
+            lines.append(f"{directory}/ (but a toolchain directory on PATH in it is protected: read-only)")
+        else:
+            lines.append(f"{directory}/")
+    return lines
+
+
 def explain(argv: list[str], repo: Path, policy) -> tuple[str, bool]:
     """The report, and whether the command can start where gitbot runs checks."""
     runner = Runner(policy, repo)
@@ -91,6 +105,9 @@ def explain(argv: list[str], repo: Path, policy) -> tuple[str, bool]:
                                    "/tmp, /var/tmp, /run and $HOME: empty, fresh for every command"])
     lines += _section("Protected in the repository (read-only, not editable, cannot be created or moved)",
                       sorted(dict.fromkeys(protected)))
+    lines += _section("Rebuildable ([sandbox] rebuildable): ignored build output a run leaves writable even when "
+                      "too big to capture at its start; `gitbot checkpoints restore` does not bring it back",
+                      rebuildable_lines(real_repo, runner))
     hidden = hidden_top_level([m.dest for m in view.mounts])
     if view.home and not any(entry.split(" ")[0] == view.home for entry in hidden):
         hidden.insert(0, f"{view.home} ($HOME; except what is listed above)")

@@ -44,3 +44,17 @@ def test_explain_exits_2_for_a_program_the_sandbox_cannot_start(tmp_path: Path):
     assert proc.returncode == 2 and "It cannot start there" in proc.stdout
     assert run_gitbot(["sandbox", "explain", "--repo", str(repo)]).returncode == 2  # no command
     assert run_gitbot(["sandbox", "explain", "--repo", str(tmp_path), "--", "ls"]).returncode == 2  # not a repository
+
+
+def test_explain_names_the_rebuildable_build_output_and_what_a_restore_does_with_it(tmp_path: Path):
+    require_bwrap()
+    repo = make_repo(tmp_path / "repo", {"README.md": "x\n", ".gitignore": "target/\nmodels/\n"})
+    (repo / "target" / "debug").mkdir(parents=True)
+    (repo / "target" / "debug" / "app").write_text("built\n")
+    (repo / "models").mkdir()
+    (repo / "models" / "weights.bin").write_text("the user's\n")
+    proc = run_gitbot(["sandbox", "explain", "--repo", str(repo), "--", "true"])
+    assert proc.returncode == 0, proc.stderr
+    section = proc.stdout.split("Rebuildable")[1].split("Hidden")[0]
+    assert "checkpoints restore` does not bring it back" in section
+    assert "target/" in section and "models" not in section

@@ -81,6 +81,34 @@ def test_history_reads_of_read_deny_paths_stay_refused_in_the_sandbox(repositori
     assert decision.rule.startswith("files.read_deny") and decision.instead
 
 
+HISTORY_READS = ["git show HEAD~2:deploy/.env.production", "git show :deploy/.env.production",
+                 "git cat-file -p HEAD~2:deploy/.env.production", "git log -L1,2:deploy/.env.production",
+                 "git log -p"]
+
+
+@pytest.mark.parametrize("sandboxed_commands", ["deny-list", "allow-list"])
+@pytest.mark.parametrize("command", HISTORY_READS)
+def test_over_the_filtered_store_the_judge_does_not_predict_history_reads(repositories, command, sandboxed_commands):
+    # The sandbox's Runner sets history_hidden_by_sandbox when its commands see the filtered store: git
+    # prints a placeholder for a read_deny blob there, so REV:PATH is no more refused than `git log -p`.
+    hidden = _judge(repositories, command, command_sandboxed=sandboxed_commands, command_allow=("git *",),
+                    history_hidden_by_sandbox=True)
+    assert hidden.allowed, hidden.reason
+    # Without the sandbox the same policy still refuses it: git's real store is there.
+    bare = _judge(repositories, command, sandboxed=False, command_sandboxed=sandboxed_commands,
+                  command_allow=("git *",), history_hidden_by_sandbox=True)
+    assert not bare.allowed and bare.rule.startswith("files.read_deny"), bare.reason
+    # ... and so does a sandbox without the filtered store.
+    unfiltered = _judge(repositories, command, command_sandboxed=sandboxed_commands, command_allow=("git *",))
+    assert not unfiltered.allowed and unfiltered.rule.startswith("files.read_deny"), unfiltered.reason
+
+
+def test_over_the_filtered_store_a_file_read_from_disk_is_still_held_to_the_allow_list_rules(repositories):
+    decision = _judge(repositories, "cat deploy/.env.production", command_sandboxed="allow-list",
+                      command_allow=("cat *",), history_hidden_by_sandbox=True)
+    assert not decision.allowed and decision.rule.startswith("files.read_deny"), decision.reason
+
+
 def test_history_reads_that_leave_read_deny_paths_out_run(repositories):
     assert _judge(repositories, "git log -p -- src").allowed
     assert _judge(repositories, "git show HEAD:src/app.py").allowed

@@ -197,3 +197,30 @@ def test_until_the_store_is_ready_a_command_is_refused_with_the_reason(tmp_path)
     store.view(wait=120)
     added = sorted(set(Path(view.objects, "pack").glob("*.pack")) - set(packs))
     assert len(added) == 1  # new.py's blob, and only it
+
+
+def test_rev_path_of_a_hidden_file_runs_and_prints_the_placeholder_through_policy_check_and_a_run(tmp_path):
+    # Issue 22: over the filtered store the judge predicts no history read, REV:PATH included, whichever
+    # list holds sandboxed commands; without the sandbox (so without the store) it is still refused.
+    from gitbot.record import runs_dir
+    from tests.agent.test_checkpoint_overlap import run_commands
+    from tests.conftest import run_gitbot
+
+    require_bwrap()
+    secret = "SECRET_REVPATH_1d2e"
+    path = make_repo(tmp_path / "revpath", {"app.py": "print(1)\n", ".env": f"K={secret}\n"})
+    git(path, "rm", "-q", "--cached", ".env")
+    (path / ".env").unlink()
+    git(path, "commit", "-q", "-m", "drop .env")
+    allow_list = tmp_path / "allow-list.toml"
+    allow_list.write_text('[commands]\nsandboxed = "allow-list"\nallow = ["git *"]\n')
+    for policy in ([], ["--policy", str(allow_list)]):
+        asked = ["policy", "check", "--repo", str(path), *policy, "--command", "git show HEAD~1:.env"]
+        assert run_gitbot(asked).returncode == 0, run_gitbot(asked).stdout
+        refused = run_gitbot([*asked, "--no-sandbox"])
+        assert refused.returncode == 1 and "read_deny" in refused.stdout, refused.stdout
+
+    result, _ = run_commands(path, ["git show HEAD~1:.env"], Policy(command_sandboxed="allow-list",
+                                                                     command_allow=("git *",)))
+    record = "".join(p.read_text(errors="replace") for p in (runs_dir(path) / result.run_id).rglob("*") if p.is_file())
+    assert PLACEHOLDER.decode().strip() in record and secret not in record

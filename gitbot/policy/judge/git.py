@@ -232,12 +232,12 @@ class Git:
         for _, option, values in found.options:
             if option.name == "-L" and values and values[0].literal and ":" in values[0].value:
                 # -L START,END:FILE or -L :FUNCTION:FILE prints that file's lines through history
-                verdicts.reads.append(Read(lit(values[0].value.rpartition(":")[2]), shown))
+                verdicts.reads.append(Read(lit(values[0].value.rpartition(":")[2]), shown, history=True))
         if subcommand == "blame" or subcommand == "annotate":
             # The file blamed is printed line by line: the last operand, or the one after `--`.
             named = pathspecs[-1:] or revisions[-1:]
             for word in named:
-                verdicts.reads.append(Read(word, shown))
+                verdicts.reads.append(Read(word, shown, history=True))
             return
         objects: list[str] = []
         for word in revisions:
@@ -248,7 +248,8 @@ class Git:
                 # REV:PATH (or :PATH, :N:PATH, the index): the blob at PATH, from the root (or ./ from here)
                 if revision.isdigit() and path.partition(":")[1]:
                     path = path.partition(":")[2]
-                verdicts.reads.append(Read(Word(path, False, word.text), shown, rooted=not path.startswith("./")))
+                verdicts.reads.append(Read(Word(path, False, word.text), shown, rooted=not path.startswith("./"),
+                                           history=True))
             elif subcommand in ("show", "cat-file", "archive", "diff", "grep", "unpack-file") and \
                     _object_id(word.value):
                 objects.append(word.value)

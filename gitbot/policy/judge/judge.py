@@ -7,7 +7,7 @@ import glob
 import posixpath
 import shlex
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tree_sitter import Node
 
@@ -97,7 +97,11 @@ class CommandJudge(Statements, Wrappers, Paths, Reads, Git, GitDir, Arguments, R
         try:
             self._script(command, 0, verdicts)
             self._phase(self._check_outputs, verdicts, RULE_EDIT)
-            self._phase(self._check_reads, verdicts, RULE_READ)
+            if self.judge_history:
+                self._phase(self._check_reads, verdicts, RULE_READ)
+            else:  # git prints read_deny's blobs as a placeholder there: only what is read from disk is judged
+                self._phase(self._check_reads, replace(verdicts, reads=[r for r in verdicts.reads if not r.history]),
+                            RULE_READ)
             self._phase(self._check_tree_writes, verdicts, RULE_EDIT)
             if self.judge_history:
                 self._phase(self._check_history, verdicts, RULE_HISTORY)

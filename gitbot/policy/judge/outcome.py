@@ -36,6 +36,9 @@ class Read:
     hidden: bool = True  # ... hidden files too (ripgrep skips them unless told)
     suffixes: tuple[str, ...] = ()  # ... only files with these endings (ruff, mypy)
     rooted: bool = False  # relative to the repository root whatever the directory (git's REV:PATH)
+    # Printed from git's history or index (REV:PATH, blame, -L): where the sandbox shows a store without
+    # read_deny's blobs (sandbox/filtered_store.py), git prints a placeholder, so nothing to predict.
+    history: bool = False
     # What a recursive search skips by name (grep's --include, --exclude, --exclude-dir: base names
     # matched as fnmatch globs), and whether it follows symlinks it meets below (`grep -r` does not).
     include: tuple[str, ...] = ()

@@ -1,0 +1,54 @@
+"""`[sandbox] rebuildable`: which ignored paths lie in a directory a build makes again.
+
+A run's start captures its ignored files within a budget (checkpoints/ignored.py); what it cannot
+capture would be kept read-only, and then `cargo build`, `npm install` or `make` fail in the sandbox. A
+path inside a rebuildable directory is left writable instead, and is not restored: its content is
+rebuilt, not kept. The globs are matched as read_deny's are (files.py: `**/NAME` by name at any depth).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from gitbot.policy.files import path_matcher
+
+
+def rebuildable_directory(patterns: Sequence[str]) -> Callable[[str, bool], str | None]:
+    """A function of (repository-relative path, whether it is a directory) giving the rebuildable
+    directory it is or lies in (the outermost; None: none). A file is never rebuildable by its own
+    name, only by a directory above it: `[sandbox] rebuildable` names directories."""
+    matches = path_matcher(tuple(patterns))
+
+    def directory(path: str, is_directory: bool) -> str | None:
+        if matches is None:
+            return None
+        parts = path.strip("/").split("/")
+        for depth in range(1, len(parts) + (1 if is_directory else 0)):
+            prefix = "/".join(parts[:depth])
+            if matches(prefix):
+                return prefix
+        return None
+
+    return directory
+
+
+def rebuildable_here(repo, patterns: Sequence[str]) -> list[str]:
+    """The rebuildable directories in the work tree `repo` now (for `gitbot sandbox explain`): those
+    holding what git ignores, listed as a run's start lists its ignored files (directories collapsed)."""
+    import os
+
+    from gitbot import git
+
+    directory = rebuildable_directory(patterns)
+    listed = git.run(("ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory",
+                      "--no-empty-directory"), cwd=repo, ok=range(256), timeout=60)
+    if listed.returncode != 0:
+        return []
+    found = set()
+    for raw in listed.stdout.split(b"\0"):
+        path = os.fsdecode(raw)
+        if path:
+            where = directory(path.rstrip("/"), path.endswith("/"))
+            if where is not None:
+                found.add(where)
+    return sorted(found)
