@@ -1,9 +1,8 @@
-"""SIGKILL a real `gitbot run` at a random step, `gitbot resume` it, and get the same result."""
+"""SIGKILL a real `gitbot run` at each slow step, `gitbot resume` it, and get the same result."""
 
 from __future__ import annotations
 
 import json
-import random
 import signal
 import subprocess
 import sys
@@ -73,9 +72,10 @@ def reference(tmp_path_factory) -> tuple[str, int]:
     return diff, json.loads(done.stdout)["tool_calls"]
 
 
-# Every slow step, including the one that is killed halfway through writing a file; and one more at random.
+# Every slow step, including the one that is killed halfway through writing a file. (A fourth case drawn at
+# random from the same three only repeated one of them: the kill is triggered by the step's record, not by time.)
 @pytest.mark.slow
-@pytest.mark.parametrize("kill_at", [1, 3, 5, random.Random().choice([1, 3, 5])])
+@pytest.mark.parametrize("kill_at", [1, 3, 5])
 def test_sigkill_then_resume_ends_with_the_same_diff(tmp_path: Path, kill_at: int, reference):
     expected_diff, reference_calls = reference
     repo, policy = repo_and_policy(tmp_path / "killed")
