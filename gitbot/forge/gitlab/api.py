@@ -572,12 +572,15 @@ class GitLabForge:
             note.body = body
             self._call(note.save, doing)
             return existing
-        thread, _ = self._thread_of(trigger)
-        if thread is not None:
+        thread, everything = self._thread_of(trigger)
+        if thread is not None:  # GitLab keeps a reply in an internal thread internal
             discussion = parent.discussions.get(thread["id"], lazy=True)
             created = self._call(lambda: discussion.notes.create({"body": body}), doing)
         else:
-            created = self._call(lambda: parent.notes.create({"body": body}), doing)
+            # An answer to an internal note (members only) stays internal: it quotes and works from it.
+            asked = next((n for n in everything if n.get("id") == trigger.comment_id), {})
+            fields = {"body": body, **({"internal": True} if asked.get("internal") else {})}
+            created = self._call(lambda: parent.notes.create(fields), doing)
         return Reply(int(created.id), run.group(2) if run else "", thread is not None)
 
     # ---------------------------------------------------------------- links people follow
