@@ -437,6 +437,7 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
             "labels": list(issue.labels),
             "author": self.user_basic(issue.author_id),
             "type": "ISSUE",
+            "confidential": issue.confidential,
             "user_notes_count": len([n for n in self.notes_on("Issue", issue.iid) if not n.system]),
             "web_url": f"{self.web_url}/-/issues/{issue.iid}",
             "references": {"short": f"#{issue.iid}", "full": f"{self.path_with_namespace}#{issue.iid}"},

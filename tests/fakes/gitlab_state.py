@@ -41,6 +41,7 @@ class Issue:
     state: str = "opened"
     created_at: dt.datetime = field(default_factory=utcnow)
     updated_at: dt.datetime = field(default_factory=utcnow)
+    confidential: bool = False  # seen only by its author, assignees and members at least Planner
 
 
 @dataclass

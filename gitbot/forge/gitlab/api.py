@@ -194,6 +194,12 @@ class GitLabForge:
             return self.project.mergerequests.get(iid, lazy=True)
         raise ForgeError(f"notes on a {noteable!r} are not supported")
 
+    def confidential(self, number: int) -> bool:
+        """Whether the issue is confidential: then its words must not reach a merge request or a note that
+        everyone who sees the project can read (the GitLab entry does not start on one)."""
+        issue = self._call(lambda: self.project.issues.get(number), f"reading issue #{number}")
+        return bool(issue.attributes.get("confidential"))
+
     def issue(self, number: int) -> IssueData:
         issue = self._call(lambda: self.project.issues.get(number), f"reading issue #{number}")
         data = issue.attributes

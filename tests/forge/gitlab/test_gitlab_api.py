@@ -259,6 +259,14 @@ def test_issue_comments_and_the_label_that_approved_the_task(forge: GitLabForge,
     assert forge.label_added_at(issue.iid, "gitbot", "someone-else") is None
 
 
+def test_a_confidential_issue_says_so(forge: GitLabForge, fake: FakeGitLab):
+    dev = fake.add_user("secretive")
+    open_issue = fake.add_issue("public", "", author=dev)
+    hidden = fake.add_issue("security hole", "details", author=dev)
+    hidden.confidential = True
+    assert (forge.confidential(open_issue.iid), forge.confidential(hidden.iid)) == (False, True)
+
+
 def test_the_status_note_is_edited_in_place_and_never_someone_elses(forge: GitLabForge, fake: FakeGitLab):
     dev = fake.add_user("paster")
     issue = fake.add_issue("t", "b", author=dev)
