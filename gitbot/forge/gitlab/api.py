@@ -196,7 +196,7 @@ class GitLabForge:
 
     def confidential(self, number: int) -> bool:
         """Whether the issue is confidential: then its words must not reach a merge request or a note that
-        everyone who sees the project can read (the GitLab entry does not start on one)."""
+        everyone who sees the project can read, so the GitLab entry must not start on one."""
         issue = self._call(lambda: self.project.issues.get(number), f"reading issue #{number}")
         return bool(issue.attributes.get("confidential"))
 
