@@ -28,6 +28,11 @@ CLOSING_KEYWORD = re.compile(
     re.IGNORECASE,
 )
 ISSUE_REFERENCE = re.compile(r"#(?=\d)")
+# GitLab runs a quick action (`/merge`, `/approve`, `/close` …) from any line of a note or description
+# that starts with a slash, as the user who posted it (gitbot), after deleting every carriage return;
+# its exceptions for code blocks are heuristics, not Markdown's. Such a line gets an invisible first
+# character (before the carriage returns GitLab deletes).
+QUICK_ACTION_LINE = re.compile(r"^(?=\r*/)", re.MULTILINE)
 AUTOLINK = re.compile(r"(?i)(?<=[a-z])(:)(?=//)|\b(www)(?=\.)")
 
 
@@ -35,6 +40,11 @@ def neutralise(text: str) -> str:
     """No mention pings anyone, no closing keyword closes anything (the text still reads the same)."""
     text = CLOSING_KEYWORD.sub(lambda m: m.group(0)[0] + ZWSP + m.group(0)[1:], text)
     return text.replace("@", "@" + ZWSP)
+
+
+def no_quick_actions(text: str) -> str:
+    """No line of `text` starts with a slash (it reads the same)."""
+    return QUICK_ACTION_LINE.sub(ZWSP, text)
 
 
 def fenced(text: str, info: str = "text") -> str:

@@ -227,6 +227,7 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
         position: dict[str, Any] | None = None,
         system: bool = False,
         thread: bool = False,
+        internal: bool = False,
     ) -> Note:
         """A note on an issue or merge request: on its own (an individual note), the start of a thread
         (`thread=True`, or a diff note with a `position`), or a reply in `discussion`."""
@@ -244,6 +245,7 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
                     opening.resolvable = noteable_type == "MergeRequest"
                 self.discussions[did].individual_note = False
                 kind, position = opening.type, opening.position
+                internal = internal or opening.internal  # a reply in an internal thread is internal
             note = Note(
                 next(self._ids),
                 noteable_type,
@@ -255,6 +257,7 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
                 position=position,
                 resolvable=kind is not None and noteable_type == "MergeRequest",
                 type=kind,
+                internal=internal,
             )
             self.notes[note.id] = note
             self.discussions[did].note_ids.append(note.id)
@@ -434,6 +437,7 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
             "labels": list(issue.labels),
             "author": self.user_basic(issue.author_id),
             "type": "ISSUE",
+            "confidential": issue.confidential,
             "user_notes_count": len([n for n in self.notes_on("Issue", issue.iid) if not n.system]),
             "web_url": f"{self.web_url}/-/issues/{issue.iid}",
             "references": {"short": f"#{issue.iid}", "full": f"{self.path_with_namespace}#{issue.iid}"},
@@ -454,8 +458,8 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
             "noteable_iid": note.noteable_iid,
             "project_id": self.project_id,
             "resolvable": note.resolvable,
-            "confidential": False,
-            "internal": False,
+            "confidential": note.internal,
+            "internal": note.internal,
             "commands_changes": {},
         }
         if note.resolvable:
@@ -698,7 +702,8 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
         noteable = self._noteable(params)
         if noteable is None:
             return self._not_found()
-        note = self.add_note(*noteable, rec.body["body"], author=self.users[user_id])
+        internal = _truthy(rec.body.get("internal", False))
+        note = self.add_note(*noteable, rec.body["body"], author=self.users[user_id], internal=internal)
         return 201, {}, self.note_json(note)
 
     def _update_note(self, rec, params, user_id):

@@ -194,6 +194,12 @@ class GitLabForge:
             return self.project.mergerequests.get(iid, lazy=True)
         raise ForgeError(f"notes on a {noteable!r} are not supported")
 
+    def confidential(self, number: int) -> bool:
+        """Whether the issue is confidential: then its words must not reach a merge request or a note that
+        everyone who sees the project can read, so the GitLab entry must not start on one."""
+        issue = self._call(lambda: self.project.issues.get(number), f"reading issue #{number}")
+        return bool(issue.attributes.get("confidential"))
+
     def issue(self, number: int) -> IssueData:
         issue = self._call(lambda: self.project.issues.get(number), f"reading issue #{number}")
         data = issue.attributes
@@ -572,12 +578,15 @@ class GitLabForge:
             note.body = body
             self._call(note.save, doing)
             return existing
-        thread, _ = self._thread_of(trigger)
-        if thread is not None:
+        thread, everything = self._thread_of(trigger)
+        if thread is not None:  # GitLab keeps a reply in an internal thread internal
             discussion = parent.discussions.get(thread["id"], lazy=True)
             created = self._call(lambda: discussion.notes.create({"body": body}), doing)
         else:
-            created = self._call(lambda: parent.notes.create({"body": body}), doing)
+            # An answer to an internal note (members only) stays internal: it quotes and works from it.
+            asked = next((n for n in everything if n.get("id") == trigger.comment_id), {})
+            fields = {"body": body, **({"internal": True} if asked.get("internal") else {})}
+            created = self._call(lambda: parent.notes.create(fields), doing)
         return Reply(int(created.id), run.group(2) if run else "", thread is not None)
 
     # ---------------------------------------------------------------- links people follow

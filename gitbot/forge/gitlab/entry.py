@@ -33,8 +33,16 @@ from gitbot.forge.triggers import Ignore
 from gitbot.secrets import SECRET_ENV_NAMES, SECRET_NAME_HINTS, Secrets
 
 # The variables GitLab (or the job) sets whose values are credentials, whatever their names say.
-SECRET_VARIABLES = ("GITBOT_GITLAB_TOKEN", "CI_JOB_TOKEN", "ANTHROPIC_API_KEY", "OPENAI_API_KEY",
-                    "CI_REGISTRY_PASSWORD", "CI_DEPENDENCY_PROXY_PASSWORD", "CI_JOB_JWT", "CI_JOB_JWT_V2")
+SECRET_VARIABLES = (
+    "GITBOT_GITLAB_TOKEN",
+    "CI_JOB_TOKEN",
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "CI_REGISTRY_PASSWORD",
+    "CI_DEPENDENCY_PROXY_PASSWORD",
+    "CI_JOB_JWT",
+    "CI_JOB_JWT_V2",
+)
 # The user name gitbot's git processes give with the token (GitLab takes any with an access token).
 GIT_USER = "oauth2"
 
@@ -69,8 +77,12 @@ def secrets_out_of_environment(secrets: Secrets) -> Iterator[None]:
     removed = {}
     for name, value in list(os.environ.items()):
         upper = name.upper()
-        if (upper in SECRET_ENV_NAMES or any(hint in upper for hint in SECRET_NAME_HINTS)
-                or name in SECRET_VARIABLES or value in secrets.values):
+        if (
+            upper in SECRET_ENV_NAMES
+            or any(hint in upper for hint in SECRET_NAME_HINTS)
+            or name in SECRET_VARIABLES
+            or value in secrets.values
+        ):
             removed[name] = os.environ.pop(name)
     try:
         yield
@@ -114,7 +126,9 @@ def _run(environ: dict[str, str], io: GitLabIO, secrets: Secrets) -> int:
     return _execute(io, settings, ctx, forge, verdict.trigger, secrets)
 
 
-def _execute(io: GitLabIO, settings: GitLabSettings, ctx: GitLabContext, forge, trigger, secrets: Secrets) -> int:
+def _execute(
+    io: GitLabIO, settings: GitLabSettings, ctx: GitLabContext, forge, trigger, secrets: Secrets
+) -> int:
     from gitbot.forge.flow import execute
     from gitbot.forge.gitlab.checkout import clone_credentials_removed
     from gitbot.forge.job import Job

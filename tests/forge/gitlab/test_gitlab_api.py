@@ -259,6 +259,14 @@ def test_issue_comments_and_the_label_that_approved_the_task(forge: GitLabForge,
     assert forge.label_added_at(issue.iid, "gitbot", "someone-else") is None
 
 
+def test_a_confidential_issue_says_so(forge: GitLabForge, fake: FakeGitLab):
+    dev = fake.add_user("secretive")
+    open_issue = fake.add_issue("public", "", author=dev)
+    hidden = fake.add_issue("security hole", "details", author=dev)
+    hidden.confidential = True
+    assert (forge.confidential(open_issue.iid), forge.confidential(hidden.iid)) == (False, True)
+
+
 def test_the_status_note_is_edited_in_place_and_never_someone_elses(forge: GitLabForge, fake: FakeGitLab):
     dev = fake.add_user("paster")
     issue = fake.add_issue("t", "b", author=dev)
@@ -431,6 +439,21 @@ def test_a_reply_to_an_individual_note_goes_on_the_issue_and_is_found_again(
     assert forge.find_reply(trigger) == reply
     forge.write_reply(trigger, f"answered {marker(trigger)}", reply)
     assert written.body == f"answered {marker(trigger)}"
+
+
+def test_a_reply_to_an_internal_note_is_internal_too(forge: GitLabForge, fake: FakeGitLab):
+    """What answers an internal note (seen by members only) must not be shown to everyone who can see the
+    issue: the reply quotes and works from it."""
+    dev = fake.add_user("insider")
+    issue = fake.add_issue("public issue", "", author=dev)
+    note = fake.add_note(
+        "Issue", issue.iid, "@gitbot the prod password rotation, see vault", author=dev, internal=True
+    )
+    reply = forge.write_reply(trigger_for(note), f"on it {marker(trigger_for(note))}", None)
+    assert fake.notes[reply.id].internal
+    public = fake.add_note("Issue", issue.iid, "@gitbot and this?", author=dev)
+    reply = forge.write_reply(trigger_for(public), f"here {marker(trigger_for(public))}", None)
+    assert not fake.notes[reply.id].internal
 
 
 def test_a_reply_to_a_diff_note_goes_in_its_discussion(forge: GitLabForge, fake: FakeGitLab):
