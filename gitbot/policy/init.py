@@ -102,7 +102,8 @@ edit_deny = {_toml_list(DEFAULT_EDIT_DENY)}
 # must be allowed. Substitutions `$(...)`, eval/source/exec, shell function definitions and
 # unparseable input are refused. Options that run, load or write something are judged too
 # (`rg --pre=PROG` runs PROG, `sort -o FILE` writes FILE), and reading a read_deny file is refused
-# (`cat .env`, `git show REV:.env`). python, python3 and python3.X match each other.
+# (`cat .env`; `git show REV:.env` too, unless the sandbox shows git a history without those
+# files). python, python3 and python3.X match each other.
 # The check command of a `gitbot fix-check` run is always allowed for that run.
 allow = {_toml_list(allow, comments)}
 # Deny rules win over allow rules and match the program's base name (/usr/bin/curl is curl).
