@@ -117,7 +117,10 @@ def _confirm_note(
         "created_at": note.created_at.isoformat(),
     }
     if t.on_pull:
-        line = _line_of(forge, t.number, note.id)
+        # Where a line comment points is re-read only when the payload says it is one: a payload that hides
+        # a position only loses the model that context, and reading the discussions (with their diff hunks)
+        # would put those calls before the 👀 on every plain note.
+        line = _line_of(forge, t.number, note.id) if t.line is not None else None
         changes |= {"line": line, "kind": "diff_note" if line is not None else "merge_request_note"}
     else:
         if forge.confidential(t.number):

@@ -190,3 +190,11 @@ def test_a_confidential_issue_is_refused_whoever_asks(gl, forge, tmp_path):
     got = check(gl, forge, None, tmp_path, source="web", GITBOT_ISSUE=str(issue.iid), GITLAB_USER_ID=str(dev.id),
                 GITLAB_USER_LOGIN="dev")
     assert isinstance(got, Refused) and "confidential" in got.reason
+
+
+def test_a_position_the_payload_invents_for_a_plain_note_is_dropped(gl, forge, tmp_path):
+    payload = gl.note_hook(note(gl, "dev", "@gitbot tidy this up", on="MergeRequest"))
+    payload["object_attributes"]["position"] = gl.diff_position(1, "secrets.env", 1)
+    got = check(gl, forge, payload, tmp_path)
+    assert isinstance(got, Confirmed), got
+    assert got.trigger.kind == "merge_request_note" and got.trigger.line is None
