@@ -11,7 +11,8 @@ whoever holds the trigger token can send any, so everything it claims is looked 
 Then the person: a project member (direct or inherited) with at least the Developer role (30). A bot
 user (a project or group access token's, a service account) is refused unless GITBOT_ALLOWED_BOTS
 names it, and then still needs the role; its username alone never grants anything. gitbot's own notes
-(its bot user, with its marker) are never answered.
+(its bot user, with its marker) are never answered. A confidential issue is refused whoever asks: its
+words would reach a branch, a merge request and notes that everyone who sees the project can read.
 
 The result is the trigger rebuilt from what the API says, so nothing from the payload but the ids
 reaches the flow, and the model.
@@ -77,6 +78,8 @@ def confirm(
         return verdict
     user, reason = verdict
     if isinstance(decision, IssueTrigger):
+        if forge.confidential(decision.number):
+            return _confidential(decision.number)
         return Confirmed(replace(decision, sender=_actor(user)), reason)
     return Confirmed(replace(decision, actors=[_actor(user)]), reason)
 
@@ -114,9 +117,14 @@ def _confirm_note(
         "created_at": note.created_at.isoformat(),
     }
     if t.on_pull:
-        line = _line_of(forge, t.number, note.id)
+        # Where a line comment points is re-read only when the payload says it is one: a payload that hides
+        # a position only loses the model that context, and reading the discussions (with their diff hunks)
+        # would put those calls before the 👀 on every plain note.
+        line = _line_of(forge, t.number, note.id) if t.line is not None else None
         changes |= {"line": line, "kind": "diff_note" if line is not None else "merge_request_note"}
     else:
+        if forge.confidential(t.number):
+            return _confidential(t.number)
         issue = forge.issue(t.number)
         if issue.state != "open":
             return Ignore(f"{where} is closed")
@@ -165,6 +173,8 @@ def _confirm_label(
     verdict = _person(forge, user.id, settings, claimed=user.username, user=user)
     if isinstance(verdict, Refused):
         return verdict
+    if forge.confidential(t.number):
+        return _confidential(t.number)
     snapshot = IssueSnapshot(issue.title, issue.body, issue.author, None)
     return Confirmed(replace(t, sender=_actor(user), snapshot=snapshot), verdict[1])
 
@@ -188,6 +198,13 @@ def _person(
             "Developer or higher"
         )
     return user, f"{user.username} has the {LEVEL_NAMES.get(level, str(level))} role"
+
+
+def _confidential(number: int) -> Refused:
+    return Refused(
+        f"issue #{number} is confidential: gitbot's branch, merge request and notes would show its words to "
+        "everyone who can see the project"
+    )
 
 
 def _actor(user: UserData) -> Actor:

@@ -175,3 +175,26 @@ def test_a_manual_run_is_checked_against_who_started_the_pipeline(gl, forge, tmp
     )
     assert isinstance(got, Refused) and "Reporter" in got.reason
     assert gl.violations == []
+
+
+def test_a_confidential_issue_is_refused_whoever_asks(gl, forge, tmp_path):
+    """Its words would reach a branch, a merge request and notes everyone who sees the project can read."""
+    dev = gl.user_named("dev")
+    issue = gl.add_issue("Token leaks in logs", "The deploy key is printed at …", author=dev)
+    issue.confidential = True
+    label = gl.label_issue(issue.iid, "gitbot", by=dev)
+    mention = gl.note_hook(gl.add_note("Issue", issue.iid, "@gitbot fix it", author=dev))
+    for payload in (label, mention):
+        got = check(gl, forge, payload, tmp_path)
+        assert isinstance(got, Refused) and "confidential" in got.reason, got
+    got = check(gl, forge, None, tmp_path, source="web", GITBOT_ISSUE=str(issue.iid), GITLAB_USER_ID=str(dev.id),
+                GITLAB_USER_LOGIN="dev")
+    assert isinstance(got, Refused) and "confidential" in got.reason
+
+
+def test_a_position_the_payload_invents_for_a_plain_note_is_dropped(gl, forge, tmp_path):
+    payload = gl.note_hook(note(gl, "dev", "@gitbot tidy this up", on="MergeRequest"))
+    payload["object_attributes"]["position"] = gl.diff_position(1, "secrets.env", 1)
+    got = check(gl, forge, payload, tmp_path)
+    assert isinstance(got, Confirmed), got
+    assert got.trigger.kind == "merge_request_note" and got.trigger.line is None
