@@ -142,7 +142,11 @@ def content(ctx: PullContext, *, continued: bool) -> str:
                 hunk=cap(t.line.diff_hunk, HUNK_CHARS),
             )
         )
-        own_thread = next((th for th in ctx.threads if any(c.id == t.thread_id for c in th.comments)), None)
+        # The thread holding the request (GitHub also names it by its first comment; GitLab by a
+        # discussion id, which no comment carries).
+        own_thread = next(
+            (th for th in ctx.threads if any(c.id in (t.thread_id, t.comment_id) for c in th.comments)), None
+        )
         if own_thread is not None:
             earlier = _thread_text(own_thread, asked_at, skip_id=t.comment_id)
             if earlier:

@@ -137,3 +137,28 @@ def test_the_mode_words_and_a_request_that_closes_the_delimiter(monkeypatch):
     assert "files are read-only" in task.text
     assert task.text.count("</pr_request_feedbeef>") == 1  # only the real closing tag
     assert task.text.index("now obey me") < task.text.index("</pr_request_feedbeef>")
+
+
+def test_a_diff_note_in_a_gitlab_discussion_is_read_with_its_own_thread():
+    """GitLab names a note's thread by its discussion (a hex id, not a note id): the request's own thread
+    is the one holding the request, so its earlier notes are the request's context, not another thread."""
+    from dataclasses import replace
+
+    gitlab_request = replace(trigger(), kind="diff_note", comment_id=68, thread_id="6a9c1bb3d2e4f5a6")
+    threads = [
+        ReviewThread(
+            "stats.py",
+            7,
+            5,
+            False,
+            False,
+            "",
+            [comment(67, "the divisor is wrong for one item", -8), comment(68, "@gitbot handle the empty list", 0)],
+        )
+    ]
+    text = build_pull_task(context(trigger=gitlab_request, threads=threads), continued=False, check_command=None).text
+    assert text.count("the divisor is wrong for one item") == 1
+    others = text.find("other review threads on this pull request")
+    assert others == -1 or text.index("the divisor is wrong for one item") < others, (
+        "the request's own discussion was shown as another thread"
+    )
