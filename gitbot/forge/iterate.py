@@ -103,7 +103,9 @@ def _iterate(job: Job, plan) -> IterationOutcome:
     outcome.diff_base = head
     if changed:
         changes = RunChanges(repo, result.run_id)
-        keep, outcome.left_out = prmod.partition_changes(changes.paths(), policy.check_edit, ignored_before)
+        keep, outcome.left_out = prmod.partition_changes(
+            changes.paths(), policy.check_edit, ignored_before, job.forge.unpushable
+        )
         try:
             outcome.commit = prmod.commit_changes(
                 repo,
@@ -117,6 +119,7 @@ def _iterate(job: Job, plan) -> IterationOutcome:
                 ),
                 run_id=result.run_id,
                 model=result.model,
+                unpushable=job.forge.unpushable,
             )
         except GateClosed as closed:
             outcome.stopped = closed.stopped

@@ -209,16 +209,18 @@ def left_out_notes(left_out: list[LeftOut]) -> list[str]:
     """One note per reason changes were not committed, naming the files."""
     notes = []
     denied = [item for item in left_out if item.by_policy]
-    workflows = [item for item in left_out if not item.by_policy]
+    unpushable: dict[str, list[LeftOut]] = {}
+    for item in left_out:
+        if not item.by_policy:
+            unpushable.setdefault(item.reason, []).append(item)
     if denied:
         files = "; ".join(f"{code_span(item.path)} ({md_cell(item.reason)})" for item in denied[:20])
         more = f"; and {len(denied) - 20} more" if len(denied) > 20 else ""
         notes.append(f"Changes left out because the policy does not allow editing them: {files}{more}.")
-    if workflows:
-        files = ", ".join(code_span(item.path) for item in workflows[:20])
-        notes.append(
-            f"Changes to workflow files were not committed (the workflow token cannot push them): {files}."
-        )
+    for reason, items in unpushable.items():
+        files = ", ".join(code_span(item.path) for item in items[:20])
+        more = f" and {len(items) - 20} more" if len(items) > 20 else ""
+        notes.append(f"Changes not committed ({md_cell(reason)}): {files}{more}.")
     return notes
 
 

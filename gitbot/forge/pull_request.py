@@ -42,8 +42,6 @@ if TYPE_CHECKING:
 RUN_TRAILER = "Gitbot-Run"
 MODEL_EMAIL = "noreply@anthropic.com"
 CREDENTIAL_KEYS = r"^(http\.(.*\.)?extraheader|include\.path|includeif\..*\.path)$"
-# Pushing workflow files needs the `workflows` permission, which the workflow token never has.
-UNPUSHABLE_PREFIX = ".github/workflows/"
 
 
 class BranchNotOurs(GitError):
@@ -183,33 +181,37 @@ def foreign_commits(repo: Path, tip: str, base: str) -> list[str]:
 class Commit:
     sha: str
     files: list[str]
-    skipped: list[str]  # changed but left out (workflow files)
+    skipped: list[str]  # changed but left out: files the forge would run as CI configuration
 
 
 @dataclass(frozen=True)
 class LeftOut:
     path: str
     reason: str
-    by_policy: bool  # True: the policy does not allow editing it; False: the token cannot push it
+    by_policy: bool  # True: the policy does not allow editing it; False: the forge's rule (forge.unpushable)
 
 
 def partition_changes(
-    paths: list[str], check_edit: Callable[[str], Any] | None, ignored_before: frozenset[bytes] = frozenset()
+    paths: list[str],
+    check_edit: Callable[[str], Any] | None,
+    ignored_before: frozenset[bytes] = frozenset(),
+    unpushable: Callable[[str], str | None] | None = None,
 ) -> tuple[list[str], list[LeftOut]]:
     """The changed paths that may be committed, and those left out with the reason.
 
     The agent's file tools already ask the policy, but its commands (a script, `sed -i`, a generator)
     can write anywhere the sandbox lets them: every path is judged again here, by the run's policy.
     `ignored_before` (gate.ignored_untracked() before the agent started): files an earlier step left,
-    ignored, which the run only un-ignored; never committed."""
+    ignored, which the run only un-ignored; never committed. `unpushable` (the forge's): why a path is
+    never pushed (CI configuration a pushed branch would run), or None."""
     keep: list[str] = []
     left_out: list[LeftOut] = []
     for path in sorted(dict.fromkeys(paths)):
         if gate.was_ignored(os.fsencode(path), ignored_before):
             left_out.append(LeftOut(path, gate.IGNORED_BEFORE, by_policy=True))
             continue
-        if path.startswith(UNPUSHABLE_PREFIX):
-            reason = "workflow files cannot be pushed with the workflow token"
+        reason = unpushable(path) if unpushable is not None else None
+        if reason:
             left_out.append(LeftOut(path, reason, by_policy=False))
             continue
         decision = check_edit(path) if check_edit is not None else None
@@ -237,7 +239,7 @@ def commit_message(subject: str, body: str, *, run_id: str, model: str) -> str:
 
 def commit_changes(
     repo: Path, paths: list[str], *, changes: RunChanges, policy: Policy, subject: str, body: str,
-    run_id: str, model: str
+    run_id: str, model: str, unpushable: Callable[[str], str | None] | None = None
 ) -> Commit | None:
     """One commit of `paths` (as the run's last checkpoint has them: never the work tree, where the
     check after the agent and earlier workflow steps write too) on top of HEAD, by the bot, co-authored by
@@ -247,9 +249,10 @@ def commit_changes(
     The tree is built with plumbing from the names themselves (fixcheck/gate.py: never a pathspec, so
     a file named `:(glob)*` adds itself and nothing else), and the commit gate sees it before any commit
     exists: GateClosed when it holds a path the run did not change (`run_changed`, from its
-    checkpoints) or may not publish under `policy`, or when git cannot build it."""
-    skipped = sorted(p for p in paths if p.startswith(UNPUSHABLE_PREFIX))
-    wanted = [os.fsencode(p) for p in paths if not p.startswith(UNPUSHABLE_PREFIX)]
+    checkpoints) or may not publish under `policy`, or when git cannot build it. What `unpushable` (the
+    forge's rule) names is never in the tree, whoever chose `paths`."""
+    skipped = sorted(p for p in paths if unpushable is not None and unpushable(p))
+    wanted = [os.fsencode(p) for p in paths if p not in skipped]
     if not wanted:
         return None
     env = gitcmd.bot_env()

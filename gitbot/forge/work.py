@@ -109,7 +109,9 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
         # file tools could not. The names come from the checkpoints as git has them (bytes), not from
         # the result's printable copy.
         changes = RunChanges(repo, result.run_id)
-        keep, left_out = prmod.partition_changes(changes.paths(), policy.check_edit, ignored_before)
+        keep, left_out = prmod.partition_changes(
+            changes.paths(), policy.check_edit, ignored_before, job.forge.unpushable
+        )
         try:
             commit = prmod.commit_changes(
                 repo,
@@ -120,6 +122,7 @@ def _work(job: Job, plan: Plan) -> WorkOutcome:
                 body=commit_body(job, plan),
                 run_id=result.run_id,
                 model=result.model,
+                unpushable=job.forge.unpushable,
             )
         except GateClosed as closed:
             return WorkOutcome(result, verdict, stopped=closed.stopped, sandbox_off=sandbox_off)

@@ -13,6 +13,7 @@ from gitbot.checkpoints import Checkpointer
 from gitbot.fixcheck.changes import RunChanges
 from gitbot.fixcheck.gate import GateClosed
 from gitbot.forge import pull_request as prmod
+from gitbot.forge.github.api import workflow_file
 from gitbot.policy import Policy
 from tests.forge.conftest import actions_checkout, run_git
 
@@ -35,7 +36,7 @@ def a_run(work, run_id: str = "r"):
 def commit_of(work, paths: list[str], *, run_id: str = "r", policy=None):
     """commit_changes as the Action calls it, for the run `run_id` (see a_run)."""
     return prmod.commit_changes(work, paths, changes=RunChanges(work, run_id), policy=policy or Policy(repo=work),
-                                subject="s", body="b", run_id=run_id, model="m")
+                                subject="s", body="b", run_id=run_id, model="m", unpushable=workflow_file)
 
 
 def config_text(repo) -> str:
@@ -183,7 +184,7 @@ def test_the_policy_judges_every_changed_path():
         ".github/workflows/ci.yml",
         "docs/guide.md",
     ]
-    keep, left_out = prmod.partition_changes(paths, policy.check_edit)
+    keep, left_out = prmod.partition_changes(paths, policy.check_edit, unpushable=workflow_file)
     assert keep == ["docs/guide.md", "stats.py"]
     by_policy = {item.path: item.reason for item in left_out if item.by_policy}
     assert set(by_policy) == {".gitbot/policy.toml", ".github/actions/deploy/action.yml", ".ci/run"}

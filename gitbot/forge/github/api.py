@@ -82,6 +82,16 @@ def forge_error(exc: Exception, doing: str) -> ForgeError:
     return ForgeError(f"{doing}: {status or ''} {message or exc}".replace("  ", " ").strip(), status)
 
 
+# A pushed workflow runs with the repository's secrets, and pushing one needs the `workflows` permission,
+# which the workflow token never has.
+WORKFLOWS = ".github/workflows/"
+
+
+def workflow_file(path: str) -> str | None:
+    """Why gitbot does not push `path` (a workflow file), or None."""
+    return "workflow files cannot be pushed with the workflow token" if path.startswith(WORKFLOWS) else None
+
+
 class GitHubForge:
     """One repository (interface.Forge); every method is one or a few REST or GraphQL calls and returns
     plain data."""
@@ -435,6 +445,9 @@ class GitHubForge:
             match = re.search(r'<([^>]+)>;\s*rel="next"', headers.get("link", ""))
             next_url = match.group(1) if match else None
         return items
+
+    def unpushable(self, path: str) -> str | None:
+        return workflow_file(path)
 
     # ---------------------------------------------------------------- links people follow
 

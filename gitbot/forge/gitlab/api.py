@@ -18,6 +18,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
+from gitbot.forge.gitlab import ci_config
 from gitbot.forge.gitlab.client import api_base, connect, errors, forge_error
 from gitbot.forge.gitlab.hunks import hunk_upto
 from gitbot.forge.gitlab.trace import readable
@@ -94,6 +95,8 @@ class GitLabForge:
     """One GitLab project; every method is one or a few API calls and returns plain data."""
 
     terms = TERMS
+    # Until the entry reads the project's own (ci_config.read): the default file and .gitlab/.
+    ci_configuration = ci_config.CIConfiguration(frozenset({ci_config.DEFAULT_CONFIG}))
 
     def __init__(self, url: str, token: str, project: str | int, *, job_token: bool = False):
         self._gitlab_errors = errors()
@@ -588,6 +591,10 @@ class GitLabForge:
             fields = {"body": body, **({"internal": True} if asked.get("internal") else {})}
             created = self._call(lambda: parent.notes.create(fields), doing)
         return Reply(int(created.id), run.group(2) if run else "", thread is not None)
+
+    def unpushable(self, path: str) -> str | None:
+        """CI/CD configuration (ci_config.py: the entry reads it from the work tree before the agent runs)."""
+        return ci_config.REASON if self.ci_configuration.holds(path) else None
 
     # ---------------------------------------------------------------- links people follow
 

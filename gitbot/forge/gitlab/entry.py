@@ -25,7 +25,12 @@ from gitbot.forge.gitlab.ci import ContextError, GitLabContext, decide, read_con
 from gitbot.forge.gitlab.ci_io import GitLabIO
 from gitbot.forge.gitlab.settings import GitLabSettings, SettingsError, read_settings
 from gitbot.forge.interface import ForgeError
-from gitbot.forge.job_start import configuration_error, nothing_to_do, secrets_out_of_environment, trigger_refused
+from gitbot.forge.job_start import (
+    configuration_error,
+    nothing_to_do,
+    secrets_out_of_environment,
+    trigger_refused,
+)
 from gitbot.forge.report import outputs
 from gitbot.forge.triggers import Ignore
 from gitbot.secrets import Secrets
@@ -95,6 +100,10 @@ def _run(environ: dict[str, str], io: GitLabIO, secrets: Secrets) -> int:
     if isinstance(verdict, Refused):
         return trigger_refused(io, verdict.reason)
     io.info(f"gitbot {__version__}: {verdict.reason}")
+    from gitbot.forge.gitlab import ci_config
+
+    # Read before the agent runs: what it writes cannot take a file out of the configuration.
+    forge.ci_configuration = ci_config.read(ctx.workspace, environ.get("CI_CONFIG_PATH"))
     return _execute(io, settings, ctx, forge, verdict.trigger, secrets)
 
 

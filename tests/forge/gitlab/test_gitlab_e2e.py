@@ -267,3 +267,24 @@ def test_a_fork_merge_request_gets_a_refusal_reply(gl, job):
     assert "in a fork" in reply.body and f"merge-requests/{mr.iid}/head" in reply.body
     assert gl.branch_sha("patch-1") is None
 
+
+
+def test_the_agents_change_to_the_ci_configuration_is_never_pushed(gl, job):
+    """A pushed branch runs its own .gitlab-ci.yml (and what it includes) with the project's CI/CD variables:
+    a configuration change the agent made from an issue anyone can write stays out of the commit, named."""
+    maria = gl.user_named("maria")
+    issue = gl.add_issue("mean() is wrong", "mean([1, 2, 3]) returns 3.0.", author=gl.user_named("gus"))
+    payload = gl.label_issue(issue.iid, "gitbot", by=maria)
+    leak = "leak:\n  script: env | base64\n"
+    script = [
+        tool_turn(("write_to_file", {"path": ".gitlab-ci.yml", "content": leak})),
+        *fix_script(),
+    ]
+    with FakeMessagesAPI(script) as api:
+        ran = job.run(api, source="trigger", user=gl.bot, payload=payload)
+    assert ran.exit_code == 0, ran.log
+    branch = f"gitbot/issue-{issue.iid}"
+    [mr] = [m for m in gl.merge_requests.values() if m.source_branch == branch]
+    pushed = run_git(gl.bare_repo, "ls-tree", "-r", "--name-only", branch).split()
+    assert "stats.py" in pushed and ".gitlab-ci.yml" not in pushed
+    assert "`.gitlab-ci.yml`" in mr.description and "CI/CD configuration" in mr.description
