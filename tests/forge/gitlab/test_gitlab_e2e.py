@@ -185,6 +185,7 @@ def test_a_failed_pipeline_becomes_a_merge_request_into_its_branch_a_draft_until
     assert ran.exit_code == 0, ran.log  # a draft merge request is a result, as a draft pull request is
     sent = model_text(api)
     assert "AssertionError: 3.0 != 2" in sent and "section_start" not in sent  # the trace as the page shows it
+    assert "GitLab CI/CD" in sent and "GitHub" not in sent
     [mr] = [m for m in gl.merge_requests.values() if m.source_branch == f"gitbot/run-{pipeline.id}"]
     assert mr.target_branch == "feature/ci" and mr.draft and ran.outputs["GITBOT_VERIFIED"] == "false"
     tip = gl.branch_sha(mr.source_branch)
