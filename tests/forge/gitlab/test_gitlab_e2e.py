@@ -71,7 +71,7 @@ class GitLabJob:
         **variables: str,
     ) -> Ran:
         work = self.clone(ref)
-        out = self.root / f"out-{self.runs}"
+        out = work / ".gitbot-out"  # where the component's artifact paths expect it: inside the work tree
         pipeline_id = pipeline_id or 90_000 + self.runs
         env = {
             **self.fake.ci_env(),
@@ -90,7 +90,6 @@ class GitLabJob:
             "ANTHROPIC_API_KEY": api.api_key,
             "ANTHROPIC_BASE_URL": api.url,
             "GITBOT_CHECK_COMMAND": CHECK,
-            "GITBOT_OUTPUT_DIR": str(out),
             **variables,
         }
         if payload is not None:
@@ -164,6 +163,10 @@ def test_a_labelled_issue_becomes_a_verified_merge_request_with_its_proof_and_co
     assert ran.outputs["GITBOT_PR_NUMBER"] == str(mr.iid)
     assert ran.outputs["GITBOT_PR_URL"].endswith(f"/-/merge_requests/{mr.iid}")
     assert "| model requests | 4 |" in ran.summary
+    tip = gl.branch_sha(mr.source_branch)
+    changed = run_git(gl.bare_repo, "diff", "--name-only", f"{tip}^", tip).split()
+    assert changed == ["stats.py"]  # nothing gitbot keeps in .gitbot-out/ for the artifact
+    assert (ran.workspace / ".gitbot-out" / "gitbot-artifact").is_dir()
     [status] = bot_notes(gl, "Issue", issue.iid)
     assert f"!{mr.iid}" in status.body
     # the job token went back into the clone's config once gitbot was done; it was never in the log
