@@ -25,7 +25,12 @@ from gitbot.forge.gitlab.ci import ContextError, GitLabContext, decide, read_con
 from gitbot.forge.gitlab.ci_io import GitLabIO
 from gitbot.forge.gitlab.settings import GitLabSettings, SettingsError, read_settings
 from gitbot.forge.interface import ForgeError
-from gitbot.forge.job_start import configuration_error, nothing_to_do, secrets_out_of_environment, trigger_refused
+from gitbot.forge.job_start import (
+    configuration_error,
+    nothing_to_do,
+    secrets_out_of_environment,
+    trigger_refused,
+)
 from gitbot.forge.report import outputs
 from gitbot.forge.triggers import Ignore
 from gitbot.secrets import Secrets

@@ -8,7 +8,6 @@ works on issues and branches of its own."""
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
