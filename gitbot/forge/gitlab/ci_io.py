@@ -126,7 +126,7 @@ class GitLabIO:
     def write_summary(self, markdown: str) -> None:
         """Append to the summary file (redacted), which the component keeps as an artifact."""
         text = self.secrets.redact(markdown)
-        path = self._prepared() / SUMMARY_FILE
+        path = self.prepared() / SUMMARY_FILE
         if not self._summary_started:
             path.unlink(missing_ok=True)  # whatever was there is not this job's (a symlink included)
             self._summary_started = True
@@ -142,7 +142,7 @@ class GitLabIO:
             flat = printable(self.secrets.redact(str(value))).replace("\n", " ").replace("\t", " ")
             self._outputs[key] = flat[:DOTENV_VALUE_LIMIT]
         lines = "".join(f"{key}={value}\n" for key, value in self._outputs.items())
-        target = self._prepared() / OUTPUTS_FILE
+        target = self.prepared() / OUTPUTS_FILE
         partial = target.with_name(OUTPUTS_FILE + ".partial")
         partial.write_text(lines, encoding="utf-8")
         os.replace(partial, target)  # a later job never reads half a report
@@ -151,7 +151,9 @@ class GitLabIO:
     def outputs_written(self) -> bool:
         return bool(self._outputs)
 
-    def _prepared(self) -> Path:
+    def prepared(self) -> Path:
+        """The output dir, made with its `.gitignore` (before the run, so what gitbot keeps there for the
+        artifact is never among the work tree's untracked files)."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
         ignore = self.out_dir / ".gitignore"
         if not ignore.exists():
