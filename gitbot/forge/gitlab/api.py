@@ -551,13 +551,13 @@ class GitLabForge:
             raise forge_error(exc, "reacting to the note") from None
 
     def _thread_of(self, trigger: CommentTrigger) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-        """The discussion holding the trigger's note (None when it is an individual note), and every note
-        of the issue or merge request."""
+        """The discussion holding the trigger's note (an individual note has one too: a reply in it makes it
+        a thread, as GitLab's "Reply" does), and every note of the issue or merge request."""
         discussions = self._discussions(self._noteable_of(trigger), trigger.number)
         everything = [n for d in discussions for n in d.get("notes") or []]
         for discussion in discussions:
             if any(n.get("id") == trigger.comment_id for n in discussion.get("notes") or []):
-                return (None if discussion.get("individual_note") else discussion), everything
+                return discussion, everything
         return None, everything
 
     def find_reply(self, trigger: CommentTrigger) -> Reply | None:
@@ -573,7 +573,8 @@ class GitLabForge:
         return None
 
     def write_reply(self, trigger: CommentTrigger, body: str, existing: Reply | None) -> Reply:
-        """Edit gitbot's reply, or write it: in the note's discussion, or on the issue or merge request."""
+        """Edit gitbot's reply, or write it in the note's discussion (on the issue or merge request only when
+        GitLab no longer shows the note)."""
         run = REPLY_PATTERN.search(body)
         parent = self._noteable(self._noteable_of(trigger), trigger.number)
         doing = f"replying on {self.terms.change_prefix if trigger.on_pull else '#'}{trigger.number}"
@@ -583,7 +584,7 @@ class GitLabForge:
             self._call(note.save, doing)
             return existing
         thread, everything = self._thread_of(trigger)
-        if thread is not None:  # GitLab keeps a reply in an internal thread internal
+        if thread is not None:  # GitLab keeps a reply to an internal note internal
             discussion = parent.discussions.get(thread["id"], lazy=True)
             created = self._call(lambda: discussion.notes.create({"body": body}), doing)
         else:

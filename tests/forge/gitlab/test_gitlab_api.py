@@ -423,7 +423,7 @@ def test_eyes_are_given_once_per_note(forge: GitLabForge, fake: FakeGitLab):
         forge.react(dataclasses.replace(trigger, number=other.iid))
 
 
-def test_a_reply_to_an_individual_note_goes_on_the_issue_and_is_found_again(
+def test_a_reply_to_an_individual_note_goes_in_its_discussion_and_is_found_again(
     forge: GitLabForge, fake: FakeGitLab
 ):
     dev = fake.add_user("issue-asker")
@@ -433,9 +433,10 @@ def test_a_reply_to_an_individual_note_goes_on_the_issue_and_is_found_again(
     fake.add_note("Issue", issue.iid, f"pasted {marker(trigger)}", author=dev)  # not gitbot's
     assert forge.find_reply(trigger) is None
     reply = forge.write_reply(trigger, f"on it {marker(trigger)}", None)
-    assert reply.run == "77" and not reply.in_thread
+    assert reply.run == "77" and reply.in_thread
     written = fake.notes[reply.id]
-    assert written.discussion_id != note.discussion_id and written.author_id == fake.bot.id
+    assert written.discussion_id == note.discussion_id and written.author_id == fake.bot.id
+    assert fake.discussions[note.discussion_id].note_ids == [note.id, reply.id]  # GitLab's "Reply" made a thread
     assert forge.find_reply(trigger) == reply
     forge.write_reply(trigger, f"answered {marker(trigger)}", reply)
     assert written.body == f"answered {marker(trigger)}"
