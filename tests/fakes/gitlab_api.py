@@ -227,6 +227,7 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
         position: dict[str, Any] | None = None,
         system: bool = False,
         thread: bool = False,
+        internal: bool = False,
     ) -> Note:
         """A note on an issue or merge request: on its own (an individual note), the start of a thread
         (`thread=True`, or a diff note with a `position`), or a reply in `discussion`."""
@@ -244,6 +245,7 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
                     opening.resolvable = noteable_type == "MergeRequest"
                 self.discussions[did].individual_note = False
                 kind, position = opening.type, opening.position
+                internal = internal or opening.internal  # a reply in an internal thread is internal
             note = Note(
                 next(self._ids),
                 noteable_type,
@@ -255,6 +257,7 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
                 position=position,
                 resolvable=kind is not None and noteable_type == "MergeRequest",
                 type=kind,
+                internal=internal,
             )
             self.notes[note.id] = note
             self.discussions[did].note_ids.append(note.id)
@@ -434,6 +437,7 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
             "labels": list(issue.labels),
             "author": self.user_basic(issue.author_id),
             "type": "ISSUE",
+            "confidential": issue.confidential,
             "user_notes_count": len([n for n in self.notes_on("Issue", issue.iid) if not n.system]),
             "web_url": f"{self.web_url}/-/issues/{issue.iid}",
             "references": {"short": f"#{issue.iid}", "full": f"{self.path_with_namespace}#{issue.iid}"},
@@ -454,8 +458,8 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
             "noteable_iid": note.noteable_iid,
             "project_id": self.project_id,
             "resolvable": note.resolvable,
-            "confidential": False,
-            "internal": False,
+            "confidential": note.internal,
+            "internal": note.internal,
             "commands_changes": {},
         }
         if note.resolvable:
@@ -698,7 +702,8 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
         noteable = self._noteable(params)
         if noteable is None:
             return self._not_found()
-        note = self.add_note(*noteable, rec.body["body"], author=self.users[user_id])
+        internal = _truthy(rec.body.get("internal", False))
+        note = self.add_note(*noteable, rec.body["body"], author=self.users[user_id], internal=internal)
         return 201, {}, self.note_json(note)
 
     def _update_note(self, rec, params, user_id):
@@ -832,6 +837,77 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
             mr.state = "closed"
         mr.updated_at = utcnow()
         return 200, {}, self.mr_json(mr)
+
+    def _version(self, mr: MergeRequest) -> dict[str, Any] | None:
+        """The merge request's one diff version: its target's tip against its head (GitLab keeps one per push;
+        the fake, the latest)."""
+        head = mr.sha or self.branch_sha(mr.source_branch)
+        base = self.branch_sha(mr.target_branch)
+        if head is None or base is None:
+            return None
+        return {
+            "id": int(head[:7], 16),
+            "head_commit_sha": head,
+            "base_commit_sha": base,
+            "start_commit_sha": base,
+            "created_at": iso(mr.updated_at),
+            "merge_request_id": 700_000 + mr.iid,
+            "state": "collected",
+            "real_size": "1",
+        }
+
+    def _get_projects_id_merge_requests_merge_request_iid_versions(self, rec, params, user_id):
+        mr = self._mr(params)
+        if mr is None:
+            return self._not_found()
+        version = self._version(mr)
+        return self._paginate(rec, [version] if version else [])
+
+    def _get_projects_id_merge_requests_merge_request_iid_versions_version_id(self, rec, params, user_id):
+        mr = self._mr(params)
+        version = self._version(mr) if mr else None
+        if version is None or version["id"] != int(params["version_id"]):
+            return self._not_found()
+        diffs = []
+        base, head = version["base_commit_sha"], version["head_commit_sha"]
+        names = subprocess.run(
+            ["git", "-C", str(self.bare_repo), "diff", "--name-only", "-z", base, head],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split("\0")
+        for path in filter(None, names):
+            patch = subprocess.run(
+                [
+                    "git",
+                    "-C",
+                    str(self.bare_repo),
+                    "diff",
+                    "--no-color",
+                    "--no-ext-diff",
+                    base,
+                    head,
+                    "--",
+                    path,
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            # GitLab's `diff` is the patch without git's header lines: it starts at the first @@.
+            diffs.append(
+                {
+                    "old_path": path,
+                    "new_path": path,
+                    "a_mode": "100644",
+                    "b_mode": "100644",
+                    "diff": patch[patch.find("@@") :] if "@@" in patch else "",
+                    "new_file": False,
+                    "renamed_file": False,
+                    "deleted_file": False,
+                }
+            )
+        return 200, {}, {**version, "commits": [], "diffs": diffs}
 
     # pipelines and jobs
 

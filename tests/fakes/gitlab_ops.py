@@ -155,6 +155,15 @@ DOCUMENTED: tuple[Operation, ...] = (
         "resource_label_events.md",
         paginated=True,
     ),
+    _op(
+        "GET", "/projects/:id/merge_requests/:merge_request_iid/versions", "merge_requests.md", paginated=True
+    ),
+    _op(
+        "GET",
+        "/projects/:id/merge_requests/:merge_request_iid/versions/:version_id",
+        "merge_requests.md",
+        query={"unidiff": "boolean"},
+    ),
 )
 
 

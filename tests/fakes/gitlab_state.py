@@ -41,6 +41,7 @@ class Issue:
     state: str = "opened"
     created_at: dt.datetime = field(default_factory=utcnow)
     updated_at: dt.datetime = field(default_factory=utcnow)
+    confidential: bool = False  # seen only by its author, assignees and members at least Planner
 
 
 @dataclass
@@ -58,6 +59,7 @@ class Note:
     created_at: dt.datetime = field(default_factory=utcnow)
     updated_at: dt.datetime = field(default_factory=utcnow)
     type: str | None = None  # None (a plain note), "DiscussionNote" or "DiffNote"
+    internal: bool = False  # seen only by project members at least Reporter (GitLab's internal notes)
 
 
 @dataclass

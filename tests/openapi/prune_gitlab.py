@@ -18,8 +18,8 @@ from pathlib import Path
 import yaml
 
 # (path, method): the calls of gitbot/forge/gitlab/api.py that openapi_v2.yaml describes. The others
-# (notes, discussions, resource label events, issues, users, the project) are checked against their REST
-# documentation in tests/fakes/gitlab_ops.py.
+# (notes, discussions, resource label events, issues, users, diff versions, the project) are checked
+# against their REST documentation in tests/fakes/gitlab_ops.py.
 OPERATIONS = (
     ("/api/v4/projects/{id}/issues/{issue_iid}/notes/{note_id}/award_emoji", "post"),
     ("/api/v4/projects/{id}/merge_requests/{merge_request_iid}/notes/{note_id}/award_emoji", "post"),

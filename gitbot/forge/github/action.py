@@ -23,8 +23,6 @@ or a refused trigger), 1 gave up (also: a secret in the change), 2 configuration
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TextIO
 
 from gitbot import __version__
@@ -38,10 +36,16 @@ from gitbot.forge.github.inputs import InputError, read_inputs
 from gitbot.forge.github.permissions import check_actors
 from gitbot.forge.interface import ForgeError
 from gitbot.forge.job import Job
-from gitbot.forge.mdsafe import md_cell
+from gitbot.forge.job_start import (
+    configuration_error,
+    nothing_to_do,
+    secret_name,
+    secrets_out_of_environment,
+    trigger_refused,
+)
 from gitbot.forge.report import outputs
 from gitbot.forge.triggers import Ignore
-from gitbot.secrets import SECRET_ENV_NAMES, SECRET_NAME_HINTS, Secrets
+from gitbot.secrets import Secrets
 
 
 def run_action(environ: dict[str, str] | None = None, *, stdout: TextIO | None = None) -> int:
@@ -57,7 +61,7 @@ def run_action(environ: dict[str, str] | None = None, *, stdout: TextIO | None =
     io.mask_secrets()  # before anything else is printed
     # Nothing gitbot starts (git, the check command, the agent's tools) inherits a secret: they are out
     # of this process's environment for the whole run.
-    with secrets_out_of_environment(secrets):
+    with secrets_out_of_environment(secrets, also=lambda name: name.upper().startswith("INPUT_")):
         return _run_action(environ, io, secrets)
 
 
@@ -68,27 +72,9 @@ def known_secrets(environ: dict[str, str]) -> Secrets:
     secrets.add(environ.get("INPUT_GITHUB-TOKEN", "").strip())
     secrets.add(environ.get("INPUT_ANTHROPIC-API-KEY", "").strip())
     for name, value in environ.items():
-        if name.upper().startswith("INPUT_") and _secret_name(name.replace("-", "_")):
+        if name.upper().startswith("INPUT_") and secret_name(name.replace("-", "_")):
             secrets.add(value.strip())
     return secrets
-
-
-def _secret_name(name: str) -> bool:
-    upper = name.upper()
-    return upper in SECRET_ENV_NAMES or any(hint in upper for hint in SECRET_NAME_HINTS)
-
-
-@contextmanager
-def secrets_out_of_environment(secrets: Secrets) -> Iterator[None]:
-    """No secret stays in this process's environment while inside, whatever a child process inherits."""
-    removed = {}
-    for name, value in list(os.environ.items()):
-        if _secret_name(name) or value in secrets.values or name.upper().startswith("INPUT_"):
-            removed[name] = os.environ.pop(name)
-    try:
-        yield
-    finally:
-        os.environ.update(removed)
 
 
 def _run_action(environ: dict[str, str], io: ActionsIO, secrets: Secrets) -> int:
@@ -96,18 +82,11 @@ def _run_action(environ: dict[str, str], io: ActionsIO, secrets: Secrets) -> int
         inputs = read_inputs(environ)
         ctx = read_context(environ)
     except (InputError, ContextError) as exc:
-        problems = exc.problems if isinstance(exc, InputError) else [str(exc)]
-        for problem in problems:
-            io.error(problem, title="gitbot: configuration")
-        io.set_outputs(outputs("error"))
-        return ExitCode.CONFIG
+        return configuration_error(io, exc.problems if isinstance(exc, InputError) else [str(exc)])
 
     decision = decide(ctx, label=inputs.label, trigger_phrase=inputs.trigger_phrase)
     if isinstance(decision, Ignore):
-        io.notice(f"gitbot has nothing to do: {decision.reason}", title="gitbot")
-        io.write_summary(f"## gitbot: nothing to do\n\n{md_cell(decision.reason)}\n")
-        io.set_outputs(outputs("skipped"))
-        return ExitCode.OK
+        return nothing_to_do(io, decision.reason)
 
     try:
         forge = GitHubForge(connect(inputs.github_token, ctx.api_url), ctx.repository, ctx.server_url)
@@ -117,10 +96,7 @@ def _run_action(environ: dict[str, str], io: ActionsIO, secrets: Secrets) -> int
         io.set_outputs(outputs("error"))
         return ExitCode.INFRA
     if not verdict:
-        io.notice(f"gitbot will not run: {verdict.reason}", title="gitbot: trigger refused")
-        io.write_summary(f"## gitbot: trigger refused\n\n{md_cell(verdict.reason)}. No model was called.\n")
-        io.set_outputs(outputs("refused"))
-        return ExitCode.OK
+        return trigger_refused(io, verdict.reason)
     io.info(f"gitbot {__version__}: {verdict.reason}")
     auth = prmod.auth_env(inputs.github_token, ctx.server_url)
     return execute(Job(io, inputs, ctx, forge, decision, secrets, auth))

@@ -8,22 +8,19 @@ every problem at once.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 
-from gitbot.forge.mention import valid_phrase
+from gitbot.forge.settings_check import (
+    DEFAULT_LABEL,
+    DEFAULT_MAX_ITERATIONS,
+    DEFAULT_MAX_TOTAL_COST_USD,
+    DEFAULT_TRIGGER_PHRASE,
+    Problems,
+)
 
-DEFAULT_LABEL = "gitbot"
-DEFAULT_TRIGGER_PHRASE = "@gitbot"
-# A pull request's conversation with gitbot, unless the workflow says otherwise: at most this many
-# follow-up iterations, and at most this much spent on the pull request in all.
-DEFAULT_MAX_ITERATIONS = 10
-DEFAULT_MAX_TOTAL_COST_USD = 10.0
 # What a bot login may look like in allowed-bots: a GitHub App slug, optionally with "[bot]".
 BOT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}(\[bot\])?$")
-TRUE_WORDS = {"true", "yes", "1", "on"}
-FALSE_WORDS = {"false", "no", "0", "off", ""}
 
 
 class InputError(ValueError):
@@ -36,9 +33,6 @@ class InputError(ValueError):
 
 def env_name(input_id: str) -> str:
     return "INPUT_" + input_id.replace(" ", "_").upper()
-
-
-PROVIDERS = ("anthropic", "bedrock", "vertex", "openai")
 
 
 @dataclass(frozen=True)
@@ -73,41 +67,14 @@ class ActionInputs:
 
 
 def read_inputs(environ: dict[str, str]) -> ActionInputs:
-    problems: list[str] = []
+    problems = Problems()
 
     def text(input_id: str) -> str:
         return environ.get(env_name(input_id), "").strip()
 
-    def number(input_id: str, kind: type, minimum: float) -> float | int | None:
-        raw = text(input_id)
-        if not raw:
-            return None
-        try:
-            value = kind(raw)
-        except ValueError:
-            problems.append(f"{input_id} must be a {'whole ' if kind is int else ''}number, got {raw!r}")
-            return None
-        if (isinstance(value, float) and not math.isfinite(value)) or value < minimum:
-            problems.append(f"{input_id} must be at least {minimum}, got {raw!r}")
-            return None
-        return value
-
-    def flag(input_id: str, default: bool) -> bool:
-        raw = text(input_id).lower()
-        if not raw:
-            return default
-        if raw in TRUE_WORDS:
-            return True
-        if raw in FALSE_WORDS:
-            return False
-        problems.append(f"{input_id} must be true or false, got {raw!r}")
-        return default
-
     api_key, token = text("anthropic-api-key"), text("github-token")
-    provider = (text("provider") or "anthropic").lower()
-    openai_key, base_url = text("openai-api-key"), text("base-url") or None
-    if provider not in PROVIDERS:
-        problems.append(f"provider must be one of {', '.join(PROVIDERS)}, got {provider!r}")
+    provider = problems.provider("provider", text("provider"))
+    openai_key, base_url = text("openai-api-key"), problems.base_url("base-url", text("base-url"))
     if provider == "anthropic" and not api_key:
         problems.append(
             "anthropic-api-key is required: add an ANTHROPIC_API_KEY repository secret and pass it "
@@ -118,8 +85,6 @@ def read_inputs(environ: dict[str, str]) -> ActionInputs:
             "openai-api-key is required with provider openai: pass it as "
             "`openai-api-key: ${{ secrets.OPENAI_API_KEY }}` (a self-hosted server needs base-url instead)"
         )
-    if base_url and not re.match(r"^https?://[^\s/@]+(/\S*)?$", base_url):
-        problems.append(f"base-url must be an http(s) URL without credentials, got {base_url!r}")
     if not token:
         problems.append(
             "github-token is empty: leave it unset to use the workflow's token, or pass a GitHub "
@@ -128,18 +93,12 @@ def read_inputs(environ: dict[str, str]) -> ActionInputs:
     label = text("label") or DEFAULT_LABEL
     if len(label) > 50 or "\n" in label:
         problems.append(f"label must be one line of at most 50 characters, got {label!r}")
-    check_command = text("check-command") or None
-    if check_command and "\n" in check_command:
-        problems.append("check-command must be one line (for several commands use `sh -c '…'`)")
-    max_cost = number("max-cost-usd", float, 0.01)
-    max_steps = number("max-steps", int, 1)
-    max_total_cost = number("max-total-cost-usd", float, 0.01)
-    max_iterations = number("max-iterations", int, 1)
-    phrase = text("trigger-phrase") or DEFAULT_TRIGGER_PHRASE
-    if not valid_phrase(phrase):
-        problems.append(
-            f"trigger-phrase must be 2 to 40 characters without spaces, backticks, brackets or `>`, got {phrase!r}"
-        )
+    check_command = problems.check_command("check-command", text("check-command"))
+    max_cost = problems.number("max-cost-usd", text("max-cost-usd"), float, 0.01)
+    max_steps = problems.number("max-steps", text("max-steps"), int, 1)
+    max_total_cost = problems.number("max-total-cost-usd", text("max-total-cost-usd"), float, 0.01)
+    max_iterations = problems.number("max-iterations", text("max-iterations"), int, 1)
+    phrase = problems.trigger_phrase("trigger-phrase", text("trigger-phrase"))
     bots: set[str] = set()
     for name in re.split(r"[,\s]+", text("allowed-bots")):
         if not name:
@@ -150,9 +109,7 @@ def read_inputs(environ: dict[str, str]) -> ActionInputs:
             problems.append(f"allowed-bots: {name!r} is not a bot login")
         else:
             bots.add(name.lower().removesuffix("[bot]"))
-    base_branch = text("base-branch") or None
-    if base_branch and (base_branch.startswith("-") or any(c in base_branch for c in " ~^:?*[\\")):
-        problems.append(f"base-branch is not a valid branch name: {base_branch!r}")
+    base_branch = problems.branch("base-branch", text("base-branch"))
     inputs = ActionInputs(
         anthropic_api_key=api_key,
         github_token=token,
@@ -166,7 +123,7 @@ def read_inputs(environ: dict[str, str]) -> ActionInputs:
         max_steps=max_steps,
         policy=text("policy") or None,
         base_branch=base_branch,
-        draft=flag("draft", False),
+        draft=problems.flag("draft", text("draft"), False),
         allowed_bots=frozenset(bots),
         workflow_token=environ.get("GITBOT_WORKFLOW_TOKEN", "true").strip().lower() != "false",
         trigger_phrase=phrase,
@@ -174,5 +131,5 @@ def read_inputs(environ: dict[str, str]) -> ActionInputs:
         max_iterations=DEFAULT_MAX_ITERATIONS if max_iterations is None else int(max_iterations),
     )
     if problems:
-        raise InputError(problems)
+        raise InputError(list(problems))
     return inputs

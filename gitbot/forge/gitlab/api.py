@@ -2,14 +2,12 @@
 plus what the GitLab entry needs to decide who may trigger: a member's access level, a note re-read from
 the API, a user's bot flag.
 
-gitlab.com and self-managed instances alike: the client is pointed at the instance's URL (CI_SERVER_URL,
-which may carry a path prefix: https://example.com/gitlab), or at CI_API_V4_URL. It authenticates with a
-project (or personal) access token, or with the job's CI_JOB_TOKEN, which GitLab accepts on a few read
-endpoints only (pipelines, jobs, their traces): notes, merge requests and award emoji need an access token.
+The client (client.py) authenticates with a project (or personal) access token, or with the job's
+CI_JOB_TOKEN, which GitLab accepts on a few read endpoints only (pipelines, jobs, their traces): notes,
+merge requests and award emoji need an access token.
 
 Words: a GitLab "issue" and "merge request" are numbered by their `iid` within the project, in two separate
 sequences; `number` in the interface is that iid. GitLab's "opened" state is reported as "open".
-python-gitlab is imported lazily: `gitbot hook run` must start fast.
 """
 
 from __future__ import annotations
@@ -20,6 +18,8 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
+from gitbot.forge.gitlab.client import api_base, connect, errors, forge_error
+from gitbot.forge.gitlab.hunks import hunk_upto
 from gitbot.forge.gitlab.trace import readable
 from gitbot.forge.interface import (
     CheckRun,
@@ -33,19 +33,15 @@ from gitbot.forge.interface import (
     ReviewThread,
     Terms,
     ThreadComment,
+    parse_time,
 )
+from gitbot.forge.triggers import REPLY_PATTERN, CommentTrigger
 
-TIMEOUT_SECONDS = 30
-PER_PAGE = 100
 LOG_MAX_BYTES = 4 * 1024 * 1024  # the head of a trace is dropped past this; failures are near the end
-USER_AGENT = "gitbot"
 EYES = "eyes"
 ALREADY_AWARDED = "has already been taken"  # GitLab's 404 when the same user gives the same emoji twice
 # GitLab's MergeRequest::DRAFT_REGEX: the title prefixes that make a merge request a draft.
 DRAFT_PREFIX = re.compile(r"\A\s*(?:\[draft\]|draft:|\(draft\)|draft\s-\s|draft\s)+\s*", re.IGNORECASE)
-# gitbot's reply to a request carries the request's key and the run that wrote it (the same marker as on
-# GitHub: the flow writes it into the body).
-REPLY_PATTERN = re.compile(r"<!-- gitbot:reply ([\w-]+) run (\d+) -->")
 ACCESS_NAMES = {0: "NONE", 5: "MINIMAL_ACCESS", 10: "GUEST", 15: "PLANNER", 20: "REPORTER", 30: "DEVELOPER",
                 40: "MAINTAINER", 50: "OWNER"}  # fmt: skip
 # GitLab job statuses that are finished, and what a check's conclusion is for each.
@@ -94,64 +90,14 @@ class UserData:
     state: str  # "active", "blocked", …
 
 
-def api_base(url: str) -> str:
-    """The instance's URL from CI_SERVER_URL or CI_API_V4_URL (python-gitlab appends /api/v4 itself)."""
-    url = url.rstrip("/")
-    return url.removesuffix("/api/v4")
-
-
-def parse_time(value: Any) -> dt.datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return dt.datetime.fromisoformat(value)
-    except ValueError:
-        return None
-
-
-def _error(exc: Exception, doing: str) -> ForgeError:
-    response = getattr(exc, "response", None)
-    if response is not None and 300 <= response.status_code < 400:  # requests' TooManyRedirects
-        where = response.headers.get("Location", "?")
-        return ForgeError(
-            f"{doing}: GitLab answered with a redirect to {where}; gitbot does not follow it with its token "
-            "(is the instance URL right?)",
-            response.status_code,
-        )
-    status = getattr(exc, "response_code", None)
-    message = getattr(exc, "error_message", None) or str(exc)
-    return ForgeError(f"{doing}: {status or ''} {message}".replace("  ", " ").strip(), status)
-
-
 class GitLabForge:
     """One GitLab project; every method is one or a few API calls and returns plain data."""
 
     terms = TERMS
 
     def __init__(self, url: str, token: str, project: str | int, *, job_token: bool = False):
-        import gitlab
-        import requests
-
-        self._gitlab_errors = (gitlab.exceptions.GitlabError, requests.RequestException)
-        auth = {"job_token": token} if job_token else {"private_token": token}
-        # python-gitlab sends the token as a header of its own (PRIVATE-TOKEN, JOB-TOKEN), which requests
-        # carries along when a GET is redirected, to any host: no redirect is followed at all.
-        session = requests.Session()
-        session.max_redirects = 0
-        self.gl = gitlab.Gitlab(
-            api_base(url),
-            session=session,
-            timeout=TIMEOUT_SECONDS,
-            per_page=PER_PAGE,
-            # 429 is retried honouring Retry-After (python-gitlab's default); these add 5xx and dropped
-            # connections, with its backoff, at most ten times.
-            retry_transient_errors=True,
-            user_agent=USER_AGENT,
-            # Follow pagination on the URL we were given, not the one the instance believes it has
-            # (behind a proxy or a path prefix the two differ, and the token must not go elsewhere).
-            keep_base_url=True,
-            **auth,
-        )
+        self._gitlab_errors = errors()
+        self.gl = connect(url, token, job_token=job_token)
         self._me: tuple[int, str] | None = None
         self._bots: dict[int, bool] = {}
         self._levels: dict[int, int | None] = {}
@@ -176,7 +122,7 @@ class GitLabForge:
         try:
             return fn()
         except self._gitlab_errors as exc:
-            raise _error(exc, doing) from None
+            raise forge_error(exc, doing) from None
 
     def _found(self, fn, doing: str):
         """fn()'s object, or None when GitLab answers 404 (which it also does for what the token may not see)."""
@@ -185,7 +131,7 @@ class GitLabForge:
         except self._gitlab_errors as exc:
             if getattr(exc, "response_code", None) == 404:
                 return None
-            raise _error(exc, doing) from None
+            raise forge_error(exc, doing) from None
 
     @property
     def default_branch(self) -> str:
@@ -247,6 +193,12 @@ class GitLabForge:
         if noteable == "MergeRequest":
             return self.project.mergerequests.get(iid, lazy=True)
         raise ForgeError(f"notes on a {noteable!r} are not supported")
+
+    def confidential(self, number: int) -> bool:
+        """Whether the issue is confidential: then its words must not reach a merge request or a note that
+        everyone who sees the project can read, so the GitLab entry must not start on one."""
+        issue = self._call(lambda: self.project.issues.get(number), f"reading issue #{number}")
+        return bool(issue.attributes.get("confidential"))
 
     def issue(self, number: int) -> IssueData:
         issue = self._call(lambda: self.project.issues.get(number), f"reading issue #{number}")
@@ -356,7 +308,7 @@ class GitLabForge:
                 return f"{self.issue_url(number)}#note_{comment.id}"
             except self._gitlab_errors as exc:
                 if getattr(exc, "response_code", None) not in (403, 404):
-                    raise _error(exc, doing) from None
+                    raise forge_error(exc, doing) from None
         created = self._call(lambda: issue.notes.create({"body": body}), doing)
         return f"{self.issue_url(number)}#note_{created.id}"
 
@@ -481,9 +433,23 @@ class GitLabForge:
         level = self.access_level(user_id) if user_id else None
         return ACCESS_NAMES.get(level or 0, "NONE")
 
+    def _diffs(self, number: int) -> dict[str, str]:
+        """Each changed file's patch in the merge request's latest diff version, by its new path."""
+        mr = self.project.mergerequests.get(number, lazy=True)
+        doing = f"reading the diff of !{number}"
+        versions = self._call(lambda: mr.diffs.list(per_page=1, get_all=False), doing)
+        if not versions:
+            return {}
+        latest = self._call(lambda: mr.diffs.get(versions[0].id), doing)
+        return {
+            d.get("new_path") or d.get("old_path"): d.get("diff") or "" for d in latest.attributes["diffs"]
+        }
+
     def review_threads(self, number: int) -> list[ReviewThread]:
-        """The merge request's diff discussions: a line of a file, the notes on it, resolved or not."""
+        """The merge request's diff discussions: a line of a file, the notes on it, resolved or not, and the
+        hunk the line is in (read once from the merge request's diff, when there is a diff discussion)."""
         threads = []
+        diffs: dict[str, str] | None = None
         for discussion in self._discussions("MergeRequest", number):
             notes = [n for n in discussion.get("notes") or [] if not n.get("system")]
             position = next((n.get("position") for n in notes if n.get("position")), None)
@@ -503,15 +469,23 @@ class GitLabForge:
             ]
             line_range = position.get("line_range") or {}
             start = ((line_range.get("start") or {}).get("new_line")) if line_range else None
+            path = position.get("new_path") or position.get("old_path") or ""
+            diffs = self._diffs(number) if diffs is None else diffs
+            hunk = hunk_upto(
+                path,
+                diffs.get(path, ""),
+                new_line=position.get("new_line"),
+                old_line=position.get("old_line"),
+            )
             threads.append(
                 ReviewThread(
-                    path=position.get("new_path") or position.get("old_path") or "",
+                    path=path,
                     line=position.get("new_line") or position.get("old_line"),
                     start_line=start,
                     # GitLab's API does not say whether a diff note is outdated.
                     outdated=False,
                     resolved=all(n.get("resolved") for n in notes if n.get("resolvable")),
-                    diff_hunk="",
+                    diff_hunk=hunk,
                     comments=comments,
                 )
             )
@@ -557,10 +531,10 @@ class GitLabForge:
     # discussion), never from the payload.
 
     @staticmethod
-    def _noteable_of(trigger: Any) -> str:
+    def _noteable_of(trigger: CommentTrigger) -> str:
         return "MergeRequest" if trigger.on_pull else "Issue"
 
-    def react(self, trigger: Any) -> None:
+    def react(self, trigger: CommentTrigger) -> None:
         """👀 on the note that asked: it was heard. Once: GitLab refuses a second one, which is done too."""
         note = self._noteable(self._noteable_of(trigger), trigger.number).notes.get(
             trigger.comment_id, lazy=True
@@ -570,9 +544,9 @@ class GitLabForge:
         except self._gitlab_errors as exc:
             if getattr(exc, "response_code", None) == 404 and ALREADY_AWARDED in str(exc):
                 return
-            raise _error(exc, "reacting to the note") from None
+            raise forge_error(exc, "reacting to the note") from None
 
-    def _thread_of(self, trigger: Any) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    def _thread_of(self, trigger: CommentTrigger) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         """The discussion holding the trigger's note (None when it is an individual note), and every note
         of the issue or merge request."""
         discussions = self._discussions(self._noteable_of(trigger), trigger.number)
@@ -582,7 +556,7 @@ class GitLabForge:
                 return (None if discussion.get("individual_note") else discussion), everything
         return None, everything
 
-    def find_reply(self, trigger: Any) -> Reply | None:
+    def find_reply(self, trigger: CommentTrigger) -> Reply | None:
         """gitbot's reply to this request, if one exists: then the request is taken (or answered). Only a
         note by this token's own user counts, since anyone can paste the marker."""
         me = self._me_id()
@@ -594,7 +568,7 @@ class GitLabForge:
                 return Reply(int(note["id"]), match.group(2), thread is not None)
         return None
 
-    def write_reply(self, trigger: Any, body: str, existing: Reply | None) -> Reply:
+    def write_reply(self, trigger: CommentTrigger, body: str, existing: Reply | None) -> Reply:
         """Edit gitbot's reply, or write it: in the note's discussion, or on the issue or merge request."""
         run = REPLY_PATTERN.search(body)
         parent = self._noteable(self._noteable_of(trigger), trigger.number)
@@ -604,12 +578,15 @@ class GitLabForge:
             note.body = body
             self._call(note.save, doing)
             return existing
-        thread, _ = self._thread_of(trigger)
-        if thread is not None:
+        thread, everything = self._thread_of(trigger)
+        if thread is not None:  # GitLab keeps a reply in an internal thread internal
             discussion = parent.discussions.get(thread["id"], lazy=True)
             created = self._call(lambda: discussion.notes.create({"body": body}), doing)
         else:
-            created = self._call(lambda: parent.notes.create({"body": body}), doing)
+            # An answer to an internal note (members only) stays internal: it quotes and works from it.
+            asked = next((n for n in everything if n.get("id") == trigger.comment_id), {})
+            fields = {"body": body, **({"internal": True} if asked.get("internal") else {})}
+            created = self._call(lambda: parent.notes.create(fields), doing)
         return Reply(int(created.id), run.group(2) if run else "", thread is not None)
 
     # ---------------------------------------------------------------- links people follow

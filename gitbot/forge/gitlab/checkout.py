@@ -35,8 +35,11 @@ def _entries(repo: Path) -> list[tuple[str, str]]:
 def clone_credentials_removed(repo: Path) -> Iterator[list[str]]:
     """Inside, no remote URL carries userinfo and no `credential.*` entry is set; the names of what was
     taken out are yielded (for the log), and it is all put back afterwards."""
-    taken = [(key, value) for key, value in _entries(repo)
-             if key.startswith("credential.") or without_userinfo(value) != value]
+    taken = [
+        (key, value)
+        for key, value in _entries(repo)
+        if key.startswith("credential.") or without_userinfo(value) != value
+    ]
     for key, value in taken:
         git(repo, "config", "--local", "--fixed-value", "--unset-all", key, value)
         if key.startswith("remote."):
@@ -46,6 +49,14 @@ def clone_credentials_removed(repo: Path) -> Iterator[list[str]]:
     finally:
         for key, value in taken:
             if key.startswith("remote."):
-                git(repo, "config", "--local", "--fixed-value", "--unset-all", key, without_userinfo(value),
-                    check=False)
+                git(
+                    repo,
+                    "config",
+                    "--local",
+                    "--fixed-value",
+                    "--unset-all",
+                    key,
+                    without_userinfo(value),
+                    check=False,
+                )
             git(repo, "config", "--local", "--add", key, value)

@@ -79,8 +79,15 @@ class GitLabContext:
 
 
 def read_context(environ: dict[str, str]) -> GitLabContext:
-    required = ("CI_SERVER_URL", "CI_API_V4_URL", "CI_PROJECT_ID", "CI_PROJECT_PATH", "CI_PROJECT_DIR",
-                "CI_PIPELINE_SOURCE", "CI_PIPELINE_ID")
+    required = (
+        "CI_SERVER_URL",
+        "CI_API_V4_URL",
+        "CI_PROJECT_ID",
+        "CI_PROJECT_PATH",
+        "CI_PROJECT_DIR",
+        "CI_PIPELINE_SOURCE",
+        "CI_PIPELINE_ID",
+    )
     missing = [name for name in required if not environ.get(name)]
     if missing:
         raise ContextError(f"not running in a GitLab CI job: {', '.join(missing)} not set")
@@ -134,7 +141,9 @@ def _read_payload(value: str) -> dict[str, Any] | None:
     try:
         payload = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
-        raise ContextError("TRIGGER_PAYLOAD does not hold JSON (is the webhook's body the trigger's?)") from None
+        raise ContextError(
+            "TRIGGER_PAYLOAD does not hold JSON (is the webhook's body the trigger's?)"
+        ) from None
     if not isinstance(payload, dict):
         raise ContextError("TRIGGER_PAYLOAD does not hold a JSON object")
     return payload
@@ -145,8 +154,10 @@ def decide(ctx: GitLabContext, *, label: str, trigger_phrase: str = DEFAULT_PHRA
         return _failed_pipeline(ctx)
     if ctx.source == "trigger":
         if ctx.payload is None:
-            return Ignore("a trigger pipeline without TRIGGER_PAYLOAD: point a project webhook at the "
-                          "pipeline trigger API, or start a manual run with GITBOT_ISSUE")
+            return Ignore(
+                "a trigger pipeline without TRIGGER_PAYLOAD: point a project webhook at the "
+                "pipeline trigger API, or start a manual run with GITBOT_ISSUE"
+            )
         return _decide_payload(ctx, ctx.payload, label, trigger_phrase)
     if ctx.source in ("web", "schedule"):
         raw = ctx.dispatch_issue.lstrip("#")
@@ -155,8 +166,10 @@ def decide(ctx: GitLabContext, *, label: str, trigger_phrase: str = DEFAULT_PHRA
         if not ctx.actor:
             return Ignore(f"the {ctx.source} pipeline names nobody who started it (GITLAB_USER_LOGIN)")
         return IssueTrigger(number=int(raw), sender=Actor(ctx.actor), label=None)
-    return Ignore(f"gitbot does not act on {ctx.source!r} pipelines (only trigger, web, schedule, and "
-                  "the component's job after a failure)")
+    return Ignore(
+        f"gitbot does not act on {ctx.source!r} pipelines (only trigger, web, schedule, and "
+        "the component's job after a failure)"
+    )
 
 
 def _failed_pipeline(ctx: GitLabContext) -> Decision:
@@ -165,17 +178,26 @@ def _failed_pipeline(ctx: GitLabContext) -> Decision:
     if ctx.tag or not ctx.ref:
         return Ignore("the failed pipeline is for a tag, not a branch")
     if ctx.mr_source_project_id is not None and ctx.mr_source_project_id != ctx.project_id:
-        return Ignore("the failed pipeline runs a fork's code: gitbot never works on code from outside "
-                      "this project")
+        return Ignore(
+            "the failed pipeline runs a fork's code: gitbot never works on code from outside this project"
+        )
     if ctx.ref.startswith(BRANCH_PREFIX):
-        return Ignore(f"the failed pipeline is on {ctx.ref!r}, a branch gitbot created: not fixing its own "
-                      "work (loop guard)")
+        return Ignore(
+            f"the failed pipeline is on {ctx.ref!r}, a branch gitbot created: not fixing its own "
+            "work (loop guard)"
+        )
     if not re.fullmatch(r"[0-9a-f]{40}", ctx.sha) or not ctx.run_id.isdigit():
         return Ignore("the failed pipeline has no commit or id (CI_COMMIT_SHA, CI_PIPELINE_ID)")
     if not ctx.actor:
         return Ignore("the failed pipeline names nobody who started it (GITLAB_USER_LOGIN)")
-    return WorkflowTrigger(run_id=int(ctx.run_id), name="pipeline", head_branch=ctx.ref, head_sha=ctx.sha,
-                           html_url=ctx.run_url, actors=[Actor(ctx.actor)])
+    return WorkflowTrigger(
+        run_id=int(ctx.run_id),
+        name="pipeline",
+        head_branch=ctx.ref,
+        head_sha=ctx.sha,
+        html_url=ctx.run_url,
+        actors=[Actor(ctx.actor)],
+    )
 
 
 def _decide_payload(ctx: GitLabContext, payload: dict[str, Any], label: str, phrase: str) -> Decision:
@@ -212,8 +234,10 @@ def _decide_note(payload: dict[str, Any], phrase: str) -> Decision:
     note = _dict(payload.get("object_attributes"))
     kind = NOTE_KINDS.get(str(note.get("noteable_type")))
     if kind is None:
-        return Ignore(f"a note on a {str(note.get('noteable_type'))[:40]!r}: gitbot answers on issues and "
-                      "merge requests")
+        return Ignore(
+            f"a note on a {str(note.get('noteable_type'))[:40]!r}: gitbot answers on issues and "
+            "merge requests"
+        )
     if note.get("action") not in (None, "create"):
         return Ignore(f"a note event with action {note.get('action')!r}: gitbot acts on new notes only")
     if note.get("system"):
@@ -250,7 +274,9 @@ def _decide_note(payload: dict[str, Any], phrase: str) -> Decision:
         mode=request.mode,
         line=line,
         thread_id=discussion if isinstance(discussion, str) and discussion else None,
-        head_repository=_dict(target.get("source")).get("path_with_namespace") if kind != "issue_note" else None,
+        head_repository=_dict(target.get("source")).get("path_with_namespace")
+        if kind != "issue_note"
+        else None,
     )
 
 

@@ -16,8 +16,6 @@ trigger), 1 gave up, 2 configuration, 3 infrastructure.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TextIO
 
 from gitbot import __version__
@@ -27,14 +25,22 @@ from gitbot.forge.gitlab.ci import ContextError, GitLabContext, decide, read_con
 from gitbot.forge.gitlab.ci_io import GitLabIO
 from gitbot.forge.gitlab.settings import GitLabSettings, SettingsError, read_settings
 from gitbot.forge.interface import ForgeError
-from gitbot.forge.mdsafe import md_cell
+from gitbot.forge.job_start import configuration_error, nothing_to_do, secrets_out_of_environment, trigger_refused
 from gitbot.forge.report import outputs
 from gitbot.forge.triggers import Ignore
-from gitbot.secrets import SECRET_ENV_NAMES, SECRET_NAME_HINTS, Secrets
+from gitbot.secrets import Secrets
 
 # The variables GitLab (or the job) sets whose values are credentials, whatever their names say.
-SECRET_VARIABLES = ("GITBOT_GITLAB_TOKEN", "CI_JOB_TOKEN", "ANTHROPIC_API_KEY", "OPENAI_API_KEY",
-                    "CI_REGISTRY_PASSWORD", "CI_DEPENDENCY_PROXY_PASSWORD", "CI_JOB_JWT", "CI_JOB_JWT_V2")
+SECRET_VARIABLES = (
+    "GITBOT_GITLAB_TOKEN",
+    "CI_JOB_TOKEN",
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "CI_REGISTRY_PASSWORD",
+    "CI_DEPENDENCY_PROXY_PASSWORD",
+    "CI_JOB_JWT",
+    "CI_JOB_JWT_V2",
+)
 # The user name gitbot's git processes give with the token (GitLab takes any with an access token).
 GIT_USER = "oauth2"
 
@@ -49,7 +55,7 @@ def run_gitlab(environ: dict[str, str] | None = None, *, stdout: TextIO | None =
     secrets = known_secrets(environ)
     io = GitLabIO(secrets, stdout=stdout, environ=environ)
     try:
-        with secrets_out_of_environment(secrets):
+        with secrets_out_of_environment(secrets, also=SECRET_VARIABLES.__contains__):
             return _run(environ, io, secrets)
     finally:
         if not io.outputs_written:  # an unexpected failure: the report is still gitbot's, never a planted one
@@ -63,35 +69,16 @@ def known_secrets(environ: dict[str, str]) -> Secrets:
     return secrets
 
 
-@contextmanager
-def secrets_out_of_environment(secrets: Secrets) -> Iterator[None]:
-    """No secret stays in this process's environment while inside, whatever a child process inherits."""
-    removed = {}
-    for name, value in list(os.environ.items()):
-        upper = name.upper()
-        if (upper in SECRET_ENV_NAMES or any(hint in upper for hint in SECRET_NAME_HINTS)
-                or name in SECRET_VARIABLES or value in secrets.values):
-            removed[name] = os.environ.pop(name)
-    try:
-        yield
-    finally:
-        os.environ.update(removed)
-
-
 def _run(environ: dict[str, str], io: GitLabIO, secrets: Secrets) -> int:
     try:
         settings = read_settings(environ)
         ctx = read_context(environ)
     except (SettingsError, ContextError) as exc:
-        problems = exc.problems if isinstance(exc, SettingsError) else [str(exc)]
-        for problem in problems:
-            io.error(problem, title="gitbot: configuration")
-        io.set_outputs(outputs("error"))
-        return ExitCode.CONFIG
+        return configuration_error(io, exc.problems if isinstance(exc, SettingsError) else [str(exc)])
 
     decision = decide(ctx, label=settings.label, trigger_phrase=settings.trigger_phrase)
     if isinstance(decision, Ignore):
-        return _nothing_to_do(io, decision.reason)
+        return nothing_to_do(io, decision.reason)
 
     from gitbot.forge.gitlab.api import GitLabForge
     from gitbot.forge.gitlab.trust import Refused, confirm
@@ -104,17 +91,16 @@ def _run(environ: dict[str, str], io: GitLabIO, secrets: Secrets) -> int:
         io.set_outputs(outputs("error"))
         return ExitCode.INFRA
     if isinstance(verdict, Ignore):
-        return _nothing_to_do(io, verdict.reason)
+        return nothing_to_do(io, verdict.reason)
     if isinstance(verdict, Refused):
-        io.notice(f"gitbot will not run: {verdict.reason}", title="gitbot: trigger refused")
-        io.write_summary(f"## gitbot: trigger refused\n\n{md_cell(verdict.reason)}. No model was called.\n")
-        io.set_outputs(outputs("refused"))
-        return ExitCode.OK
+        return trigger_refused(io, verdict.reason)
     io.info(f"gitbot {__version__}: {verdict.reason}")
     return _execute(io, settings, ctx, forge, verdict.trigger, secrets)
 
 
-def _execute(io: GitLabIO, settings: GitLabSettings, ctx: GitLabContext, forge, trigger, secrets: Secrets) -> int:
+def _execute(
+    io: GitLabIO, settings: GitLabSettings, ctx: GitLabContext, forge, trigger, secrets: Secrets
+) -> int:
     from gitbot.forge.flow import execute
     from gitbot.forge.gitlab.checkout import clone_credentials_removed
     from gitbot.forge.job import Job
@@ -124,10 +110,3 @@ def _execute(io: GitLabIO, settings: GitLabSettings, ctx: GitLabContext, forge, 
         if taken:
             io.info(f"the runner's credential is out of .git/config while gitbot works ({', '.join(taken)})")
         return execute(Job(io, settings, ctx, forge, trigger, secrets, auth))
-
-
-def _nothing_to_do(io: GitLabIO, reason: str) -> int:
-    io.notice(f"gitbot has nothing to do: {reason}", title="gitbot")
-    io.write_summary(f"## gitbot: nothing to do\n\n{md_cell(reason)}\n")
-    io.set_outputs(outputs("skipped"))
-    return ExitCode.OK

@@ -13,19 +13,17 @@ inputs are (github/inputs.py).
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 
-from gitbot.forge.mention import valid_phrase
+from gitbot.forge.settings_check import (
+    DEFAULT_LABEL,
+    DEFAULT_MAX_ITERATIONS,
+    DEFAULT_MAX_TOTAL_COST_USD,
+    DEFAULT_TRIGGER_PHRASE,
+    Problems,
+)
 
-DEFAULT_LABEL = "gitbot"
-DEFAULT_TRIGGER_PHRASE = "@gitbot"
-DEFAULT_MAX_ITERATIONS = 10
-DEFAULT_MAX_TOTAL_COST_USD = 10.0
-PROVIDERS = ("anthropic", "bedrock", "vertex", "openai")
-TRUE_WORDS = {"true", "yes", "1", "on"}
-FALSE_WORDS = {"false", "no", "0", "off", ""}
 # A GitLab username: letters, digits, '_', '-' and '.', not starting with '-' or '.'.
 USERNAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}$")
 PREFIX = "GITBOT_"
@@ -69,24 +67,13 @@ class GitLabSettings:
 
 
 def read_settings(environ: dict[str, str]) -> GitLabSettings:
-    problems: list[str] = []
+    problems = Problems()
 
     def text(name: str) -> str:
         return environ.get(name, "").strip()
 
-    def number(name: str, kind: type, minimum: float) -> float | int | None:
-        raw = text(PREFIX + name)
-        if not raw:
-            return None
-        try:
-            value = kind(raw)
-        except ValueError:
-            problems.append(f"{PREFIX + name} must be a {'whole ' if kind is int else ''}number, got {raw!r}")
-            return None
-        if (isinstance(value, float) and not math.isfinite(value)) or value < minimum:
-            problems.append(f"{PREFIX + name} must be at least {minimum}, got {raw!r}")
-            return None
-        return value
+    def setting(name: str) -> tuple[str, str]:  # (its variable, its value)
+        return PREFIX + name, text(PREFIX + name)
 
     token = text(PREFIX + "GITLAB_TOKEN")
     if not token:
@@ -95,11 +82,9 @@ def read_settings(environ: dict[str, str]) -> GitLabSettings:
             "write_repository) and store it as a masked CI/CD variable named GITBOT_GITLAB_TOKEN "
             "(CI_JOB_TOKEN cannot write notes or create merge requests)"
         )
-    provider = (text(PREFIX + "PROVIDER") or "anthropic").lower()
+    provider = problems.provider(*setting("PROVIDER"))
     api_key, openai_key = text("ANTHROPIC_API_KEY"), text("OPENAI_API_KEY")
-    base_url = text(PREFIX + "BASE_URL") or None
-    if provider not in PROVIDERS:
-        problems.append(f"GITBOT_PROVIDER must be one of {', '.join(PROVIDERS)}, got {provider!r}")
+    base_url = problems.base_url(*setting("BASE_URL"))
     if provider == "anthropic" and not api_key:
         problems.append(
             "ANTHROPIC_API_KEY is empty: store the key as a masked CI/CD variable named ANTHROPIC_API_KEY "
@@ -110,23 +95,12 @@ def read_settings(environ: dict[str, str]) -> GitLabSettings:
             "OPENAI_API_KEY is empty: store it as a masked CI/CD variable (a self-hosted server needs "
             "GITBOT_BASE_URL instead)"
         )
-    if base_url and not re.match(r"^https?://[^\s/@]+(/\S*)?$", base_url):
-        problems.append(f"GITBOT_BASE_URL must be an http(s) URL without credentials, got {base_url!r}")
     label = text(PREFIX + "LABEL") or DEFAULT_LABEL
     if len(label) > 255 or "\n" in label or "," in label:
         problems.append(f"GITBOT_LABEL must be one label name (one line, no comma), got {label!r}")
-    check_command = text(PREFIX + "CHECK_COMMAND") or None
-    if check_command and "\n" in check_command:
-        problems.append("GITBOT_CHECK_COMMAND must be one line (for several commands use `sh -c '…'`)")
-    phrase = text(PREFIX + "TRIGGER_PHRASE") or DEFAULT_TRIGGER_PHRASE
-    if not valid_phrase(phrase):
-        problems.append(
-            "GITBOT_TRIGGER_PHRASE must be 2 to 40 characters without spaces, backticks, brackets or `>`, "
-            f"got {phrase!r}"
-        )
-    draft_word = text(PREFIX + "DRAFT").lower()
-    if draft_word not in TRUE_WORDS | FALSE_WORDS:
-        problems.append(f"GITBOT_DRAFT must be true or false, got {draft_word!r}")
+    check_command = problems.check_command(*setting("CHECK_COMMAND"))
+    phrase = problems.trigger_phrase(*setting("TRIGGER_PHRASE"))
+    draft = problems.flag(*setting("DRAFT"), False)
     bots: set[str] = set()
     for name in re.split(r"[,\s]+", text(PREFIX + "ALLOWED_BOTS")):
         if not name:
@@ -135,15 +109,13 @@ def read_settings(environ: dict[str, str]) -> GitLabSettings:
             problems.append(f"GITBOT_ALLOWED_BOTS: {name!r} is not a GitLab username")
         else:
             bots.add(name.lower())
-    base_branch = text(PREFIX + "BASE_BRANCH") or None
-    if base_branch and (base_branch.startswith("-") or any(c in base_branch for c in " ~^:?*[\\")):
-        problems.append(f"GITBOT_BASE_BRANCH is not a valid branch name: {base_branch!r}")
-    max_cost = number("MAX_COST_USD", float, 0.01)
-    max_steps = number("MAX_STEPS", int, 1)
-    max_total_cost = number("MAX_TOTAL_COST_USD", float, 0.01)
-    max_iterations = number("MAX_ITERATIONS", int, 1)
+    base_branch = problems.branch(*setting("BASE_BRANCH"))
+    max_cost = problems.number(*setting("MAX_COST_USD"), float, 0.01)
+    max_steps = problems.number(*setting("MAX_STEPS"), int, 1)
+    max_total_cost = problems.number(*setting("MAX_TOTAL_COST_USD"), float, 0.01)
+    max_iterations = problems.number(*setting("MAX_ITERATIONS"), int, 1)
     if problems:
-        raise SettingsError(problems)
+        raise SettingsError(list(problems))
     return GitLabSettings(
         gitlab_token=token,
         anthropic_api_key=api_key,
@@ -157,7 +129,7 @@ def read_settings(environ: dict[str, str]) -> GitLabSettings:
         max_steps=max_steps,
         policy=text(PREFIX + "POLICY") or None,
         base_branch=base_branch,
-        draft=draft_word in TRUE_WORDS,
+        draft=draft,
         allowed_bots=frozenset(bots),
         trigger_phrase=phrase,
         max_total_cost_usd=DEFAULT_MAX_TOTAL_COST_USD if max_total_cost is None else max_total_cost,

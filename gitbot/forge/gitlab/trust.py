@@ -11,7 +11,8 @@ whoever holds the trigger token can send any, so everything it claims is looked 
 Then the person: a project member (direct or inherited) with at least the Developer role (30). A bot
 user (a project or group access token's, a service account) is refused unless GITBOT_ALLOWED_BOTS
 names it, and then still needs the role; its username alone never grants anything. gitbot's own notes
-(its bot user, with its marker) are never answered.
+(its bot user, with its marker) are never answered. A confidential issue is refused whoever asks: its
+words would reach a branch, a merge request and notes that everyone who sees the project can read.
 
 The result is the trigger rebuilt from what the API says, so nothing from the payload but the ids
 reaches the flow, and the model.
@@ -54,8 +55,14 @@ class Confirmed:
     reason: str  # who asked, and with what role
 
 
-def confirm(decision: Decision, forge: GitLabForge, *, settings: GitLabSettings, payload: dict[str, Any] | None,
-            actor_id: int | None) -> Confirmed | Refused | Ignore:
+def confirm(
+    decision: Decision,
+    forge: GitLabForge,
+    *,
+    settings: GitLabSettings,
+    payload: dict[str, Any] | None,
+    actor_id: int | None,
+) -> Confirmed | Refused | Ignore:
     """`decision` (from ci.decide) checked against the API. `actor_id` is GITLAB_USER_ID, who started
     the pipeline: the person for a failed pipeline, a manual run or a schedule."""
     if isinstance(decision, Ignore):
@@ -71,16 +78,22 @@ def confirm(decision: Decision, forge: GitLabForge, *, settings: GitLabSettings,
         return verdict
     user, reason = verdict
     if isinstance(decision, IssueTrigger):
+        if forge.confidential(decision.number):
+            return _confidential(decision.number)
         return Confirmed(replace(decision, sender=_actor(user)), reason)
     return Confirmed(replace(decision, actors=[_actor(user)]), reason)
 
 
-def _confirm_note(t: CommentTrigger, forge: GitLabForge, settings: GitLabSettings) -> Confirmed | Refused | Ignore:
+def _confirm_note(
+    t: CommentTrigger, forge: GitLabForge, settings: GitLabSettings
+) -> Confirmed | Refused | Ignore:
     noteable = "MergeRequest" if t.on_pull else "Issue"
     where = f"{'!' if t.on_pull else '#'}{t.number}"
     note = forge.note(noteable, t.number, t.comment_id)
     if note is None:
-        return Refused(f"GitLab has no note {t.comment_id} on {where}: the payload names a note that does not exist")
+        return Refused(
+            f"GitLab has no note {t.comment_id} on {where}: the payload names a note that does not exist"
+        )
     if note.system:
         return Ignore(f"note {note.id} is a system note")
     user = forge.user(note.author_id)
@@ -96,17 +109,30 @@ def _confirm_note(t: CommentTrigger, forge: GitLabForge, settings: GitLabSetting
     if isinstance(verdict, Refused):
         return verdict
     _, reason = verdict
-    changes: dict[str, Any] = {"body": note.body, "author": author, "sender": author, "mode": request.mode,
-                               "created_at": note.created_at.isoformat()}
+    changes: dict[str, Any] = {
+        "body": note.body,
+        "author": author,
+        "sender": author,
+        "mode": request.mode,
+        "created_at": note.created_at.isoformat(),
+    }
     if t.on_pull:
-        line = _line_of(forge, t.number, note.id)
+        # Where a line comment points is re-read only when the payload says it is one: a payload that hides
+        # a position only loses the model that context, and reading the discussions (with their diff hunks)
+        # would put those calls before the 👀 on every plain note.
+        line = _line_of(forge, t.number, note.id) if t.line is not None else None
         changes |= {"line": line, "kind": "diff_note" if line is not None else "merge_request_note"}
     else:
+        if forge.confidential(t.number):
+            return _confidential(t.number)
         issue = forge.issue(t.number)
         if issue.state != "open":
             return Ignore(f"{where} is closed")
-        changes |= {"kind": "issue_note", "line": None,
-                    "issue_snapshot": IssueSnapshot(issue.title, issue.body, issue.author, None)}
+        changes |= {
+            "kind": "issue_note",
+            "line": None,
+            "issue_snapshot": IssueSnapshot(issue.title, issue.body, issue.author, None),
+        }
     return Confirmed(replace(t, **changes), reason)
 
 
@@ -114,20 +140,31 @@ def _line_of(forge: GitLabForge, number: int, note_id: int) -> LineRef | None:
     """Where a diff note points, from the merge request's discussions (never from the payload's position)."""
     for thread in forge.review_threads(number):
         if any(c.id == note_id for c in thread.comments):
-            return LineRef(path=thread.path, line=thread.line, start_line=thread.start_line, side="RIGHT",
-                           diff_hunk=thread.diff_hunk, commit_id="")
+            return LineRef(
+                path=thread.path,
+                line=thread.line,
+                start_line=thread.start_line,
+                side="RIGHT",
+                diff_hunk=thread.diff_hunk,
+                commit_id="",
+            )
     return None
 
 
-def _confirm_label(t: IssueTrigger, forge: GitLabForge, settings: GitLabSettings,
-                   claimed_id: int | None) -> Confirmed | Refused | Ignore:
+def _confirm_label(
+    t: IssueTrigger, forge: GitLabForge, settings: GitLabSettings, claimed_id: int | None
+) -> Confirmed | Refused | Ignore:
     if claimed_id is None:
         return Refused("the issue event names no user id")
     user = forge.user(claimed_id)
     if user is None or user.username != t.sender.login:
-        return Refused(f"the payload's user {t.sender.login!r} is not GitLab user {claimed_id}: a forged payload")
+        return Refused(
+            f"the payload's user {t.sender.login!r} is not GitLab user {claimed_id}: a forged payload"
+        )
     if forge.label_added_at(t.number, t.label or "", user.username) is None:
-        return Refused(f"GitLab shows no {t.label!r} label added to #{t.number} by {user.username}: a forged payload")
+        return Refused(
+            f"GitLab shows no {t.label!r} label added to #{t.number} by {user.username}: a forged payload"
+        )
     issue = forge.issue(t.number)
     if issue.state != "open":
         return Ignore(f"issue #{t.number} is closed")
@@ -136,12 +173,15 @@ def _confirm_label(t: IssueTrigger, forge: GitLabForge, settings: GitLabSettings
     verdict = _person(forge, user.id, settings, claimed=user.username, user=user)
     if isinstance(verdict, Refused):
         return verdict
+    if forge.confidential(t.number):
+        return _confidential(t.number)
     snapshot = IssueSnapshot(issue.title, issue.body, issue.author, None)
     return Confirmed(replace(t, sender=_actor(user), snapshot=snapshot), verdict[1])
 
 
-def _person(forge: GitLabForge, user_id: int, settings: GitLabSettings, *, claimed: str,
-            user: UserData | None = None) -> tuple[UserData, str] | Refused:
+def _person(
+    forge: GitLabForge, user_id: int, settings: GitLabSettings, *, claimed: str, user: UserData | None = None
+) -> tuple[UserData, str] | Refused:
     user = user or forge.user(user_id)
     if user is None or user.username != claimed:
         return Refused(f"{claimed} is not GitLab user {user_id}")
@@ -153,9 +193,18 @@ def _person(forge: GitLabForge, user_id: int, settings: GitLabSettings, *, claim
     if level is None:
         return Refused(f"{user.username} is not a member of the project; gitbot needs the Developer role")
     if level < DEVELOPER:
-        return Refused(f"{user.username} has only the {LEVEL_NAMES.get(level, str(level))} role; gitbot needs "
-                       "Developer or higher")
+        return Refused(
+            f"{user.username} has only the {LEVEL_NAMES.get(level, str(level))} role; gitbot needs "
+            "Developer or higher"
+        )
     return user, f"{user.username} has the {LEVEL_NAMES.get(level, str(level))} role"
+
+
+def _confidential(number: int) -> Refused:
+    return Refused(
+        f"issue #{number} is confidential: gitbot's branch, merge request and notes would show its words to "
+        "everyone who can see the project"
+    )
 
 
 def _actor(user: UserData) -> Actor:

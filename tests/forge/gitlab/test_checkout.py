@@ -15,7 +15,9 @@ JOB_TOKEN = "glcbt-64_jobTokenValue0123456789"
 
 
 def config(repo, *args):
-    return subprocess.run(["git", "-C", str(repo), "config", "--local", *args], capture_output=True, text=True)
+    return subprocess.run(
+        ["git", "-C", str(repo), "config", "--local", *args], capture_output=True, text=True
+    )
 
 
 def test_the_runners_credentials_are_out_of_the_config_inside_and_restored_after(tmp_path):
@@ -30,12 +32,19 @@ def test_the_runners_credentials_are_out_of_the_config_inside_and_restored_after
     with clone_credentials_removed(repo) as taken:
         text = (repo / ".git" / "config").read_text()
         assert JOB_TOKEN not in text and "helper" not in text
-        assert config(repo, "remote.origin.url").stdout.strip() == "https://gitlab.example.com/acme/widgets.git"
-        assert config(repo, "remote.mirror.url").stdout.strip() == "https://gitlab.example.com/acme/mirror.git"
+        assert (
+            config(repo, "remote.origin.url").stdout.strip() == "https://gitlab.example.com/acme/widgets.git"
+        )
+        assert (
+            config(repo, "remote.mirror.url").stdout.strip() == "https://gitlab.example.com/acme/mirror.git"
+        )
         assert not credentials_readable(repo)
         assert sorted(taken) == ["credential.https://gitlab.example.com.helper", "remote.origin"]
     assert config(repo, "remote.origin.url").stdout.strip() == url
-    assert config(repo, "--get", "credential.https://gitlab.example.com.helper").stdout.strip() == "store --file /tmp/x"
+    assert (
+        config(repo, "--get", "credential.https://gitlab.example.com.helper").stdout.strip()
+        == "store --file /tmp/x"
+    )
     assert sorted(before.splitlines()) == sorted((repo / ".git" / "config").read_text().splitlines())
 
 

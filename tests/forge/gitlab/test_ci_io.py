@@ -74,8 +74,13 @@ def test_inert_keeps_ordinary_text():
 def test_outputs_are_a_dotenv_report_gitlab_accepts(tmp_path):
     gl, _ = make(tmp_path)
     gl.set_outputs({"status": "error", "pr-url": ""})
-    gl.set_outputs({"status": "pr_created", "pr-url": "http://gl/g/p/-/merge_requests/3\nX=1",
-                    "cost-usd": f"0.1 {TOKEN}"})
+    gl.set_outputs(
+        {
+            "status": "pr_created",
+            "pr-url": "http://gl/g/p/-/merge_requests/3\nX=1",
+            "cost-usd": f"0.1 {TOKEN}",
+        }
+    )
     values = dotenv(tmp_path / "project" / ".gitbot-out" / "gitbot.env")
     assert values == {
         "GITBOT_STATUS": "pr_created",
@@ -99,8 +104,13 @@ def test_the_output_dir_inside_the_work_tree_is_ignored_by_git(tmp_path):
     gl, _ = make(tmp_path)
     gl.write_summary("## done")
     gl.set_outputs({"status": "skipped"})
-    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=project,
-                            capture_output=True, text=True, check=True).stdout
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert status == ""
 
 

@@ -47,8 +47,14 @@ def interpolated(body: str, inputs: dict):
             whole = INPUT.fullmatch(node.strip())
             if whole:
                 return defaults[whole.group(1)]
-            return INPUT.sub(lambda m: json.dumps(defaults[m.group(1)]) if isinstance(defaults[m.group(1)], bool)
-                             else str(defaults[m.group(1)]), node)
+            return INPUT.sub(
+                lambda m: (
+                    json.dumps(defaults[m.group(1)])
+                    if isinstance(defaults[m.group(1)], bool)
+                    else str(defaults[m.group(1)])
+                ),
+                node,
+            )
         return node
 
     return walk(yaml.safe_load(body))
@@ -108,9 +114,10 @@ def test_every_variable_the_templates_set_is_one_gitbot_reads():
 
 def test_every_setting_gitbot_reads_can_be_set_by_the_component():
     settings = (ROOT / "gitbot" / "forge" / "gitlab" / "settings.py").read_text()
-    read = set(re.findall(r'PREFIX \+ "([A-Z_]+)"', settings)) | set(re.findall(r'number\("([A-Z_]+)"', settings))
+    read = set(re.findall(r'(?:PREFIX \+ |setting\()"([A-Z_]+)"', settings))
     _, body = component()
     set_by_component = {name.removeprefix("GITBOT_") for name in re.findall(r"\b(GITBOT_[A-Z_]+):", body)}
+    assert len(read) == 15  # every setting the module documents, the token among them
     assert read - {"GITLAB_TOKEN"} <= set_by_component  # the token is a masked CI/CD variable, never an input
 
 
@@ -118,7 +125,7 @@ def readme_gitlab_examples() -> list[str]:
     readme = (ROOT / "README.md").read_text()
     start = readme.index("## Use it on GitLab")
     end = readme.find("\n## ", start + 1)
-    section = readme[start: end if end != -1 else None]
+    section = readme[start : end if end != -1 else None]
     return re.findall(r"```yaml\n(.*?)```", section, re.DOTALL)
 
 

@@ -5,19 +5,22 @@ One server per module: every test makes its own issues, merge requests and pipel
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import gitlab
 import pytest
 
 from gitbot.forge.gitlab import api as gitlab_api
+from gitbot.forge.gitlab import client as gitlab_client
 from gitbot.forge.gitlab.api import GitLabForge
 from gitbot.forge.interface import Forge, ForgeError
+from gitbot.forge.triggers import Actor, CommentTrigger, reply_marker
 from tests.fakes import gitlab_ops
 from tests.fakes.gitlab_api import FakeGitLab
+from tests.fakes.gitlab_state import Note
 from tests.forge.gitlab.conftest import auth_config, push_files, run_git
 
 pytestmark = pytest.mark.slow
@@ -47,21 +50,28 @@ def no_violations(fake: FakeGitLab):
     assert fake.violations[before:] == []
 
 
-@dataclass(frozen=True)
-class Trigger:
-    """The fields of the adapter's CommentTrigger that GitLabForge reads."""
+def trigger_for(note: Note, *, kind: str | None = None) -> CommentTrigger:
+    """The trigger the GitLab entry builds for a note (what GitLabForge reads of it: the noteable, the note)."""
+    on_pull = note.noteable_type == "MergeRequest"
+    someone = Actor("someone")
+    return CommentTrigger(
+        kind=kind or ("merge_request_note" if on_pull else "issue_note"),
+        number=note.noteable_iid,
+        on_pull=on_pull,
+        comment_id=note.id,
+        node_id="",
+        body=note.body,
+        author=someone,
+        sender=someone,
+        created_at="",
+        html_url="",
+        mode="auto",
+        thread_id=note.discussion_id,
+    )
 
-    on_pull: bool
-    number: int
-    comment_id: int
 
-    @property
-    def key(self) -> str:
-        return f"comment-{self.comment_id}"
-
-
-def marker(trigger: Trigger, run: str = "77") -> str:
-    return f"<!-- gitbot:reply {trigger.key} run {run} -->"
+def marker(trigger: CommentTrigger, run: str = "77") -> str:
+    return reply_marker(trigger, run)
 
 
 # ---------------------------------------------------------------- the fake itself, through python-gitlab
@@ -249,6 +259,14 @@ def test_issue_comments_and_the_label_that_approved_the_task(forge: GitLabForge,
     assert forge.label_added_at(issue.iid, "gitbot", "someone-else") is None
 
 
+def test_a_confidential_issue_says_so(forge: GitLabForge, fake: FakeGitLab):
+    dev = fake.add_user("secretive")
+    open_issue = fake.add_issue("public", "", author=dev)
+    hidden = fake.add_issue("security hole", "details", author=dev)
+    hidden.confidential = True
+    assert (forge.confidential(open_issue.iid), forge.confidential(hidden.iid)) == (False, True)
+
+
 def test_the_status_note_is_edited_in_place_and_never_someone_elses(forge: GitLabForge, fake: FakeGitLab):
     dev = fake.add_user("paster")
     issue = fake.add_issue("t", "b", author=dev)
@@ -364,6 +382,14 @@ def test_review_threads_are_the_diff_discussions(forge: GitLabForge, fake: FakeG
         ("reviewer", "DEVELOPER", "@gitbot handle empty lists"),
         ("reviewer", "DEVELOPER", "and None"),
     ]
+    # The hunk up to the commented line, cut from the merge request's diff (main .. gitbot/issue-1).
+    assert threads[0].diff_hunk.splitlines() == [
+        "@@ -1,2 +1,2 @@",
+        " def mean(xs):",
+        "-    return sum(xs) / len(xs)",
+        "+    return 0",
+    ]
+    assert threads[1].diff_hunk.splitlines() == ["@@ -1,2 +1,2 @@", " def mean(xs):"]
     mr.state = "closed"
 
 
@@ -388,12 +414,13 @@ def test_eyes_are_given_once_per_note(forge: GitLabForge, fake: FakeGitLab):
     dev = fake.add_user("asker")
     issue = fake.add_issue("q", "?", author=dev)
     note = fake.add_note("Issue", issue.iid, "@gitbot why?", author=dev)
-    trigger = Trigger(on_pull=False, number=issue.iid, comment_id=note.id)
+    trigger = trigger_for(note)
     forge.react(trigger)
     forge.react(trigger)  # a re-run: GitLab refuses the second award, which is what was wanted
     assert [(a.name, a.user_id) for a in fake.awards_on(note.id)] == [("eyes", fake.bot.id)]
-    with pytest.raises(ForgeError):
-        forge.react(Trigger(on_pull=False, number=issue.iid, comment_id=123_456_789))
+    other = fake.add_issue("other", "", author=dev)
+    with pytest.raises(ForgeError):  # the note is not on that issue
+        forge.react(dataclasses.replace(trigger, number=other.iid))
 
 
 def test_a_reply_to_an_individual_note_goes_on_the_issue_and_is_found_again(
@@ -402,7 +429,7 @@ def test_a_reply_to_an_individual_note_goes_on_the_issue_and_is_found_again(
     dev = fake.add_user("issue-asker")
     issue = fake.add_issue("q", "?", author=dev)
     note = fake.add_note("Issue", issue.iid, "@gitbot explain", author=dev)
-    trigger = Trigger(on_pull=False, number=issue.iid, comment_id=note.id)
+    trigger = trigger_for(note)
     fake.add_note("Issue", issue.iid, f"pasted {marker(trigger)}", author=dev)  # not gitbot's
     assert forge.find_reply(trigger) is None
     reply = forge.write_reply(trigger, f"on it {marker(trigger)}", None)
@@ -412,6 +439,21 @@ def test_a_reply_to_an_individual_note_goes_on_the_issue_and_is_found_again(
     assert forge.find_reply(trigger) == reply
     forge.write_reply(trigger, f"answered {marker(trigger)}", reply)
     assert written.body == f"answered {marker(trigger)}"
+
+
+def test_a_reply_to_an_internal_note_is_internal_too(forge: GitLabForge, fake: FakeGitLab):
+    """What answers an internal note (seen by members only) must not be shown to everyone who can see the
+    issue: the reply quotes and works from it."""
+    dev = fake.add_user("insider")
+    issue = fake.add_issue("public issue", "", author=dev)
+    note = fake.add_note(
+        "Issue", issue.iid, "@gitbot the prod password rotation, see vault", author=dev, internal=True
+    )
+    reply = forge.write_reply(trigger_for(note), f"on it {marker(trigger_for(note))}", None)
+    assert fake.notes[reply.id].internal
+    public = fake.add_note("Issue", issue.iid, "@gitbot and this?", author=dev)
+    reply = forge.write_reply(trigger_for(public), f"here {marker(trigger_for(public))}", None)
+    assert not fake.notes[reply.id].internal
 
 
 def test_a_reply_to_a_diff_note_goes_in_its_discussion(forge: GitLabForge, fake: FakeGitLab):
@@ -424,7 +466,7 @@ def test_a_reply_to_a_diff_note_goes_in_its_discussion(forge: GitLabForge, fake:
         author=dev,
         position=fake.diff_position(mr.iid, "stats.py", 2),
     )
-    trigger = Trigger(on_pull=True, number=mr.iid, comment_id=opening.id)
+    trigger = trigger_for(opening, kind="diff_note")
     forge.react(trigger)
     reply = forge.write_reply(trigger, f"fixed {marker(trigger, '78')}", None)
     assert reply.in_thread and reply.run == "78"
@@ -503,12 +545,12 @@ def test_a_self_managed_instance_under_a_path_prefix(tmp_path: Path):
         assert fake.url.endswith("/gitlab")
         dev = fake.add_user("prefixed")
         issue = fake.add_issue("t", "b", author=dev)
-        for n in range(gitlab_api.PER_PAGE + 5):  # two pages: the next-page link keeps the prefix
+        for n in range(gitlab_client.PER_PAGE + 5):  # two pages: the next-page link keeps the prefix
             fake.add_note("Issue", issue.iid, f"note {n}", author=dev)
         for url in (fake.url, fake.api_url, fake.api_url + "/"):
             forge = GitLabForge(url, fake.token, fake.project_id)
             assert forge.issue_url(issue.iid) == f"{fake.url}/team/sub/tool/-/issues/{issue.iid}"
-        assert len(forge.comments(issue.iid)) == gitlab_api.PER_PAGE + 5
+        assert len(forge.comments(issue.iid)) == gitlab_client.PER_PAGE + 5
         assert len(fake.api_requests(r"/notes$")) == 2
         assert fake.violations == []
         with pytest.raises(ForgeError) as wrong:

@@ -6,7 +6,10 @@ import pytest
 
 from gitbot.forge.gitlab.settings import SettingsError, read_settings
 
-BASE = {"GITBOT_GITLAB_TOKEN": "glpat-0123456789abcdefghij", "ANTHROPIC_API_KEY": "sk-ant-test-key-0123456789"}
+BASE = {
+    "GITBOT_GITLAB_TOKEN": "glpat-0123456789abcdefghij",
+    "ANTHROPIC_API_KEY": "sk-ant-test-key-0123456789",
+}
 
 
 def test_defaults_mirror_the_actions():
@@ -17,34 +20,75 @@ def test_defaults_mirror_the_actions():
 
 
 def test_every_setting_is_read():
-    s = read_settings({
-        **BASE, "GITBOT_PROVIDER": "OpenAI", "OPENAI_API_KEY": "sk-openai-0123456789",
-        "GITBOT_BASE_URL": "http://127.0.0.1:9/v1", "GITBOT_MODEL": "m", "GITBOT_LABEL": "bot fix",
-        "GITBOT_CHECK_COMMAND": "pytest -q", "GITBOT_MAX_COST_USD": "0.5", "GITBOT_MAX_STEPS": "7",
-        "GITBOT_POLICY": ".gitbot/p.toml", "GITBOT_BASE_BRANCH": "develop", "GITBOT_DRAFT": "yes",
-        "GITBOT_ALLOWED_BOTS": "renovate-bot, Project_12_bot_ab", "GITBOT_TRIGGER_PHRASE": "@helper",
-        "GITBOT_MAX_TOTAL_COST_USD": "3", "GITBOT_MAX_ITERATIONS": "2",
-    })
+    s = read_settings(
+        {
+            **BASE,
+            "GITBOT_PROVIDER": "OpenAI",
+            "OPENAI_API_KEY": "sk-openai-0123456789",
+            "GITBOT_BASE_URL": "http://127.0.0.1:9/v1",
+            "GITBOT_MODEL": "m",
+            "GITBOT_LABEL": "bot fix",
+            "GITBOT_CHECK_COMMAND": "pytest -q",
+            "GITBOT_MAX_COST_USD": "0.5",
+            "GITBOT_MAX_STEPS": "7",
+            "GITBOT_POLICY": ".gitbot/p.toml",
+            "GITBOT_BASE_BRANCH": "develop",
+            "GITBOT_DRAFT": "yes",
+            "GITBOT_ALLOWED_BOTS": "renovate-bot, Project_12_bot_ab",
+            "GITBOT_TRIGGER_PHRASE": "@helper",
+            "GITBOT_MAX_TOTAL_COST_USD": "3",
+            "GITBOT_MAX_ITERATIONS": "2",
+        }
+    )
     assert (s.provider, s.openai_api_key, s.base_url, s.model, s.label) == (
-        "openai", "sk-openai-0123456789", "http://127.0.0.1:9/v1", "m", "bot fix")
+        "openai",
+        "sk-openai-0123456789",
+        "http://127.0.0.1:9/v1",
+        "m",
+        "bot fix",
+    )
     assert (s.check_command, s.max_cost_usd, s.max_steps, s.policy, s.base_branch, s.draft) == (
-        "pytest -q", 0.5, 7, ".gitbot/p.toml", "develop", True)
+        "pytest -q",
+        0.5,
+        7,
+        ".gitbot/p.toml",
+        "develop",
+        True,
+    )
     assert s.allowed_bots == {"renovate-bot", "project_12_bot_ab"}
     assert (s.trigger_phrase, s.max_total_cost_usd, s.max_iterations) == ("@helper", 3.0, 2)
 
 
 def test_all_problems_are_reported_together():
     with pytest.raises(SettingsError) as caught:
-        read_settings({
-            "GITBOT_PROVIDER": "x", "GITBOT_MAX_STEPS": "0", "GITBOT_MAX_COST_USD": "nan",
-            "GITBOT_DRAFT": "maybe", "GITBOT_CHECK_COMMAND": "a\nb", "GITBOT_TRIGGER_PHRASE": "@ bad",
-            "GITBOT_ALLOWED_BOTS": "*", "GITBOT_BASE_BRANCH": "-x", "GITBOT_BASE_URL": "http://u:p@h/",
-            "GITBOT_LABEL": "a,b",
-        })
+        read_settings(
+            {
+                "GITBOT_PROVIDER": "x",
+                "GITBOT_MAX_STEPS": "0",
+                "GITBOT_MAX_COST_USD": "nan",
+                "GITBOT_DRAFT": "maybe",
+                "GITBOT_CHECK_COMMAND": "a\nb",
+                "GITBOT_TRIGGER_PHRASE": "@ bad",
+                "GITBOT_ALLOWED_BOTS": "*",
+                "GITBOT_BASE_BRANCH": "-x",
+                "GITBOT_BASE_URL": "http://u:p@h/",
+                "GITBOT_LABEL": "a,b",
+            }
+        )
     text = "\n".join(caught.value.problems)
-    for name in ("GITBOT_GITLAB_TOKEN", "GITBOT_PROVIDER", "GITBOT_MAX_STEPS", "GITBOT_MAX_COST_USD",
-                 "GITBOT_DRAFT", "GITBOT_CHECK_COMMAND", "GITBOT_TRIGGER_PHRASE", "GITBOT_ALLOWED_BOTS",
-                 "GITBOT_BASE_BRANCH", "GITBOT_BASE_URL", "GITBOT_LABEL"):
+    for name in (
+        "GITBOT_GITLAB_TOKEN",
+        "GITBOT_PROVIDER",
+        "GITBOT_MAX_STEPS",
+        "GITBOT_MAX_COST_USD",
+        "GITBOT_DRAFT",
+        "GITBOT_CHECK_COMMAND",
+        "GITBOT_TRIGGER_PHRASE",
+        "GITBOT_ALLOWED_BOTS",
+        "GITBOT_BASE_BRANCH",
+        "GITBOT_BASE_URL",
+        "GITBOT_LABEL",
+    ):
         assert name in text
     assert len(caught.value.problems) == 11
 

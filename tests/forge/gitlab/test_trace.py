@@ -7,7 +7,7 @@ from gitbot.forge.gitlab.trace import readable
 RAW = (
     "\x1b[0KRunning with gitlab-runner 17.5.0\x1b[0;m\n"
     "\x1b[0Ksection_start:1764190000:step_script[collapsed=true]\r\x1b[0K\x1b[0K\x1b[36;1mExecuting "
-    "\"step_script\" stage\x1b[0;m\x1b[0;m\n"
+    '"step_script" stage\x1b[0;m\x1b[0;m\n'
     "$ python3 -m unittest -q\n"
     "downloading  10%\rdownloading 100%\n"
     "\x1b]8;;http://example.com\x1b\\link\x1b]8;;\x1b\\ text\n"
@@ -20,7 +20,7 @@ RAW = (
 def test_escapes_sections_and_rewritten_lines_are_rendered_away():
     assert readable(RAW) == (
         "Running with gitlab-runner 17.5.0\n"
-        "Executing \"step_script\" stage\n"
+        'Executing "step_script" stage\n'
         "$ python3 -m unittest -q\n"
         "downloading 100%\n"
         "link text\n"

@@ -36,9 +36,16 @@ def forge(gl):
 
 
 def check(gl, forge, payload, tmp_path, *, allowed_bots="", source="trigger", **extra):
-    env = {**gl.ci_env(), "CI_PROJECT_DIR": str(tmp_path), "CI_PIPELINE_SOURCE": source, "CI_PIPELINE_ID": "77",
-           "GITBOT_GITLAB_TOKEN": gl.token, "GITBOT_PROVIDER": "bedrock", "GITBOT_ALLOWED_BOTS": allowed_bots,
-           **extra}
+    env = {
+        **gl.ci_env(),
+        "CI_PROJECT_DIR": str(tmp_path),
+        "CI_PIPELINE_SOURCE": source,
+        "CI_PIPELINE_ID": "77",
+        "GITBOT_GITLAB_TOKEN": gl.token,
+        "GITBOT_PROVIDER": "bedrock",
+        "GITBOT_ALLOWED_BOTS": allowed_bots,
+        **extra,
+    }
     if payload is not None:
         (tmp_path / "payload.json").write_text(__import__("json").dumps(payload))
         env["TRIGGER_PAYLOAD"] = str(tmp_path / "payload.json")
@@ -64,8 +71,10 @@ def test_a_developers_mention_is_confirmed_as_the_api_shows_it(gl, forge, tmp_pa
     assert "Developer" in got.reason
 
 
-@pytest.mark.parametrize("who,why", [("reporter", "only the Reporter role"), ("guest", "only the Guest role"),
-                                     ("outsider", "not a member")])
+@pytest.mark.parametrize(
+    "who,why",
+    [("reporter", "only the Reporter role"), ("guest", "only the Guest role"), ("outsider", "not a member")],
+)
 def test_members_below_developer_and_outsiders_are_refused(gl, forge, tmp_path, who, why):
     got = check(gl, forge, gl.note_hook(note(gl, who, "@gitbot fix it")), tmp_path)
     assert isinstance(got, Refused) and why in got.reason
@@ -110,10 +119,16 @@ def test_a_diff_note_takes_its_place_from_the_merge_requests_discussions(gl, for
     position = gl.diff_position(1, "stats.py", 3)
     n = note(gl, "dev", "@gitbot use a median here", on="MergeRequest", position=position)
     payload = gl.note_hook(n)
-    payload["object_attributes"]["position"] = copy.deepcopy(position) | {"new_path": "secrets.env", "new_line": 1}
+    payload["object_attributes"]["position"] = copy.deepcopy(position) | {
+        "new_path": "secrets.env",
+        "new_line": 1,
+    }
     got = check(gl, forge, payload, tmp_path)
     assert isinstance(got, Confirmed), got
-    assert got.trigger.kind == "diff_note" and (got.trigger.line.path, got.trigger.line.line) == ("stats.py", 3)
+    assert got.trigger.kind == "diff_note" and (got.trigger.line.path, got.trigger.line.line) == (
+        "stats.py",
+        3,
+    )
 
 
 def test_the_label_is_confirmed_by_the_label_events_and_the_issue_read_from_the_api(gl, forge, tmp_path):
@@ -137,10 +152,49 @@ def test_a_label_a_reporter_added_cannot_be_passed_off_as_a_developers(gl, forge
 
 def test_a_manual_run_is_checked_against_who_started_the_pipeline(gl, forge, tmp_path):
     dev, reporter = gl.user_named("dev"), gl.user_named("reporter")
-    got = check(gl, forge, None, tmp_path, source="web", GITBOT_ISSUE="1", GITLAB_USER_ID=str(dev.id),
-                GITLAB_USER_LOGIN="dev")
+    got = check(
+        gl,
+        forge,
+        None,
+        tmp_path,
+        source="web",
+        GITBOT_ISSUE="1",
+        GITLAB_USER_ID=str(dev.id),
+        GITLAB_USER_LOGIN="dev",
+    )
     assert isinstance(got, Confirmed) and got.trigger.sender.login == "dev"
-    got = check(gl, forge, None, tmp_path, source="schedule", GITBOT_ISSUE="1", GITLAB_USER_ID=str(reporter.id),
-                GITLAB_USER_LOGIN="reporter")
+    got = check(
+        gl,
+        forge,
+        None,
+        tmp_path,
+        source="schedule",
+        GITBOT_ISSUE="1",
+        GITLAB_USER_ID=str(reporter.id),
+        GITLAB_USER_LOGIN="reporter",
+    )
     assert isinstance(got, Refused) and "Reporter" in got.reason
     assert gl.violations == []
+
+
+def test_a_confidential_issue_is_refused_whoever_asks(gl, forge, tmp_path):
+    """Its words would reach a branch, a merge request and notes everyone who sees the project can read."""
+    dev = gl.user_named("dev")
+    issue = gl.add_issue("Token leaks in logs", "The deploy key is printed at …", author=dev)
+    issue.confidential = True
+    label = gl.label_issue(issue.iid, "gitbot", by=dev)
+    mention = gl.note_hook(gl.add_note("Issue", issue.iid, "@gitbot fix it", author=dev))
+    for payload in (label, mention):
+        got = check(gl, forge, payload, tmp_path)
+        assert isinstance(got, Refused) and "confidential" in got.reason, got
+    got = check(gl, forge, None, tmp_path, source="web", GITBOT_ISSUE=str(issue.iid), GITLAB_USER_ID=str(dev.id),
+                GITLAB_USER_LOGIN="dev")
+    assert isinstance(got, Refused) and "confidential" in got.reason
+
+
+def test_a_position_the_payload_invents_for_a_plain_note_is_dropped(gl, forge, tmp_path):
+    payload = gl.note_hook(note(gl, "dev", "@gitbot tidy this up", on="MergeRequest"))
+    payload["object_attributes"]["position"] = gl.diff_position(1, "secrets.env", 1)
+    got = check(gl, forge, payload, tmp_path)
+    assert isinstance(got, Confirmed), got
+    assert got.trigger.kind == "merge_request_note" and got.trigger.line is None
