@@ -301,3 +301,42 @@ def test_held_a_blocked_developer_and_a_guest_posing_with_a_developers_payload_a
     on_other_issue = gl.note_hook(gl.add_note("Issue", issue.iid, "@gitbot fix it", author=maria))
     on_other_issue["issue"]["iid"] = 1  # a real note, claimed to be on another issue
     assert not isinstance(_verdict(gl, on_other_issue, tmp_path), Confirmed)
+
+
+# ---------------------------------------------------------------- GitLab quick actions in what gitbot writes
+
+QUICK_ACTION = re.compile(r"^/[a-z_]+\b", re.MULTILINE)
+
+
+def live_quick_actions(markdown: str) -> list[str]:
+    """Lines GitLab would run as quick actions (a `/command` at the start of a line outside code blocks)."""
+    found, fence = [], None
+    for line in markdown.split("\n"):
+        opening = re.match(r"^ {0,3}(`{3,}|~{3,})", line)
+        if fence is None and opening:
+            fence = opening.group(1)
+        elif fence is not None and line.strip().startswith(fence):
+            fence = None
+        elif fence is None and QUICK_ACTION.match(line):
+            found.append(line)
+    return found
+
+
+@pytest.mark.slow
+def test_the_models_answer_cannot_run_quick_actions_as_gitbot(gl, job):
+    """GitLab runs quick actions in notes (and descriptions) written through the API, created or edited, with
+    the author's rights: an answer the model was steered into writing (`/merge`, `/approve`, `/close`,
+    `/label`, `/target_branch`, `/move`) would act as gitbot's token. md_cell leaves a leading `/` alone."""
+    from tests.forge.test_conversation_e2e import answer_script
+
+    maria = gl.user_named("maria")
+    issue = gl.add_issue("quick actions", "How do I close this?", author=maria)
+    note = gl.add_note("Issue", issue.iid, "@gitbot answer how is this closed?", author=maria)
+    answer = "Like this:\n/close\n/label ~pwned\n/confidential\nThat is all."
+    with FakeMessagesAPI(answer_script(answer)) as api:
+        ran = job.run(api, source="trigger", user=gl.bot, payload=gl.note_hook(note))
+    assert ran.exit_code == 0, ran.log
+    written = [n.body for n in bot_notes(gl, "Issue", issue.iid)]
+    written += [str(r.body.get("body") or r.body.get("description") or "") for r in gl.api_requests(r"^(POST|PUT) ")
+                if isinstance(r.body, dict)]
+    assert [q for body in written for q in live_quick_actions(body)] == [], "gitbot wrote live quick actions"
