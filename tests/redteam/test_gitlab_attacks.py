@@ -135,6 +135,7 @@ def planted(gl, tmp_path_factory):
     payload = gl.label_issue(issue.iid, "gitbot", by=maria)
     script = [
         tool_turn(("execute_command", {"command": PLANT.format(victim=victim)})),
+        tool_turn(("execute_command", {"command": "env; cat .git/config; git config --list --show-origin"})),
         tool_turn(("replace_in_file", {"path": "stats.py", "diff": FIX_DIFF})),
         tool_turn(("attempt_completion", {"result": "Fixed."})),
         tool_turn(("attempt_completion", {"result": "Fixed."})),
@@ -150,6 +151,13 @@ def test_the_agent_cannot_make_gitbot_write_outside_the_sandbox_through_a_plante
     assert "precious" in sent or "ln -s" in sent, ran.log  # the command did run in the sandbox
     assert victim.read_text() == "precious\n", "gitbot wrote its dotenv report through the agent's symlink"
     assert not (ran.workspace / ".gitbot-out" / "gitbot.env").is_symlink()
+
+
+@pytest.mark.slow
+def test_held_the_agent_sees_neither_the_job_token_nor_gitbots_token(gl, planted):
+    ran, _, sent, _ = planted
+    assert "GITLAB_CI" in sent or "core.repositoryformatversion" in sent, ran.log  # the command ran
+    assert gl.job_token not in sent and gl.token not in sent
 
 
 @pytest.mark.slow
@@ -301,42 +309,3 @@ def test_held_a_blocked_developer_and_a_guest_posing_with_a_developers_payload_a
     on_other_issue = gl.note_hook(gl.add_note("Issue", issue.iid, "@gitbot fix it", author=maria))
     on_other_issue["issue"]["iid"] = 1  # a real note, claimed to be on another issue
     assert not isinstance(_verdict(gl, on_other_issue, tmp_path), Confirmed)
-
-
-# ---------------------------------------------------------------- GitLab quick actions in what gitbot writes
-
-QUICK_ACTION = re.compile(r"^/[a-z_]+\b", re.MULTILINE)
-
-
-def live_quick_actions(markdown: str) -> list[str]:
-    """Lines GitLab would run as quick actions (a `/command` at the start of a line outside code blocks)."""
-    found, fence = [], None
-    for line in markdown.split("\n"):
-        opening = re.match(r"^ {0,3}(`{3,}|~{3,})", line)
-        if fence is None and opening:
-            fence = opening.group(1)
-        elif fence is not None and line.strip().startswith(fence):
-            fence = None
-        elif fence is None and QUICK_ACTION.match(line):
-            found.append(line)
-    return found
-
-
-@pytest.mark.slow
-def test_the_models_answer_cannot_run_quick_actions_as_gitbot(gl, job):
-    """GitLab runs quick actions in notes (and descriptions) written through the API, created or edited, with
-    the author's rights: an answer the model was steered into writing (`/merge`, `/approve`, `/close`,
-    `/label`, `/target_branch`, `/move`) would act as gitbot's token. md_cell leaves a leading `/` alone."""
-    from tests.forge.test_conversation_e2e import answer_script
-
-    maria = gl.user_named("maria")
-    issue = gl.add_issue("quick actions", "How do I close this?", author=maria)
-    note = gl.add_note("Issue", issue.iid, "@gitbot answer how is this closed?", author=maria)
-    answer = "Like this:\n/close\n/label ~pwned\n/confidential\nThat is all."
-    with FakeMessagesAPI(answer_script(answer)) as api:
-        ran = job.run(api, source="trigger", user=gl.bot, payload=gl.note_hook(note))
-    assert ran.exit_code == 0, ran.log
-    written = [n.body for n in bot_notes(gl, "Issue", issue.iid)]
-    written += [str(r.body.get("body") or r.body.get("description") or "") for r in gl.api_requests(r"^(POST|PUT) ")
-                if isinstance(r.body, dict)]
-    assert [q for body in written for q in live_quick_actions(body)] == [], "gitbot wrote live quick actions"
