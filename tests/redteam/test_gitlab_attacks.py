@@ -17,12 +17,12 @@ from gitbot.forge.gitlab.ci import decide, read_context
 from gitbot.forge.gitlab.ci_io import GitLabIO
 from gitbot.forge.gitlab.settings import read_settings
 from gitbot.forge.gitlab.trust import Confirmed, confirm
+from tests.conftest import FIX_DIFF
 from tests.fakes.gitlab_api import FakeGitLab
 from tests.fakes.gitlab_state import utcnow
 from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
 from tests.forge.gitlab.conftest import push_files, run_git
-from tests.forge.gitlab.test_gitlab_e2e import FILES, GitLabJob, bot_notes
-from tests.conftest import FIX_DIFF
+from tests.forge.gitlab.test_gitlab_e2e import FILES, GitLabJob
 from tests.forge.test_action_e2e import fix_script, model_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -179,54 +179,6 @@ def test_nothing_the_agent_wrote_in_the_output_dir_is_committed(gl, planted):
 def test_command_output_cannot_fake_a_log_section(planted):
     ran, _, _, _ = planted
     assert "\x1b[0Ksection_start" not in ran.log and "\x1b[32mJob succeeded" not in ran.log
-
-
-# ---------------------------------------------------------------- confidential issues and internal notes
-
-
-@pytest.fixture
-def confidential(gl):
-    """Issues (iids) and notes (ids) GitLab shows as confidential / internal."""
-    issues: set[int] = set()
-    notes: set[int] = set()
-    issue_json, note_json = gl.issue_json, gl.note_json
-    gl.issue_json = lambda issue: {**issue_json(issue), "confidential": issue.iid in issues}
-    gl.note_json = lambda note: {**note_json(note), "internal": note.id in notes, "confidential": note.id in notes}
-    yield issues, notes
-    del gl.issue_json, gl.note_json
-
-
-@pytest.mark.slow
-def test_a_confidential_issue_is_not_turned_into_a_public_merge_request(gl, job, confidential):
-    """A confidential issue (a security report) labelled by a Developer: a merge request, its branch and its
-    description (the issue's title, "Closes #N", the model's summary) are visible to everyone who can see the
-    project's code. GitLab itself warns before making one from a confidential issue."""
-    maria = gl.user_named("maria")
-    issue = gl.add_issue("SECRET-VULN: auth bypass in mean()", "mean([1, 2, 3]) returns 3.0.", author=maria)
-    confidential[0].add(issue.iid)
-    payload = gl.label_issue(issue.iid, "gitbot", by=maria)
-    with FakeMessagesAPI(fix_script()) as api:
-        ran = job.run(api, source="trigger", user=gl.bot, payload=payload)
-    leaked = [m for m in gl.merge_requests.values() if "SECRET-VULN" in m.title + m.description]
-    assert leaked == [], "a confidential issue's title went into a merge request"
-    assert ran.exit_code == 0, ran.log
-
-
-@pytest.mark.slow
-def test_an_internal_note_is_not_answered_in_public(gl, job, confidential):
-    from tests.forge.test_conversation_e2e import answer_script
-
-    maria = gl.user_named("maria")
-    issue = gl.add_issue("triage", "…", author=maria)
-    note = gl.add_note("Issue", issue.iid, "@gitbot answer does INTERNAL-ONLY customer X hit this?", author=maria)
-    confidential[1].add(note.id)
-    with FakeMessagesAPI(answer_script("Yes, INTERNAL-ONLY customer X hits it.")) as api:
-        ran = job.run(api, source="trigger", user=gl.bot, payload=gl.note_hook(note))
-    answered = [n for n in bot_notes(gl, "Issue", issue.iid) if "INTERNAL-ONLY" in n.body]
-    creates = [r.body for r in gl.api_requests(rf"^POST /projects/[^/]+/issues/{issue.iid}/(discussions/[^/]+/)?notes$")]
-    assert not answered or all(isinstance(b, dict) and b.get("internal") for b in creates), \
-        "gitbot answered an internal note with a public note"
-    assert ran.exit_code == 0, ran.log
 
 
 # ---------------------------------------------------------------- held: kept as coverage
