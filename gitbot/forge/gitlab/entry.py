@@ -85,7 +85,7 @@ def _run(environ: dict[str, str], io: GitLabIO, secrets: Secrets) -> int:
 
     try:
         forge = GitLabForge(ctx.api_url, settings.gitlab_token, ctx.project_id)
-        verdict = confirm(decision, forge, settings=settings, payload=ctx.payload, actor_id=ctx.actor_id)
+        verdict = confirm(decision, forge, settings=settings, ctx=ctx)
     except ForgeError as exc:
         io.error(f"cannot check who triggered gitbot: {exc}", title="gitbot: GitLab API")
         io.set_outputs(outputs("error"))
