@@ -16,16 +16,25 @@ trigger), 1 gave up, 2 configuration, 3 infrastructure.
 from __future__ import annotations
 
 import os
+import tempfile
+from dataclasses import replace
+from pathlib import Path
 from typing import TextIO
 
 from gitbot import __version__
 from gitbot.agent.result import ExitCode
 from gitbot.forge import pull_request as prmod
+from gitbot.forge.gitlab import out_dir
 from gitbot.forge.gitlab.ci import ContextError, GitLabContext, decide, read_context
 from gitbot.forge.gitlab.ci_io import GitLabIO
 from gitbot.forge.gitlab.settings import GitLabSettings, SettingsError, read_settings
 from gitbot.forge.interface import ForgeError
-from gitbot.forge.job_start import configuration_error, nothing_to_do, secrets_out_of_environment, trigger_refused
+from gitbot.forge.job_start import (
+    configuration_error,
+    nothing_to_do,
+    secrets_out_of_environment,
+    trigger_refused,
+)
 from gitbot.forge.report import outputs
 from gitbot.forge.triggers import Ignore
 from gitbot.secrets import Secrets
@@ -54,12 +63,20 @@ def run_gitlab(environ: dict[str, str] | None = None, *, stdout: TextIO | None =
     environ = dict(os.environ if environ is None else environ)
     secrets = known_secrets(environ)
     io = GitLabIO(secrets, stdout=stdout, environ=environ)
+    refusal = out_dir.problem(io.out_dir)
+    if refusal is not None:  # nothing is written there: the directory is not gitbot's
+        io.error(refusal, title="gitbot: configuration")
+        return ExitCode.CONFIG
+    # The run's record is prepared here, outside the work tree the agent may write, and moved into the
+    # output directory at the end.
+    record = Path(tempfile.mkdtemp(prefix="gitbot-record-"))
     try:
         with secrets_out_of_environment(secrets, also=SECRET_VARIABLES.__contains__):
-            return _run(environ, io, secrets)
+            return _run(environ, io, secrets, record)
     finally:
         if not io.outputs_written:  # an unexpected failure: the report is still gitbot's, never a planted one
             io.set_outputs(outputs("error"))
+        io.finish(record)
 
 
 def known_secrets(environ: dict[str, str]) -> Secrets:
@@ -69,7 +86,7 @@ def known_secrets(environ: dict[str, str]) -> Secrets:
     return secrets
 
 
-def _run(environ: dict[str, str], io: GitLabIO, secrets: Secrets) -> int:
+def _run(environ: dict[str, str], io: GitLabIO, secrets: Secrets, record: Path) -> int:
     try:
         settings = read_settings(environ)
         ctx = read_context(environ)
@@ -95,7 +112,7 @@ def _run(environ: dict[str, str], io: GitLabIO, secrets: Secrets) -> int:
     if isinstance(verdict, Refused):
         return trigger_refused(io, verdict.reason)
     io.info(f"gitbot {__version__}: {verdict.reason}")
-    return _execute(io, settings, ctx, forge, verdict.trigger, secrets)
+    return _execute(io, settings, replace(ctx, runner_temp=record), forge, verdict.trigger, secrets)
 
 
 def _execute(
@@ -106,7 +123,10 @@ def _execute(
     from gitbot.forge.job import Job
 
     auth = prmod.auth_env(settings.gitlab_token, ctx.server_url, user=GIT_USER)
-    with clone_credentials_removed(ctx.workspace.resolve()) as taken:
+    with (
+        clone_credentials_removed(ctx.workspace.resolve()) as taken,
+        out_dir.excluded(ctx.workspace, io.out_dir),
+    ):
         if taken:
             io.info(f"the runner's credential is out of .git/config while gitbot works ({', '.join(taken)})")
         return execute(Job(io, settings, ctx, forge, trigger, secrets, auth))
