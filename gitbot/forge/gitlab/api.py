@@ -303,6 +303,11 @@ class GitLabForge:
                 self._me = (0, "")
         return self._me if self._me[0] else None
 
+    def is_token_user(self, user_id: int) -> bool:
+        """Whether `user_id` is the user gitbot's token acts as: a personal access token's notes are
+        gitbot's own even though that user is no bot and its notes may lack the marker."""
+        return user_id == self._me_id()
+
     def _me_id(self) -> int | None:
         me = self._whoami()
         return me[0] if me else None

@@ -170,7 +170,7 @@ def _confirm_note(
     if user is None:
         return Refused(f"the author of note {note.id} is not a GitLab user")
     author = _actor(user)
-    if is_own_comment(author, note.body):
+    if is_own_comment(author, note.body) or forge.is_token_user(user.id):
         return Ignore(f"note {note.id} is gitbot's own (by {user.username}): gitbot never answers itself")
     request = find_request(note.body, settings.trigger_phrase)
     if request is None:

@@ -199,3 +199,18 @@ def test_a_position_the_payload_invents_for_a_plain_note_is_dropped(gl, forge, t
     got = check(gl, forge, payload, tmp_path)
     assert isinstance(got, Confirmed), got
     assert got.trigger.kind == "merge_request_note" and got.trigger.line is None
+
+
+def test_a_note_by_the_user_a_personal_access_token_acts_as_is_gitbots_own(gl, tmp_path):
+    """With a personal access token gitbot writes as a person (no bot flag, and a quoted note may lack the
+    marker): that user's notes are never answered, so gitbot cannot answer itself."""
+    owner = gl.user_named("owner")
+    as_owner = GitLabForge(gl.url, gl.add_token(owner), gl.project_id)
+    payload = gl.note_hook(note(gl, "owner", "@gitbot fix the crash"))
+    got = check(gl, as_owner, payload, tmp_path)
+    assert isinstance(got, Ignore) and "gitbot's own" in got.reason
+    assert isinstance(check(gl, forge_of(gl), payload, tmp_path), Confirmed)  # the same note, another token
+
+
+def forge_of(gl):
+    return GitLabForge(gl.url, gl.token, gl.project_id)
