@@ -136,7 +136,7 @@ def plan_pull(job: Job) -> PullPlan:
             f"request, the most {terms.max_iterations_setting} allows. So far it cost {money(spent)}. A "
             f"maintainer can raise {terms.settings_place}, or take it from here.",
         )
-    context = PullContext(trigger=t, pull=pull, repository=ctx.repository, ledger=ledger)
+    context = PullContext(trigger=t, pull=pull, repository=ctx.repository, ledger=ledger, terms=terms)
     context.threads = forge.review_threads(pull.number)
     context.checks = forge.check_runs(pull.head_sha) if pull.head_sha else []
     for check in [c for c in context.checks if failed(c) and c.job_id is not None][:MAX_CHECK_LOGS]:

@@ -163,6 +163,7 @@ class Terms:
     max_total_cost_setting: str = "`max-total-cost-usd`"  # where a maintainer raises the budget
     max_iterations_setting: str = "`max-iterations`"
     ci: str = "workflow"  # "pipeline" (what fails and re-runs on a branch)
+    ci_product: str = "GitHub Actions"  # "GitLab CI/CD" (the model reads "The GitHub Actions workflow …")
     settings_place: str = "the input in the workflow"  # where a maintainer changes one of these settings
     check_command_setting: str = "`check-command` input"
     change_ref: str = "pull/{number}/head"  # "merge-requests/{number}/head": a change request's head, to fetch
@@ -172,6 +173,9 @@ class Terms:
         "24.04's AppArmor restriction on unprivileged user namespaces), install bubblewrap on the "
         "runner yourself"
     )
+
+
+GITHUB_TERMS = Terms()  # the defaults are GitHub's words
 
 
 # ---------------------------------------------------------------- the protocols

@@ -20,7 +20,7 @@ import secrets as _secrets
 import unicodedata
 from dataclasses import dataclass
 
-from gitbot.forge.interface import CommentData
+from gitbot.forge.interface import GITHUB_TERMS, CommentData, Terms
 from gitbot.forge.mdsafe import neutralise
 from gitbot.markdown_text import plain_title, visible_text
 from gitbot.prompting import defuse_delimiters, render_prompt
@@ -80,7 +80,12 @@ def select_comments(comments: list[CommentData], approved_at: dt.datetime | None
 
 
 def build_issue_task(
-    issue: IssueText, selection: CommentSelection, *, repository: str, check_command: str | None = None
+    issue: IssueText,
+    selection: CommentSelection,
+    *,
+    repository: str,
+    check_command: str | None = None,
+    terms: Terms = GITHUB_TERMS,
 ) -> Task:
     tag = f"issue_{_secrets.token_hex(4)}"
     body = _cap(visible_text(issue.body) or render_prompt("issue_task/no_description"), MAX_BODY_CHARS)
@@ -103,7 +108,9 @@ def build_issue_task(
     if left_out:
         parts.append("\n" + render_prompt("issue_task/comments_left_out", count=str(left_out)))
     content = defuse_delimiters("\n".join(parts))
-    intro = render_prompt("issue_task/instructions", number=str(issue.number), repository=repository, tag=tag)
+    intro = render_prompt(
+        "issue_task/instructions", number=str(issue.number), repository=repository, tag=tag, forge=terms.forge
+    )
     notes = []
     if selection.late:
         notes.append(render_prompt("issue_task/late_comments", count=str(selection.late)))

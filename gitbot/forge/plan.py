@@ -79,6 +79,7 @@ def _issue_plan(job: Job, t: IssueTrigger) -> Plan:
         select_comments(comments, approved_at),
         repository=job.ctx.repository,
         check_command=job.inputs.check_command,
+        terms=forge.terms,
     )
     how = (
         f"after `{md_cell(t.sender.login)}` added the `{md_cell(t.label)}` label"
@@ -117,7 +118,8 @@ def _mention_plan(job: Job, t: CommentTrigger) -> Plan:
     when = asked_at or dt.datetime.now(dt.UTC)
     selection.kept.append(CommentData(t.comment_id, t.author.login, t.author.type, t.body, when, when))
     task = build_issue_task(
-        issue, selection, repository=job.ctx.repository, check_command=job.inputs.check_command
+        issue, selection, repository=job.ctx.repository, check_command=job.inputs.check_command,
+        terms=job.forge.terms,
     )
     task = Task(
         text=f"{task.text}\n\n{issue_request_note(t)}",
@@ -154,6 +156,7 @@ def _workflow_plan(job: Job, t) -> Plan:
         jobs=jobs,
         notes=notes,
         check_command=job.inputs.check_command,
+        terms=job.forge.terms,
     )
     base = job.inputs.base_branch or t.head_branch
     return Plan(

@@ -17,7 +17,7 @@ import datetime as dt
 import secrets as _secrets
 from dataclasses import dataclass, field
 
-from gitbot.forge.interface import CheckRun, PullInfo, ReviewThread
+from gitbot.forge.interface import CheckRun, PullInfo, ReviewThread, Terms
 from gitbot.forge.issue_task import clean_title
 from gitbot.forge.ledger import Ledger
 from gitbot.forge.triggers import CommentTrigger
@@ -52,6 +52,7 @@ class PullContext:
     commits: list[str] = field(
         default_factory=list
     )  # "sha subject (author)", pushed since gitbot's last change
+    terms: Terms = field(default_factory=Terms)  # the forge's words
 
 
 def cap(text: str, limit: int) -> str:
@@ -198,13 +199,15 @@ def build_pull_task(ctx: PullContext, *, continued: bool, check_command: str | N
     number, title = str(ctx.pull.number), clean_title(ctx.pull.title, 100)
     if continued:
         opening = render_prompt("conversation/opening_continued", number=number, title=title,
-                                repository=ctx.repository, branch=ctx.pull.head_ref)
+                                repository=ctx.repository, branch=ctx.pull.head_ref, change=ctx.terms.change,
+                                change_prefix=ctx.terms.change_prefix)
     else:
         opening = render_prompt("conversation/opening", number=number, title=title, repository=ctx.repository,
-                                branch=ctx.pull.head_ref)
+                                branch=ctx.pull.head_ref, change=ctx.terms.change,
+                                change_prefix=ctx.terms.change_prefix, forge=ctx.terms.forge)
     text = render_prompt("conversation/pull_request", opening=opening, mode=mode_text(ctx.trigger.mode), tag=tag,
-                         content=body)
-    title = clean_title(f"{request_label(ctx.trigger)} on #{ctx.pull.number}", 100)
+                         content=body, forge=ctx.terms.forge)
+    title = clean_title(f"{request_label(ctx.trigger)} on {ctx.terms.change_prefix}{ctx.pull.number}", 100)
     return Task(text=text, source="pull_request_comment", title=title, check_command=check_command)
 
 

@@ -14,7 +14,7 @@ import re
 import secrets as _secrets
 from dataclasses import dataclass
 
-from gitbot.forge.interface import Forge, ForgeError, JobData
+from gitbot.forge.interface import GITHUB_TERMS, Forge, ForgeError, JobData, Terms
 from gitbot.prompting import defuse_delimiters, render_prompt
 from gitbot.task import Task
 
@@ -87,6 +87,7 @@ def build_workflow_task(
     jobs: list[FailedJob],
     notes: list[str],
     check_command: str | None,
+    terms: Terms = GITHUB_TERMS,
 ) -> Task:
     tag = f"ci_log_{_secrets.token_hex(4)}"
     evidence = []
@@ -105,6 +106,8 @@ def build_workflow_task(
     lines = [
         render_prompt(
             "workflow_task/failed",
+            ci_product=terms.ci_product,
+            ci=terms.ci,
             workflow=repr(workflow),
             branch=repr(branch),
             commit=sha[:12],

@@ -80,3 +80,32 @@ def test_the_github_adapter_has_every_member_of_the_protocol(protocol, implement
         method = getattr(implementation, name, None)
         assert callable(method), f"{implementation.__name__} has no {name}"
         assert parameters(inspect.signature(method)) == parameters(wanted), name
+
+
+GITLAB_WORDS = interface.Terms(
+    change="merge request", change_short="MR", change_prefix="!", run="pipeline", forge="GitLab",
+    ci="pipeline", ci_product="GitLab CI/CD",
+)
+
+
+def test_the_model_reads_the_forges_words():
+    """The tasks the model reads name the forge the flow was given, not GitHub (the GitHub text itself
+    is pinned in tests/prompts_pinned/)."""
+    from gitbot.forge.issue_task import IssueText, build_issue_task, select_comments
+    from gitbot.forge.pr_task import build_pull_task
+    from gitbot.forge.workflow import FailedJob, build_workflow_task
+    from tests.forge.test_pr_task import context
+
+    issue = build_issue_task(IssueText(4, "t", "b", "ada"), select_comments([], None), repository="g/p",
+                             terms=GITLAB_WORDS)
+    failed = build_workflow_task(workflow="test", branch="main", sha="a" * 40, run_url="https://x/-/pipelines/1",
+                                 jobs=[FailedJob("unit", "https://x/-/jobs/2", [], "E boom")], notes=[],
+                                 check_command=None, terms=GITLAB_WORDS)
+    for continued in (False, True):
+        ctx = context()
+        ctx.terms = GITLAB_WORDS
+        pull = build_pull_task(ctx, continued=continued, check_command=None)
+        assert "merge request !9" in pull.text and pull.title.endswith("on !9")
+        assert "GitHub" not in pull.text.replace(ctx.pull.author, "")
+    assert "of the GitLab repository g/p" in issue.text and "GitHub" not in issue.text
+    assert "The GitLab CI/CD pipeline 'test' failed" in failed.text and "GitHub" not in failed.text

@@ -59,6 +59,7 @@ TERMS = Terms(
     max_total_cost_setting="`GITBOT_MAX_TOTAL_COST_USD`",
     max_iterations_setting="`GITBOT_MAX_ITERATIONS`",
     ci="pipeline",
+    ci_product="GitLab CI/CD",
     settings_place="the component's input in `.gitlab-ci.yml` (or its `GITBOT_*` variable)",
     check_command_setting="`check-command` input (`GITBOT_CHECK_COMMAND`)",
     change_ref="merge-requests/{number}/head",

@@ -152,6 +152,11 @@ class GitLabIO:
             self._write_file(SUMMARY_FILE, self._summary)
         files.tidy(self.out_dir, self._written, record)
 
+    def prepared(self) -> Path:
+        """The output dir, made with its `.gitignore` before the run."""
+        self._write_file(IGNORE_FILE, "*\n")
+        return self.out_dir
+
     def _write_file(self, name: str, text: str) -> None:
         if IGNORE_FILE not in self._written:
             files.write(self.out_dir, IGNORE_FILE, "*\n")

@@ -122,6 +122,7 @@ def _execute(
     from gitbot.forge.gitlab.checkout import clone_credentials_removed
     from gitbot.forge.job import Job
 
+    io.prepared()
     auth = prmod.auth_env(settings.gitlab_token, ctx.server_url, user=GIT_USER)
     with (
         clone_credentials_removed(ctx.workspace.resolve()) as taken,

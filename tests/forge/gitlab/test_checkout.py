@@ -16,7 +16,7 @@ JOB_TOKEN = "glcbt-64_jobTokenValue0123456789"
 
 def config(repo, *args):
     return subprocess.run(
-        ["git", "-C", str(repo), "config", "--local", *args], capture_output=True, text=True
+        ["git", "-C", str(repo), "config", "--local", *args], capture_output=True, text=True, check=False
     )
 
 

@@ -70,7 +70,7 @@ class GitLabJob:
         **variables: str,
     ) -> Ran:
         work = self.clone(ref)
-        out = self.root / f"out-{self.runs}"
+        out = work / ".gitbot-out"  # where the component's artifact paths expect it: inside the work tree
         sha = run_git(work, "rev-parse", "HEAD").strip()
         if not pipeline_id:  # the pipeline GitLab records for this job (trust.py reads it back)
             variables_passed = {"TRIGGER_PAYLOAD": "(the body)"} if payload is not None else {}
@@ -94,7 +94,6 @@ class GitLabJob:
             "ANTHROPIC_API_KEY": api.api_key,
             "ANTHROPIC_BASE_URL": api.url,
             "GITBOT_CHECK_COMMAND": CHECK,
-            "GITBOT_OUTPUT_DIR": str(out),
             **variables,
         }
         if payload is not None:
@@ -168,6 +167,10 @@ def test_a_labelled_issue_becomes_a_verified_merge_request_with_its_proof_and_co
     assert ran.outputs["GITBOT_PR_NUMBER"] == str(mr.iid)
     assert ran.outputs["GITBOT_PR_URL"].endswith(f"/-/merge_requests/{mr.iid}")
     assert "| model requests | 4 |" in ran.summary
+    tip = gl.branch_sha(mr.source_branch)
+    changed = run_git(gl.bare_repo, "diff", "--name-only", f"{tip}^", tip).split()
+    assert changed == ["stats.py"]  # nothing gitbot keeps in .gitbot-out/ for the artifact
+    assert (ran.workspace / ".gitbot-out" / "gitbot-artifact").is_dir()
     [status] = bot_notes(gl, "Issue", issue.iid)
     assert f"!{mr.iid}" in status.body
     # the job token went back into the clone's config once gitbot was done; it was never in the log
@@ -189,6 +192,7 @@ def test_a_failed_pipeline_becomes_a_merge_request_into_its_branch_a_draft_until
     assert ran.exit_code == 0, ran.log  # a draft merge request is a result, as a draft pull request is
     sent = model_text(api)
     assert "AssertionError: 3.0 != 2" in sent and "section_start" not in sent  # the trace as the page shows it
+    assert "GitLab CI/CD" in sent and "GitHub" not in sent
     [mr] = [m for m in gl.merge_requests.values() if m.source_branch == f"gitbot/run-{pipeline.id}"]
     assert mr.target_branch == "feature/ci" and mr.draft and ran.outputs["GITBOT_VERIFIED"] == "false"
     tip = gl.branch_sha(mr.source_branch)
