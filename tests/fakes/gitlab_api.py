@@ -326,12 +326,39 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
             )
 
     def add_pipeline(
-        self, *, ref: str, sha: str, status: str = "failed", source: str = "push", user: User | None = None
+        self,
+        *,
+        ref: str,
+        sha: str,
+        status: str = "failed",
+        source: str = "push",
+        user: User | None = None,
+        variables: dict[str, str] | None = None,
     ) -> Pipeline:
         pid = next(self._ids) * 10
         pipeline = Pipeline(pid, len(self.pipelines) + 1, sha, ref, status, source, (user or self.bot).id)
+        pipeline.variables = dict(variables or {})
         self.pipelines[pid] = pipeline
         return pipeline
+
+    def pipeline_env(
+        self, *, source: str, user: User, ref: str = "main", sha: str | None = None, payload: bool = False
+    ) -> dict[str, str]:
+        """A pipeline GitLab records as `source`, started by `user` on `ref`, and the predefined variables its
+        jobs see (a trigger pipeline carries TRIGGER_PAYLOAD, as the webhook's call passes it)."""
+        sha = sha or self.branch_sha(ref) or "0" * 40
+        variables = {"TRIGGER_PAYLOAD": "(the webhook's body)"} if payload else {}
+        pipeline = self.add_pipeline(
+            ref=ref, sha=sha, status="running", source=source, user=user, variables=variables
+        )
+        return {
+            "CI_PIPELINE_ID": str(pipeline.id),
+            "CI_PIPELINE_SOURCE": source,
+            "CI_COMMIT_REF_NAME": ref,
+            "CI_COMMIT_SHA": sha,
+            "GITLAB_USER_ID": str(user.id),
+            "GITLAB_USER_LOGIN": user.username,
+        }
 
     def add_job(
         self,
@@ -515,6 +542,7 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
             "created_at": iso(pipeline.created_at),
             "updated_at": iso(pipeline.created_at),
             "web_url": f"{self.web_url}/-/pipelines/{pipeline.id}",
+            "user": self.user_basic(pipeline.user_id),
         }
 
     def job_json(self, job: Job) -> dict[str, Any]:
@@ -917,6 +945,17 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
         found = [p for p in self.pipelines.values() if sha in (None, p.sha) and ref in (None, p.ref)]
         found.sort(key=lambda p: p.id, reverse=rec.query.get("sort", ["desc"])[0] == "desc")
         return self._paginate(rec, [self.pipeline_json(p) for p in found])
+
+    def _get_projects_id_pipelines_pipeline_id(self, rec, params, user_id):
+        pipeline = self.pipelines.get(int(params["pipeline_id"]))
+        return (200, {}, self.pipeline_json(pipeline)) if pipeline else self._not_found()
+
+    def _get_projects_id_pipelines_pipeline_id_variables(self, rec, params, user_id):
+        pipeline = self.pipelines.get(int(params["pipeline_id"]))
+        if pipeline is None:
+            return self._not_found()
+        found = [{"key": k, "variable_type": "env_var", "value": v} for k, v in pipeline.variables.items()]
+        return self._paginate(rec, found)
 
     def _get_projects_id_pipelines_pipeline_id_jobs(self, rec, params, user_id):
         pipeline_id = int(params["pipeline_id"])

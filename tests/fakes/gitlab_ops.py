@@ -155,6 +155,8 @@ DOCUMENTED: tuple[Operation, ...] = (
         "resource_label_events.md",
         paginated=True,
     ),
+    _op("GET", "/projects/:id/pipelines/:pipeline_id", "pipelines.md"),
+    _op("GET", "/projects/:id/pipelines/:pipeline_id/variables", "pipelines.md", paginated=True),
     _op(
         "GET", "/projects/:id/merge_requests/:merge_request_iid/versions", "merge_requests.md", paginated=True
     ),

@@ -111,6 +111,7 @@ class Pipeline:
     source: str
     user_id: int
     created_at: dt.datetime = field(default_factory=utcnow)
+    variables: dict[str, str] = field(default_factory=dict)  # passed when it was created (a trigger's)
 
 
 @dataclass

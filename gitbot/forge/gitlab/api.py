@@ -43,6 +43,8 @@ EYES = "eyes"
 ALREADY_AWARDED = "has already been taken"  # GitLab's 404 when the same user gives the same emoji twice
 # GitLab's MergeRequest::DRAFT_REGEX: the title prefixes that make a merge request a draft.
 DRAFT_PREFIX = re.compile(r"\A\s*(?:\[draft\]|draft:|\(draft\)|draft\s-\s|draft\s)+\s*", re.IGNORECASE)
+# The system notes GitLab writes when an issue's text changes (SystemNotes::IssuablesService).
+EDIT_NOTE = re.compile(r"changed the description|changed title\b")
 ACCESS_NAMES = {0: "NONE", 5: "MINIMAL_ACCESS", 10: "GUEST", 15: "PLANNER", 20: "REPORTER", 30: "DEVELOPER",
                 40: "MAINTAINER", 50: "OWNER"}  # fmt: skip
 # GitLab job statuses that are finished, and what a check's conclusion is for each.
@@ -82,6 +84,26 @@ class NoteData:
     system: bool
     created_at: dt.datetime
     updated_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class PipelineData:
+    """A pipeline as GitLab records it: what started it, for whom, on what (never as the job's variables
+    say, which a trigger's variables override)."""
+
+    id: int
+    source: str  # "trigger", "web", "schedule", "push", …
+    user_id: int
+    ref: str
+    sha: str
+    created_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class LabelEventData:
+    action: str  # "add" or "remove"
+    user_id: int
+    created_at: dt.datetime
 
 
 @dataclass(frozen=True)
@@ -180,6 +202,63 @@ class GitLabForge:
             updated_at=parse_time(data.get("updated_at")) or created,
         )
 
+    def pipeline(self, pipeline_id: int) -> PipelineData | None:
+        """The pipeline as GitLab records it; None when it does not exist (or the token may not see it)."""
+        found = self._found(
+            lambda: self.project.pipelines.get(pipeline_id), f"reading pipeline {pipeline_id}"
+        )
+        if found is None:
+            return None
+        data = found.attributes
+        return PipelineData(
+            id=int(data["id"]),
+            source=str(data.get("source") or ""),
+            user_id=int((data.get("user") or {}).get("id") or 0),
+            ref=str(data.get("ref") or ""),
+            sha=str(data.get("sha") or ""),
+            created_at=parse_time(data.get("created_at")) or dt.datetime.now(dt.UTC),
+        )
+
+    def pipeline_variable_keys(self, pipeline_id: int) -> list[str]:
+        """The names of the variables passed to the pipeline when it was created (a trigger's, a manual
+        run's): GitLab lets them override the job's and its own predefined ones."""
+        pipeline = self.project.pipelines.get(pipeline_id, lazy=True)
+        found = self._call(
+            lambda: pipeline.variables.list(get_all=True), f"reading the variables of pipeline {pipeline_id}"
+        )
+        return [str(v.attributes.get("key")) for v in found]
+
+    def label_events(self, number: int, label: str) -> list[LabelEventData]:
+        """Every add and remove of `label` on the issue, oldest first, with who did it (their user id)."""
+        issue = self.project.issues.get(number, lazy=True)
+        events = self._call(
+            lambda: issue.resourcelabelevents.list(get_all=True), f"reading the label events of #{number}"
+        )
+        found = []
+        for event in events:
+            data = event.attributes
+            when = parse_time(data.get("created_at"))
+            if (data.get("label") or {}).get("name") == label and when is not None:
+                user_id = int((data.get("user") or {}).get("id") or 0)
+                found.append(LabelEventData(str(data.get("action") or ""), user_id, when))
+        return sorted(found, key=lambda e: e.created_at)
+
+    def issue_edited_after(self, number: int, when: dt.datetime) -> bool:
+        """Whether the issue's title or description changed after `when`, from the system notes GitLab
+        writes for each edit ("changed the description", "changed title from … to …")."""
+        issue = self.project.issues.get(number, lazy=True)
+        notes = self._call(
+            lambda: issue.notes.list(get_all=True, sort="asc", order_by="created_at"),
+            f"reading the history of #{number}",
+        )
+        for note in notes:
+            data = note.attributes
+            body = str(data.get("body") or "")
+            created = parse_time(data.get("created_at"))
+            if data.get("system") and EDIT_NOTE.match(body) and (created is None or created >= when):
+                return True
+        return False
+
     def user(self, user_id: int) -> UserData | None:
         user = self._found(lambda: self.gl.users.get(user_id), f"reading user {user_id}")
         if user is None:
@@ -227,6 +306,11 @@ class GitLabForge:
             except self._gitlab_errors:
                 self._me = (0, "")
         return self._me if self._me[0] else None
+
+    def is_token_user(self, user_id: int) -> bool:
+        """Whether `user_id` is the user gitbot's token acts as: a personal access token's notes are
+        gitbot's own even though that user is no bot and its notes may lack the marker."""
+        return user_id == self._me_id()
 
     def _me_id(self) -> int | None:
         me = self._whoami()

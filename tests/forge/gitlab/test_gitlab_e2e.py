@@ -71,7 +71,12 @@ class GitLabJob:
     ) -> Ran:
         work = self.clone(ref)
         out = work / ".gitbot-out"  # where the component's artifact paths expect it: inside the work tree
-        pipeline_id = pipeline_id or 90_000 + self.runs
+        sha = run_git(work, "rev-parse", "HEAD").strip()
+        if not pipeline_id:  # the pipeline GitLab records for this job (trust.py reads it back)
+            variables_passed = {"TRIGGER_PAYLOAD": "(the body)"} if payload is not None else {}
+            pipeline_id = self.fake.add_pipeline(
+                ref=ref, sha=sha, status="running", source=source, user=user, variables=variables_passed
+            ).id
         env = {
             **self.fake.ci_env(),
             "CI": "true",
@@ -82,7 +87,7 @@ class GitLabJob:
             "CI_PIPELINE_URL": f"{self.fake.web_url}/-/pipelines/{pipeline_id}",
             "CI_JOB_URL": f"{self.fake.web_url}/-/jobs/{pipeline_id + 1}",
             "CI_COMMIT_REF_NAME": ref,
-            "CI_COMMIT_SHA": run_git(work, "rev-parse", "HEAD").strip(),
+            "CI_COMMIT_SHA": sha,
             "GITLAB_USER_ID": str(user.id),
             "GITLAB_USER_LOGIN": user.username,
             "GITBOT_GITLAB_TOKEN": self.fake.token,
