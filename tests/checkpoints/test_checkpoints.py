@@ -296,6 +296,9 @@ def test_a_private_index_left_broken_by_a_crash_is_rebuilt(repo: Path, caplog: p
     before = user_state(repo)
     cp = Checkpointer(repo, "run-a")
     cp.take(0)
+    # The index's background refresh is done first: a refresh still running would commit its own .lock
+    # over the planted one (a race the tests lost under load, with one re-seeding instead of two).
+    cp.settle()
     shadow = repo / ".git" / "gitbot" / "shadow"
     (shadow / "indexes" / "run-a.lock").write_text("")  # git was killed while writing the index
     (repo / "src" / "app.py").write_text("print('v2')\n")

@@ -243,6 +243,7 @@ def test_a_read_only_commenter_starts_nothing(runner):
     assert fake.replies_in_thread(event["comment"]["id"]) == [] and fake.reactions == []
 
 
+@pytest.mark.timeout(240)  # four jobs in one test: the default 120 s ran out on a loaded machine
 def test_the_same_comment_twice_is_worked_on_once_and_a_rerun_updates(runner):
     fake = runner.fake
     with FakeMessagesAPI(fix_script() + follow_up_script() + follow_up_script("again")) as api:

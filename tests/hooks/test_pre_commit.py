@@ -56,6 +56,7 @@ def try_repo(hook_repo: Path, project: Path, home: Path) -> subprocess.Completed
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # pip installs gitbot and its dependencies: 25 s alone, 120 s and more on a loaded machine
 def test_try_repo_runs_a_real_pytest_check_with_the_projects_python(hook_repo, tmp_path):
     # One run only: try-repo builds a fresh environment every time (~15-20 s here), so the passing case
     # is left to tests/test_hooks.py, which runs the same `gitbot hook run` through git itself.
