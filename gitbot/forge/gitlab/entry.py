@@ -15,6 +15,7 @@ trigger), 1 gave up, 2 configuration, 3 infrastructure.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import tempfile
 from dataclasses import replace
@@ -87,6 +88,10 @@ def known_secrets(environ: dict[str, str]) -> Secrets:
 
 
 def _run(environ: dict[str, str], io: GitLabIO, secrets: Secrets, record: Path) -> int:
+    if importlib.util.find_spec("gitlab") is None:  # the extra is missing: say which, before anything else
+        return configuration_error(
+            io, ["python-gitlab is not installed: install gitbot with its gitlab extra (pip install 'gitbot[gitlab]')"]
+        )
     try:
         settings = read_settings(environ)
         ctx = read_context(environ)

@@ -97,3 +97,19 @@ def test_the_model_key_is_required_for_its_provider_only():
     with pytest.raises(SettingsError, match="ANTHROPIC_API_KEY"):
         read_settings({"GITBOT_GITLAB_TOKEN": "glpat-0123456789abcdefghij"})
     assert read_settings({"GITBOT_GITLAB_TOKEN": "glpat-0123456789abcdefghij", "GITBOT_PROVIDER": "bedrock"})
+
+
+def test_without_the_gitlab_extra_the_job_says_which_extra_to_install(tmp_path):
+    """A job whose image installed plain `gitbot` fails as a configuration error naming the extra, not with
+    a traceback (python-gitlab is hidden from the child as an uninstalled package is)."""
+    import os
+    import subprocess
+    import sys
+
+    hide = "import sys; sys.modules['gitlab'] = None; import importlib.util as u; f = u.find_spec; "
+    hide += "u.find_spec = lambda name, *a: None if name == 'gitlab' else f(name, *a); "
+    run = "from gitbot.forge.gitlab.entry import run_gitlab; sys.exit(run_gitlab())"
+    env = {**os.environ, **BASE, "GITBOT_OUTPUT_DIR": str(tmp_path / "out")}
+    done = subprocess.run([sys.executable, "-c", hide + run], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "gitbot[gitlab]" in done.stdout and "Traceback" not in done.stdout + done.stderr
