@@ -62,6 +62,23 @@ def test_fetch_head_rev_path_under_an_allow_list_does_not_print_it(tmp_path: Pat
     assert SECRET not in record_text(repo, result.run_id)
 
 
+def test_orig_head_rev_path_without_reflogs_does_not_print_a_read_deny_file(tmp_path: Path):
+    # A commit of .env undone by `git reset --hard HEAD~1` where reflogs are off (core.logAllRefUpdates
+    # false, as in many CI clones): only ORIG_HEAD reaches it, which no store tip includes.
+    require_bwrap()
+    repo = make_repo(tmp_path / "repo", {"app.py": "print(1)\n"})
+    git(repo, "config", "core.logAllRefUpdates", "false")
+    import shutil
+    shutil.rmtree(repo / ".git" / "logs")  # a clone made with reflogs off has none
+    (repo / ".env").write_text(f"NOTE={SECRET}\n")
+    git(repo, "add", ".env")
+    git(repo, "commit", "-q", "-m", "oops")
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    assert not (repo / ".env").exists()
+    result, _ = run_commands(repo, ["git show ORIG_HEAD:.env"], Policy())
+    assert SECRET not in record_text(repo, result.run_id)
+
+
 # --- 1. rebuildable directories -----------------------------------------------------------------------
 
 
@@ -161,3 +178,48 @@ def test_a_read_deny_file_inside_a_big_rebuildable_directory_stays_masked_and_un
     result, _ = run_commands(repo, ["cat build/certs/server.key", "rm -rf build/certs"], Policy())
     assert SECRET not in record_text(repo, result.run_id)
     assert (repo / "build" / "certs" / "server.key").read_text() == f"{SECRET}\n"
+
+
+def a_repo_with_a_submodule_whose_history_holds_a_key(tmp_path: Path) -> Path:
+    lib = make_repo(tmp_path / "lib", {"lib.py": "x = 1\n", "certs/server.pem": f"{SECRET}\n"})
+    git(lib, "rm", "-q", "certs/server.pem")
+    git(lib, "commit", "-q", "-m", "drop the key")
+    repo = make_repo(tmp_path / "repo", {"app.py": "print(1)\n"})
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "lib")
+    git(repo, "commit", "-q", "-m", "add lib")
+    return repo
+
+
+def test_a_submodules_history_under_an_allow_list_does_not_print_a_read_deny_blob(tmp_path: Path):
+    # README: submodules' own object stores are not filtered. Before dd3a622 an allow-list judge refused
+    # `git -C lib show HEAD~1:certs/server.pem` (REV:PATH held to read_deny); now it lets it run.
+    require_bwrap()
+    repo = a_repo_with_a_submodule_whose_history_holds_a_key(tmp_path)
+    result, _ = run_commands(repo, ["cd lib && git show HEAD~1:certs/server.pem"],
+                             Policy(command_sandboxed="allow-list", command_allow=("git *", "cd *")))
+    assert SECRET not in record_text(repo, result.run_id)
+
+
+def test_held_rev_path_forms_over_the_filtered_store(tmp_path: Path):
+    # The store's tips: a committed-then-deleted .env, a stash holding one, one staged in a linked
+    # worktree's index. Every form prints the placeholder or fails; none prints the content.
+    require_bwrap()
+    repo = make_repo(tmp_path / "repo", {"app.py": "print(1)\n", ".env": f"A={SECRET}-a\n"})
+    git(repo, "rm", "-q", ".env")
+    git(repo, "commit", "-q", "-m", "drop")
+    (repo / "app.py").write_text("print(2)\n")
+    (repo / ".env").write_text(f"B={SECRET}-b\n")
+    git(repo, "add", "-f", ".env", "app.py")
+    git(repo, "stash", "-q")
+    git(repo, "worktree", "add", "-q", str(tmp_path / "wt"))
+    (tmp_path / "wt" / ".env").write_text(f"C={SECRET}-c\n")
+    git(tmp_path / "wt", "add", "-f", ".env")
+    forms = ["git show HEAD~1:.env", "git show 'stash@{0}:.env'", "git show 'HEAD~1^{}:.env'",
+             "git show 'HEAD~1^{tree}:.env'", "git cat-file -p $(git rev-parse HEAD~1:.env)",
+             "git ls-tree HEAD~1 | awk '{print $3}' | xargs -n1 git cat-file -p",
+             "git blame HEAD~1 -- .env", "git log -L1,1:.env HEAD~1", "git archive HEAD~1 .env | tar -xO",
+             "git show :/initial:.env", f"git -C {tmp_path / 'wt'} show :0:.env",
+             f"git --git-dir={repo / '.git'} cat-file --batch-all-objects --batch"]
+    result, _ = run_commands(repo, forms, Policy())
+    record = record_text(repo, result.run_id)
+    assert SECRET not in record and "hidden by gitbot" in record
