@@ -223,3 +223,35 @@ def test_held_rev_path_forms_over_the_filtered_store(tmp_path: Path):
     result, _ = run_commands(repo, forms, Policy())
     record = record_text(repo, result.run_id)
     assert SECRET not in record and "hidden by gitbot" in record
+
+
+def test_the_check_commands_own_program_in_node_modules_cannot_be_replaced(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch):
+    """The check is `node_modules/.bin/runtests` (what `npm test` runs: npm puts node_modules/.bin on
+    PATH itself, the user's shell does not). Big node_modules used to be read-only; as rebuildable the
+    agent replaces the test runner with `exit 0`, and the run's verification, the PR's "checks passed"
+    and the user's next `npm test` on the host run the agent's program."""
+    from gitbot.agent.run import RunOptions, run_task
+    from gitbot.secrets import Secrets
+    from gitbot.task import Task
+    from tests.agent.test_loop import MODEL, provider_for
+    from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
+
+    require_bwrap()
+    monkeypatch.setattr("gitbot.checkpoints.ignored.DIRECTORY_FILES_CAP", 20)
+    repo = make_repo(tmp_path / "repo", {"test_x.py": "def test_x():\n    assert False\n",
+                                         ".gitignore": "node_modules/\n"})
+    runner = repo / "node_modules" / ".bin" / "runtests"
+    runner.parent.mkdir(parents=True)
+    runner.write_text("#!/bin/sh\nexec python3 -m pytest -q\n")
+    runner.chmod(0o755)
+    for n in range(30):
+        (repo / "node_modules" / "pkg").mkdir(exist_ok=True)
+        (repo / "node_modules" / "pkg" / f"f{n}.js").write_text("1\n")
+    script = [tool_turn(("execute_command", {"command": "printf '#!/bin/sh\\nexit 0\\n' > node_modules/.bin/runtests"})),
+              tool_turn(("attempt_completion", {"result": "fixed"}))]
+    with FakeMessagesAPI(script, think_seconds=0.2) as api:
+        result = run_task(Task(text="Fix the test.", check_command="node_modules/.bin/runtests"), repo, policy=Policy(),
+                 options=RunOptions(model=MODEL, review_on_submit=False), provider=provider_for(api, MODEL),
+                 secrets=Secrets())
+    assert "pytest" in runner.read_text(), f"the check's program was replaced: {result.status} {result.summary}"
