@@ -255,3 +255,20 @@ def test_the_check_commands_own_program_in_node_modules_cannot_be_replaced(tmp_p
                  options=RunOptions(model=MODEL, review_on_submit=False), provider=provider_for(api, MODEL),
                  secrets=Secrets())
     assert "pytest" in runner.read_text(), f"the check's program was replaced: {result.status} {result.summary}"
+
+
+def test_an_ignored_user_file_in_a_tracked_build_directory_is_not_rebuildable(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch):
+    """README: "Only directories git ignores qualify". Here `build/` is tracked (build scripts) and only
+    the user's local database in it is ignored (`*.sqlite`), too big to capture: the matcher takes any
+    prefix named `build`, so the file is 'rebuildable', writable, and not restored."""
+    require_bwrap()
+    monkeypatch.setenv("GITBOT_CHECKPOINT_SIZE_CAP", "1K")
+    repo = make_repo(tmp_path / "repo", {"app.py": "print(1)\n", "build/build.sh": "make\n",
+                                         ".gitignore": "*.sqlite\n"})
+    (repo / "build" / "local.sqlite").write_bytes(b"user rows " * 400)  # 4 KB: over the cap
+    result, _ = run_commands(repo, ["rm -f build/local.sqlite"], Policy())
+    if not (repo / "build" / "local.sqlite").exists():
+        from gitbot.checkpoints import restore
+        restore(repo, result.run_id, 0)
+    assert (repo / "build" / "local.sqlite").exists(), "the user's ignored file in a tracked build/ is lost"
