@@ -45,13 +45,18 @@ def a_project_with_build_output(tmp_path: Path) -> Path:
 
 def test_the_matcher_names_the_directory_a_path_lies_in_and_never_a_file_by_its_own_name():
     directory = rebuildable_directory(BUILD_DIRECTORIES)
-    assert directory("target", True) == "target"
-    assert directory("crates/x/target/debug/app", False) == "crates/x/target"
-    assert directory("pkg/node_modules", True) == "pkg/node_modules"
-    assert directory("src/x.egg-info", True) == "src/x.egg-info"
-    assert directory("target", False) is None  # an ignored file named `target` is not a directory
-    assert directory("models", True) is None and directory("models/build.bin", False) is None
-    assert rebuildable_directory(())("target", True) is None
+    ignored = {"target", "crates/x/target", "pkg/node_modules", "src/x.egg-info", "models", "out"}
+    assert directory("target", True, ignored) == "target"
+    assert directory("crates/x/target/debug/app", False, ignored) == "crates/x/target"
+    assert directory("pkg/node_modules", True, ignored) == "pkg/node_modules"
+    assert directory("src/x.egg-info", True, ignored) == "src/x.egg-info"
+    assert directory("target", False, ignored) is None  # an ignored file named `target` is not a directory
+    assert directory("models", True, ignored) is None and directory("models/build.bin", False, ignored) is None
+    assert rebuildable_directory(())("target", True, ignored) is None
+    # Only a directory git ignores whole: not a tracked build/ holding an ignored file or directory.
+    assert directory("build/local.sqlite", False, ignored) is None
+    assert directory("build/gen", True, {"build/gen"}) is None
+    assert directory("out/build/gen", True, ignored) == "out/build"  # inside an ignored directory
 
 
 def test_the_policy_file_sets_it_and_it_is_empty_by_default(tmp_path: Path):

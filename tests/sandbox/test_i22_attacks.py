@@ -89,7 +89,6 @@ def test_orig_head_rev_path_without_reflogs_does_not_print_a_read_deny_file(tmp_
 # --- 1. rebuildable directories -----------------------------------------------------------------------
 
 
-@PENDING
 def test_a_nested_repositorys_uncommitted_work_inside_an_ignored_build_directory_survives_a_wipe(
         tmp_path: Path):
     """`build/` is a rebuildable name, but the user keeps a clone in it (a docs theme, `.venv/src/<pkg>`
@@ -110,7 +109,6 @@ def test_a_nested_repositorys_uncommitted_work_inside_an_ignored_build_directory
     assert (nested / "notes.md").is_file(), "untracked file of the nested repository lost"
 
 
-@PENDING
 def test_gitbots_own_venv_in_the_repository_cannot_be_planted_with_a_pth_file(tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch):
     """gitbot installed into the repository's `.venv` and started as `.venv/bin/gitbot` (no activation,
@@ -273,7 +271,6 @@ def test_the_check_commands_own_program_in_node_modules_cannot_be_replaced(tmp_p
     assert "pytest" in runner.read_text(), f"the check's program was replaced: {result.status} {result.summary}"
 
 
-@PENDING
 def test_an_ignored_user_file_in_a_tracked_build_directory_is_not_rebuildable(tmp_path: Path,
                                                                              monkeypatch: pytest.MonkeyPatch):
     """README: "Only directories git ignores qualify". Here `build/` is tracked (build scripts) and only
