@@ -49,7 +49,6 @@ def a_repo_with_a_fetched_secret(tmp_path: Path) -> Path:
     return repo
 
 
-@PENDING
 def test_fetch_head_rev_path_of_a_read_deny_file_does_not_print_it_in_a_sandboxed_run(tmp_path: Path):
     require_bwrap()
     repo = a_repo_with_a_fetched_secret(tmp_path)
@@ -57,7 +56,6 @@ def test_fetch_head_rev_path_of_a_read_deny_file_does_not_print_it_in_a_sandboxe
     assert SECRET not in record_text(repo, result.run_id)
 
 
-@PENDING
 def test_fetch_head_rev_path_under_an_allow_list_does_not_print_it(tmp_path: Path):
     # Refused before dd3a622 (the allow-list judge held REV:.env to read_deny); now allowed and
     # `gitbot policy check --sandbox` says so, over a store that does not filter FETCH_HEAD's commits.
@@ -68,7 +66,6 @@ def test_fetch_head_rev_path_under_an_allow_list_does_not_print_it(tmp_path: Pat
     assert SECRET not in record_text(repo, result.run_id)
 
 
-@PENDING
 def test_orig_head_rev_path_without_reflogs_does_not_print_a_read_deny_file(tmp_path: Path):
     # A commit of .env undone by `git reset --hard HEAD~1` where reflogs are off (core.logAllRefUpdates
     # false, as in many CI clones): only ORIG_HEAD reaches it, which no store tip includes.
