@@ -198,7 +198,6 @@ def a_repo_with_a_submodule_whose_history_holds_a_key(tmp_path: Path) -> Path:
     return repo
 
 
-@PENDING
 def test_a_submodules_history_under_an_allow_list_does_not_print_a_read_deny_blob(tmp_path: Path):
     # README: submodules' own object stores are not filtered. Before dd3a622 an allow-list judge refused
     # `git -C lib show HEAD~1:certs/server.pem` (REV:PATH held to read_deny); now it lets it run.
