@@ -8,7 +8,7 @@ rebuilt, not kept. The globs are matched as read_deny's are (files.py: `**/NAME`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 
 from gitbot.policy.files import path_matcher
@@ -57,3 +57,26 @@ def rebuildable_here(repo, patterns: Sequence[str]) -> list[str]:
         if where is not None:
             found.add(where)
     return sorted(found)
+
+
+def program_directory_in(command: str, repo, rebuildable: Iterable[str]) -> str | None:
+    """The repository-relative directory of the program `command` names by path (`node_modules/.bin/x`,
+    `./target/debug/runtests`) when it lies in one of the `rebuildable` paths a run left writable:
+    the run's check command must not be a program the agent can replace (the verification, the PR's
+    "checks passed" and the user's next run of it would run the agent's). None otherwise."""
+    import os
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if not words or "/" not in words[0]:
+        return None
+    root = os.path.realpath(repo)
+    program = os.path.realpath(os.path.join(root, words[0]))
+    relative = os.path.relpath(os.path.dirname(program), root)
+    if relative == "." or relative.startswith("../"):
+        return None
+    inside = any(relative == path or relative.startswith(path.rstrip("/") + "/") for path in rebuildable)
+    return relative if inside else None

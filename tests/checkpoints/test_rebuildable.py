@@ -133,3 +133,15 @@ def test_a_build_writes_its_directory_while_a_wipe_still_loses_nothing_restorabl
     rebuilt = {path for path in before if path.startswith("target/")}
     assert {p: c for p, c in before.items() if p not in rebuilt} == after, report.summary()
     assert "not restored" in report.skipped["target"]
+
+
+def test_the_check_commands_program_in_a_rebuildable_directory_is_named_to_keep_read_only(tmp_path: Path):
+    from gitbot.policy.rebuildable import program_directory_in
+
+    rebuilt = ["node_modules", "target"]
+    assert program_directory_in("node_modules/.bin/runtests -q", tmp_path, rebuilt) == "node_modules/.bin"
+    assert program_directory_in("./target/debug/check", tmp_path, rebuilt) == "target/debug"
+    assert program_directory_in("scripts/test.sh", tmp_path, rebuilt) is None  # tracked: diffed, restored
+    assert program_directory_in("pytest -q", tmp_path, rebuilt) is None
+    assert program_directory_in("../elsewhere/bin/x", tmp_path, rebuilt) is None
+    assert program_directory_in("node_modules/.bin/x", tmp_path, []) is None

@@ -21,7 +21,6 @@ pytestmark = pytest.mark.slow
 SECRET = "orchard-valley-7731-plain"
 # What a user who opts in to `[sandbox] rebuildable` might list.
 OPTED_IN = ("**/build", "**/.venv", "**/node_modules")
-PENDING = pytest.mark.xfail(strict=True, reason="fixed in a later commit of this series")
 
 
 def record_text(repo: Path, run_id: str) -> str:
@@ -233,7 +232,6 @@ def test_held_rev_path_forms_over_the_filtered_store(tmp_path: Path):
     assert SECRET not in record and "hidden by gitbot" in record
 
 
-@PENDING
 def test_the_check_commands_own_program_in_node_modules_cannot_be_replaced(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch):
     """The check is `node_modules/.bin/runtests` (what `npm test` runs: npm puts node_modules/.bin on
