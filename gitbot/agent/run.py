@@ -21,6 +21,7 @@ from gitbot.llm.base import Provider
 from gitbot.llm.pricing import load_prices
 from gitbot.llm.providers import DEFAULT_MODEL, make_provider
 from gitbot.policy import Policy
+from gitbot.policy.rebuildable import program_directory_in
 from gitbot.record import RunRecord, new_run_id
 from gitbot.secrets import Secrets
 from gitbot.task import Task
@@ -110,7 +111,11 @@ def drive(agent: Agent, record: RunRecord, checkpointer, *, policy: Policy, run_
     # What the run's checkpoints cannot bring back stays as it was: read-only for every command, and
     # refused to the file tools.
     runner = agent.ctx.runner
-    runner.keep_read_only(checkpointer.unrestorable())
+    kept = list(checkpointer.unrestorable())
+    # ... and so does the check command's own program when it lies in a rebuildable directory.
+    kept += [directory for command in agent.ctx.extra_allowed_commands
+             if (directory := program_directory_in(command, agent.ctx.repo, checkpointer.rebuildable()))]
+    runner.keep_read_only(kept)
     agent.ctx.policy = runner.policy
     try:
         stop = agent.run()

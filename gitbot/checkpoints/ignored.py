@@ -15,8 +15,10 @@ more per step than the step). But an ignored file is often what the user cannot 
   `target/`, `node_modules/`, `.venv/`, ...): a build must write there, and what it writes is made
   again by the next build, so it stays writable and is recorded as not restored. Keeping it read-only
   would lose nothing but make `cargo build` or `npm install` fail in every run; capturing a
-  50,000-file `node_modules` would cost more than the run. Only ignored paths: what git tracks or shows
-  as untracked is the user's work, and step 0 holds it or keeps it read-only.
+  50,000-file `node_modules` would cost more than the run. Only directories git ignores whole (listed
+  collapsed): what git tracks or shows as untracked is the user's work, and step 0 holds it or keeps it
+  read-only; and never a directory holding a git repository (its uncommitted work is the user's).
+  Opt-in: `[sandbox] rebuildable` is empty by default (policy/defaults.py says why).
 
 Files the policy's read_deny matches are never stored: they are unrestorable too (and the sandbox masks
 them besides, and pins their directories, so they cannot be moved away either).
@@ -42,6 +44,7 @@ IGNORED_FILES_CAP = 5_000
 IGNORED_BYTES_CAP = 100 * 1024 * 1024
 DIRECTORY_FILES_CAP = 1_000
 # Ignored entries, directories collapsed (`.venv/` and not its 50,000 files), read with the user's ignore rules.
+NESTED_REPOSITORY_REASON = "an ignored directory holding a git repository"
 LISTING_ARGS = ("ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory",
                 "--no-empty-directory")
 
@@ -69,7 +72,7 @@ def start_listing(shadow: ShadowRepo) -> Background | None:
 
 def capture_ignored(shadow: ShadowRepo, index: Path, run_id: str, *, size_cap_bytes: int,
                     denied: Callable[[str], bool] | None, listing: Background | None = None,
-                    rebuildable: Callable[[str, bool], str | None] | None = None) -> IgnoredCapture:
+                    rebuildable: Callable[[str, bool, set[str]], str | None] | None = None) -> IgnoredCapture:
     """Capture the ignored files of the work tree into the run's `ignored` commit, within the budget;
     name the rest unrestorable, or rebuildable where `rebuildable` (policy/rebuildable.py) places them
     in a directory a build makes again. `listing`: from `start_listing`, else listed now against `index`."""
@@ -96,15 +99,16 @@ def capture_ignored(shadow: ShadowRepo, index: Path, run_id: str, *, size_cap_by
         elif not any(rel.startswith(d + "/") for d in directories):  # else listed inside a directory listed whole
             files.append(rel)
     # The user's own ignored files get the budget first; build output only what is left of it.
+    listed_directories = set(directories)
     if rebuildable is not None:
-        files.sort(key=lambda rel: rebuildable(rel, False) is not None)
-        directories.sort(key=lambda rel: rebuildable(rel, True) is not None)
+        files.sort(key=lambda rel: rebuildable(rel, False, listed_directories) is not None)
+        directories.sort(key=lambda rel: rebuildable(rel, True, listed_directories) is not None)
     for rel in files:
         _judge_file(root, rel, size_cap_bytes, denied, budget, chosen, unrestorable)
     for directory in directories:
         _judge_directory(root, directory, size_cap_bytes, denied, budget, chosen, unrestorable)
     tree = _write_tree(shadow, chosen, unrestorable)
-    rebuilt = _rebuildable(unrestorable, set(directories), rebuildable)
+    rebuilt = _rebuildable(unrestorable, listed_directories, rebuildable)
     manifest = {"run": run_id, "captured": len(chosen), "unrestorable": unrestorable, "rebuildable": rebuilt}
     message = f"gitbot: ignored files at the start of run {run_id}\n\n{MANIFEST_PREFIX}{json.dumps(manifest, sort_keys=True)}\n"
     commit = shadow.write_commit(tree, None, message)
@@ -150,16 +154,18 @@ def rebuildable_at_start(shadow: ShadowRepo, run_id: str) -> dict[str, str]:
 
 
 def _rebuildable(unrestorable: dict[str, str], directories: set[str],
-                 rebuildable: Callable[[str, bool], str | None] | None) -> dict[str, str]:
-    """Move out of `unrestorable` what lies in a rebuildable directory (never a read_deny file: it stays
-    masked and pinned), and return it, path -> why."""
+                 rebuildable: Callable[[str, bool, set[str]], str | None] | None) -> dict[str, str]:
+    """Move out of `unrestorable` what lies in a rebuildable directory git ignores whole (`directories`:
+    those it listed), and return it, path -> why. Never a read_deny file (it stays masked and pinned),
+    and never a directory holding a git repository: that repository's uncommitted work and untracked
+    files are the user's, and nothing captured them."""
     if rebuildable is None:
         return {}
     moved: dict[str, str] = {}
     for path, why in list(unrestorable.items()):
-        if why == READ_DENY_REASON:
+        if why in (READ_DENY_REASON, NESTED_REPOSITORY_REASON):
             continue
-        directory = rebuildable(path, path in directories)
+        directory = rebuildable(path, path in directories, directories)
         if directory is not None:
             moved[path] = (f"{why}; in {directory}/, which [sandbox] rebuildable names: left writable for "
                            "builds, and a build makes it again")
@@ -228,7 +234,7 @@ def _judge_directory(root: Path, directory: str, size_cap_bytes: int, denied, bu
             return
         for entry in listed:
             if entry.name == ".git":
-                unrestorable[directory] = "an ignored directory holding a git repository"
+                unrestorable[directory] = NESTED_REPOSITORY_REASON
                 return
             if entry.is_dir(follow_symlinks=False):
                 pending.append(f"{current}/{entry.name}")

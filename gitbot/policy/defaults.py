@@ -44,15 +44,11 @@ DEFAULT_SANDBOX_MODE = "auto"
 SANDBOX_MODES = ("required", "auto", "off")
 DEFAULT_NETWORK = False
 
-# Ignored directories whose contents a build or an install makes again (`cargo build`, `npm install`,
-# `pip install -e .`, `make`). A run's start cannot capture a big one (checkpoints/ignored.py), and what
-# it cannot capture the sandbox would keep read-only, so no build could run. These stay writable instead,
-# and `gitbot checkpoints restore` does not bring them back: what a command changes there is rebuilt, not
-# restored. Only directories git ignores: what git tracks or shows as untracked is the user's work.
-DEFAULT_REBUILDABLE: tuple[str, ...] = (
-    "**/target", "**/build", "**/dist", "**/_build", "**/cmake-build-*", "**/node_modules", "**/.next",
-    "**/.venv", "**/venv", "**/.tox", "**/.nox", "**/*.egg-info", "**/.eggs", "**/__pycache__",
-    "**/.pytest_cache", "**/.mypy_cache", "**/.ruff_cache", "**/.gradle", "**/htmlcov",
-)
+# `[sandbox] rebuildable` (policy/rebuildable.py): ignored build directories left writable, and not
+# restored, when a run's start cannot capture them. Empty: opt-in. Issue 22's promise is that what a run
+# cannot restore is read-only; a writable, unrestorable build directory is a way for the agent's code to
+# run on the user's host later, unreviewed (a `.pth` in a venv, `node_modules/.bin/*`, a binary in
+# `target/`, a `.pyc`, a wheel in `dist/`), and no diff shows it. Only the user can accept that.
+DEFAULT_REBUILDABLE: tuple[str, ...] = ()
 
 DEFAULT_POLICY_PATH = ".gitbot/policy.toml"

@@ -116,9 +116,11 @@ deny = {_toml_list(DEFAULT_DENY_SUGGESTIONS)}
 mode = "{DEFAULT_SANDBOX_MODE}"
 # false: commands get no network at all (a private network namespace).
 network = {str(DEFAULT_NETWORK).lower()}
-# Ignored directories a build or an install makes again: writable in the sandbox even when too big
-# for a run's start to capture (anything else it cannot capture is read-only), and never restored
-# by `gitbot checkpoints restore`. Leave out a directory that holds what you could not make again.
+# Ignored directories a run may leave writable when its start cannot capture them (too big), so
+# that `cargo build` or `npm install` work in the sandbox; e.g. ["**/target", "**/node_modules"].
+# Empty: they stay read-only, like everything else a run could not restore. Opting in gives that
+# up: what the agent writes there is not restored, is in no diff or pull request (git ignores it),
+# and runs on your machine when your tools use it (a .pth in a venv, node_modules/.bin/*, target/).
 rebuildable = {_toml_list(DEFAULT_REBUILDABLE)}
 
 [limits]

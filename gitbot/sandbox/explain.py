@@ -64,6 +64,8 @@ def guarantees(runner: Runner) -> list[str]:
 def rebuildable_lines(real_repo: str, runner: Runner) -> list[str]:
     """The rebuildable directories here now, each with what a run does with it. What else a run's start
     cannot capture (an ignored directory of over 1,000 files, a file over the size cap) stays read-only."""
+    if not runner.policy.sandbox_rebuildable:
+        return ["none: [sandbox] rebuildable is empty, so what a run cannot capture stays read-only"]
     on_path = set(runner.toolchain.protected)
     lines = []
     for directory in rebuildable_here(real_repo, runner.policy.sandbox_rebuildable):
@@ -105,8 +107,9 @@ def explain(argv: list[str], repo: Path, policy) -> tuple[str, bool]:
                                    "/tmp, /var/tmp, /run and $HOME: empty, fresh for every command"])
     lines += _section("Protected in the repository (read-only, not editable, cannot be created or moved)",
                       sorted(dict.fromkeys(protected)))
-    lines += _section("Rebuildable ([sandbox] rebuildable): ignored build output a run leaves writable even when "
-                      "too big to capture at its start; `gitbot checkpoints restore` does not bring it back",
+    lines += _section("Rebuildable ([sandbox] rebuildable, empty unless you opt in): ignored build output a run "
+                      "leaves writable when too big to capture at its start. What the agent writes there is not "
+                      "restored, is in no diff, and runs on your machine when your tools use it",
                       rebuildable_lines(real_repo, runner))
     hidden = hidden_top_level([m.dest for m in view.mounts])
     if view.home and not any(entry.split(" ")[0] == view.home for entry in hidden):

@@ -34,6 +34,7 @@ from gitbot.sandbox.hidden_blobs import (
     current_tips,
     hidden_in_history,
     index_entries,
+    pseudo_ref_files,
     run_git,
 )
 
@@ -62,8 +63,9 @@ class StoreNotReady(Exception):
 
 
 def fingerprint(common_dir: str, patterns: Sequence[str]) -> str:
-    """What changes when the refs or an index may have: stats of HEAD, packed-refs, every directory under
-    refs/ (a loose ref is replaced by a rename, which touches its directory) and every index. No git."""
+    """What changes when the refs or an index may have: stats of HEAD, packed-refs, the pseudo-refs,
+    every directory under refs/ (a loose ref is replaced by a rename, which touches its directory) and
+    every index. No git."""
     parts = ["\0".join(patterns)]
 
     def note(path: str) -> None:
@@ -76,6 +78,8 @@ def fingerprint(common_dir: str, patterns: Sequence[str]) -> str:
 
     for name in ("HEAD", "packed-refs", "index"):
         note(os.path.join(common_dir, name))
+    for path in pseudo_ref_files(common_dir):  # FETCH_HEAD, ORIG_HEAD ...: tips too (hidden_blobs.py)
+        note(path)
     for top, directories, _files in os.walk(os.path.join(common_dir, "refs")):
         note(top)
         directories.sort()

@@ -1,6 +1,6 @@
 """Which blobs of a repository's object store read_deny hides: every blob that sits at a read-denied
-path in any commit reachable from a ref or a reflog entry (a stash's index and untracked-files commits
-included), in a tree a ref names, or in an index. A blob seen at both a denied and an allowed path is
+path in any commit reachable from a ref, a reflog entry or a pseudo-ref (FETCH_HEAD, ORIG_HEAD, MERGE_HEAD
+...; a stash's index and untracked-files commits included), in a tree a ref names, or in an index. A blob seen at both a denied and an allowed path is
 hidden (its id is what git looks up, whatever the path). The empty blob never is: it holds nothing.
 
 One walk finds them: `git log -c --raw` over the tips, every path it lists checked against the rules.
@@ -12,6 +12,7 @@ is incremental: given the tips of an earlier walk, only commits they do not reac
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -24,6 +25,9 @@ EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
 WALK_TIMEOUT_SECONDS = 900
 # Nothing of the repository's runs while gitbot reads it (hooks, fsmonitor), and replace refs the
 # user made do not stand in for the objects being looked at.
+# Pseudo-refs: files beside HEAD that name commits (AUTO_MERGE a tree) which no ref or reflog may reach.
+PSEUDO_REFS = ("FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "REBASE_HEAD",
+               "AUTO_MERGE", "BISECT_HEAD")
 QUIET = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "--no-replace-objects")
 
 
@@ -55,18 +59,49 @@ def run_git(repo: str, *args: str, input: bytes | None = None, env: dict | None 
     return done.stdout
 
 
+def pseudo_ref_files(common_dir: str) -> list[str]:
+    """The files of the pseudo-refs, in the common git directory and each linked worktree's: what they
+    name is history `git show FETCH_HEAD:.env` reads, though no ref, reflog or `--all` reaches it."""
+    directories = [common_dir]
+    with contextlib.suppress(OSError):
+        worktrees = os.path.join(common_dir, "worktrees")
+        directories += [os.path.join(worktrees, name) for name in sorted(os.listdir(worktrees))]
+    return [os.path.join(directory, name) for directory in directories for name in PSEUDO_REFS]
+
+
+def pseudo_ref_ids(common_dir: str) -> set[str]:
+    """The object ids the pseudo-refs name (FETCH_HEAD and MERGE_HEAD: one a line, first on it)."""
+    found: set[str] = set()
+    for path in pseudo_ref_files(common_dir):
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read(1 << 22).decode("ascii", "replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            word = line.split(maxsplit=1)[0] if line.strip() else ""
+            if len(word) in (40, 64) and all(c in "0123456789abcdef" for c in word):
+                found.add(word)
+    return found
+
+
 def current_tips(repo: str) -> Tips:
     refs = run_git(repo, "for-each-ref", "--format=%(objectname)").decode().split()
     head = run_git(repo, "rev-parse", "--verify", "-q", "HEAD^{object}", env=None) \
         if _has_head(repo) else b""
-    refs = sorted(set(refs) | set(head.decode().split()))
-    commits = run_git(repo, "rev-list", "--no-walk=unsorted", "--all", "--reflog").decode().split()
+    common = run_git(repo, "rev-parse", "--git-common-dir").decode().strip()
+    pseudo = pseudo_ref_ids(os.path.join(repo, common))
+    refs = sorted(set(refs) | set(head.decode().split()) | pseudo)
+    commits = set(run_git(repo, "rev-list", "--no-walk=unsorted", "--all", "--reflog").decode().split())
     trees = []
     if refs:
         request = "".join(f"{ref}^{{}}\n" for ref in refs).encode()
         peeled = run_git(repo, "cat-file", "--batch-check=%(objectname) %(objecttype)", input=request)
-        trees = [line.split()[0] for line in peeled.decode().splitlines() if line.endswith(" tree")]
-    return Tips(tuple(refs), tuple(sorted(set(commits))), tuple(sorted(set(trees))))
+        lines = peeled.decode().splitlines()
+        trees = [line.split()[0] for line in lines if line.endswith(" tree")]
+        # A pseudo-ref's commit is walked like a ref's (an object it names that is gone is left out).
+        commits |= {line.split()[0] for line in lines if line.endswith(" commit")}
+    return Tips(tuple(refs), tuple(sorted(commits)), tuple(sorted(set(trees))))
 
 
 def _has_head(repo: str) -> bool:

@@ -30,6 +30,7 @@ The policy's `[sandbox] read_only` adds directories. `gitbot sandbox explain -- 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -296,6 +297,7 @@ class _Builder:
         for entry in self.environ.get("PATH", "").split(":"):
             self.add_path_entry(entry)
         view.path = list(dict.fromkeys(view.path))
+        self.protect_own_prefix()
         for name in DIRECTORY_VARIABLES:
             value = self.environ.get(name)
             if value and os.path.isabs(value) and os.path.isdir(value) and not under(self.real(value), self.repo):
@@ -371,6 +373,19 @@ class _Builder:
         self.add_links_on_the_way(os.path.normpath(entry), f"PATH entry {entry}")
         if not system_visible(real):
             self.scan_programs(real, f"PATH entry {entry}")
+
+    def protect_own_prefix(self) -> None:
+        """gitbot's own interpreter prefix, when it lies in the repository (installed into its `.venv` and
+        started as `.venv/bin/gitbot`, so not on PATH): the user's next gitbot runs what its
+        site-packages hold at start-up (a `.pth`), unsandboxed, with the API key and the forge token in
+        its environment. Protected like a toolchain directory on PATH, whatever `[sandbox] rebuildable` says."""
+        for prefix in dict.fromkeys((sys.prefix, sys.base_prefix)):
+            real = self.real(prefix)
+            if real == self.repo or not under(real, self.repo) or not os.path.isdir(real):
+                continue
+            relative = os.path.relpath(real, self.repo)
+            if relative.split("/", 1)[0] != ".git" and relative not in self.view.protected:
+                self.view.protected.append(relative)
 
     def add_links_on_the_way(self, path: str, why: str) -> None:
         """Symlinks on the way to `path` that the sandbox would not show (fnm's per-shell links under

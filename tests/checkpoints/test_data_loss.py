@@ -109,12 +109,13 @@ def test_an_agents_git_clean_is_undone_by_restoring_step_0_from_the_command_line
     repo = a_users_repository(tmp_path)
     before = user_files(repo)
     result, _ = run_commands(repo, ["git clean -fdx", "mv cfg moved-cfg; mv big.bin moved.bin"],
-                             Policy(command_allow=("git clean *", "mv *"), read_deny=(".env", "**/.env")))
+                             Policy(command_allow=("git clean *", "mv *"), read_deny=(".env", "**/.env"),
+                                    sandbox_rebuildable=("**/.venv",)))
     assert "config.local.py" not in user_files(repo)
 
     restored = run_gitbot(["checkpoints", "restore", result.run_id, "0", "--repo", str(repo)])
     assert restored.returncode == 0, restored.stderr
-    # .venv is over the capture's cap and `[sandbox] rebuildable` names it (the default): the run left it
+    # .venv is over the capture's cap and `[sandbox] rebuildable` names it (opted in): the run left it
     # writable for builds and installs, and the restore says it does not bring it back.
     assert user_files(repo) == {path: content for path, content in before.items() if not path.startswith(".venv/")}
     assert ".venv" in restored.stdout + restored.stderr and "not restored" in restored.stdout + restored.stderr

@@ -18,6 +18,12 @@ from tests.checkpoints.test_data_loss import user_files
 from tests.conftest import make_repo
 
 DIRECTORY_CAP = 20  # files in an ignored directory captured whole (smaller than gitbot's: a faster test)
+# `[sandbox] rebuildable` is empty by default (opt-in): these tests opt in.
+BUILD_DIRECTORIES = ("**/target", "**/build", "**/node_modules", "**/*.egg-info")
+
+
+def opted_in() -> Policy:
+    return Policy(sandbox_rebuildable=BUILD_DIRECTORIES)
 
 
 def a_project_with_build_output(tmp_path: Path) -> Path:
@@ -38,20 +44,25 @@ def a_project_with_build_output(tmp_path: Path) -> Path:
 
 
 def test_the_matcher_names_the_directory_a_path_lies_in_and_never_a_file_by_its_own_name():
-    directory = rebuildable_directory(Policy().sandbox_rebuildable)
-    assert directory("target", True) == "target"
-    assert directory("crates/x/target/debug/app", False) == "crates/x/target"
-    assert directory("pkg/node_modules", True) == "pkg/node_modules"
-    assert directory("src/x.egg-info", True) == "src/x.egg-info"
-    assert directory("target", False) is None  # an ignored file named `target` is not a directory
-    assert directory("models", True) is None and directory("models/build.bin", False) is None
-    assert rebuildable_directory(())("target", True) is None
+    directory = rebuildable_directory(BUILD_DIRECTORIES)
+    ignored = {"target", "crates/x/target", "pkg/node_modules", "src/x.egg-info", "models", "out"}
+    assert directory("target", True, ignored) == "target"
+    assert directory("crates/x/target/debug/app", False, ignored) == "crates/x/target"
+    assert directory("pkg/node_modules", True, ignored) == "pkg/node_modules"
+    assert directory("src/x.egg-info", True, ignored) == "src/x.egg-info"
+    assert directory("target", False, ignored) is None  # an ignored file named `target` is not a directory
+    assert directory("models", True, ignored) is None and directory("models/build.bin", False, ignored) is None
+    assert rebuildable_directory(())("target", True, ignored) is None
+    # Only a directory git ignores whole: not a tracked build/ holding an ignored file or directory.
+    assert directory("build/local.sqlite", False, ignored) is None
+    assert directory("build/gen", True, {"build/gen"}) is None
+    assert directory("out/build/gen", True, ignored) == "out/build"  # inside an ignored directory
 
 
-def test_the_policy_file_sets_it_and_an_empty_list_turns_it_off(tmp_path: Path):
+def test_the_policy_file_sets_it_and_it_is_empty_by_default(tmp_path: Path):
     assert parse_policy('[sandbox]\nrebuildable = ["out/**"]\n', source="p").sandbox_rebuildable == ("out/**",)
     assert parse_policy('[sandbox]\nrebuildable = []\n', source="p").sandbox_rebuildable == ()
-    assert "**/target" in parse_policy("", source="p").sandbox_rebuildable
+    assert parse_policy("", source="p").sandbox_rebuildable == ()  # opt-in: nothing by default
     with pytest.raises(PolicyError, match="rebuildable"):
         parse_policy('[sandbox]\nrebuildable = "target"\n', source="p")
 
@@ -60,7 +71,7 @@ def test_the_start_names_big_build_output_rebuildable_and_keeps_the_rest_read_on
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr("gitbot.checkpoints.ignored.DIRECTORY_FILES_CAP", DIRECTORY_CAP)
     repo = a_project_with_build_output(tmp_path)
-    policy = Policy()
+    policy = opted_in()
     checkpointer = Checkpointer(repo, "classes", read_deny=policy.read_deny, rebuildable=policy.sandbox_rebuildable)
     checkpointer.take(0)
     assert list(checkpointer.rebuildable()) == ["target"]
@@ -80,7 +91,7 @@ def test_the_users_ignored_files_get_the_capture_budget_before_build_output(tmp_
         (repo / directory).mkdir()
         for n in range(count):
             (repo / directory / f"f{n}").write_text(f"{directory} {n}\n")
-    policy = Policy()
+    policy = opted_in()
     checkpointer = Checkpointer(repo, "budget", read_deny=policy.read_deny, rebuildable=policy.sandbox_rebuildable)
     checkpointer.take(0)
     assert checkpointer.unrestorable() == {} and list(checkpointer.rebuildable()) == ["build"]
@@ -94,7 +105,7 @@ def test_a_build_writes_its_directory_while_a_wipe_still_loses_nothing_restorabl
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr("gitbot.checkpoints.ignored.DIRECTORY_FILES_CAP", DIRECTORY_CAP)
     repo = a_project_with_build_output(tmp_path)
-    policy = Policy()
+    policy = opted_in()
     runner = Runner(policy, repo)
     assert runner.sandboxed, "bubblewrap must work here"
     checkpointer = Checkpointer(repo, "build", read_deny=policy.read_deny, rebuildable=policy.sandbox_rebuildable)
@@ -122,3 +133,15 @@ def test_a_build_writes_its_directory_while_a_wipe_still_loses_nothing_restorabl
     rebuilt = {path for path in before if path.startswith("target/")}
     assert {p: c for p, c in before.items() if p not in rebuilt} == after, report.summary()
     assert "not restored" in report.skipped["target"]
+
+
+def test_the_check_commands_program_in_a_rebuildable_directory_is_named_to_keep_read_only(tmp_path: Path):
+    from gitbot.policy.rebuildable import program_directory_in
+
+    rebuilt = ["node_modules", "target"]
+    assert program_directory_in("node_modules/.bin/runtests -q", tmp_path, rebuilt) == "node_modules/.bin"
+    assert program_directory_in("./target/debug/check", tmp_path, rebuilt) == "target/debug"
+    assert program_directory_in("scripts/test.sh", tmp_path, rebuilt) is None  # tracked: diffed, restored
+    assert program_directory_in("pytest -q", tmp_path, rebuilt) is None
+    assert program_directory_in("../elsewhere/bin/x", tmp_path, rebuilt) is None
+    assert program_directory_in("node_modules/.bin/x", tmp_path, []) is None

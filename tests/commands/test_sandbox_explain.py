@@ -56,5 +56,11 @@ def test_explain_names_the_rebuildable_build_output_and_what_a_restore_does_with
     proc = run_gitbot(["sandbox", "explain", "--repo", str(repo), "--", "true"])
     assert proc.returncode == 0, proc.stderr
     section = proc.stdout.split("Rebuildable")[1].split("Hidden")[0]
-    assert "checkpoints restore` does not bring it back" in section
+    assert "none: [sandbox] rebuildable is empty" in section and "target/" not in section  # opt-in
+    (repo / ".gitbot").mkdir()
+    (repo / ".gitbot" / "policy.toml").write_text('[sandbox]\nrebuildable = ["**/target"]\n')
+    proc = run_gitbot(["sandbox", "explain", "--repo", str(repo), "--", "true"])
+    assert proc.returncode == 0, proc.stderr
+    section = proc.stdout.split("Rebuildable")[1].split("Hidden")[0]
+    assert "not restored" in section and "runs on your machine" in section
     assert "target/" in section and "models" not in section

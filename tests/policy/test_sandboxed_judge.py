@@ -103,6 +103,17 @@ def test_over_the_filtered_store_the_judge_does_not_predict_history_reads(reposi
     assert not unfiltered.allowed and unfiltered.rule.startswith("files.read_deny"), unfiltered.reason
 
 
+@pytest.mark.parametrize("command", ["cd sub && git show HEAD~1:certs/server.pem",
+                                     "git -C sub show HEAD~1:certs/server.pem", "cd sub && git blame certs/x.pem",
+                                     "cd sub; git log -L1,2:certs/x.pem"])
+def test_over_the_filtered_store_history_read_in_another_repository_is_held_to_read_deny(repositories, command):
+    # The filtered store covers the top-level repository only: a submodule's history (after `cd` or
+    # `-C`) is the real one, so REV:PATH, blame and -L there are judged as reads, as without the store.
+    decision = _judge(repositories, command, command_sandboxed="allow-list",
+                      command_allow=("git *", "cd *"), history_hidden_by_sandbox=True)
+    assert not decision.allowed, decision.reason
+
+
 def test_over_the_filtered_store_a_file_read_from_disk_is_still_held_to_the_allow_list_rules(repositories):
     decision = _judge(repositories, "cat deploy/.env.production", command_sandboxed="allow-list",
                       command_allow=("cat *",), history_hidden_by_sandbox=True)

@@ -152,6 +152,10 @@ class Git:
     def _git(self, words: list[Word], depth: int, verdicts: Verdicts, shown: str) -> dict[int, str]:
         sensitive: dict[int, str] = {}
         literal_pathspecs = False
+        # Whether git may run in another repository than the top-level one the sandbox's filtered store
+        # covers (a submodule after `cd`, `-C sub`): its history is not filtered, so what it prints from
+        # there is held to read_deny as any read is.
+        elsewhere = verdicts.changes_directory
         i = 1
         n = len(words)
         # git's own options (before the subcommand) are compared whole: git.c does not abbreviate them.
@@ -166,6 +170,8 @@ class Git:
                 break
             if value == "--literal-pathspecs":
                 literal_pathspecs = True
+            if value.startswith(("-C", "--git-dir", "--work-tree")):
+                elsewhere = True
             if value in GIT_VALUE_GLOBAL_OPTIONS:
                 why = f"`git {value}` can make git run programs or use another repository; a rule must name it exactly"
                 sensitive[i] = why
@@ -199,7 +205,8 @@ class Git:
                 sensitive[j] = f"`{words[j].value}` names git's ext:: transport, which runs a command"
         if subcommand in GIT_CONTENT_TABLES and not (subcommand == "stash" and (
                 not rest or rest[0].value != "show")):
-            self._git_content(subcommand, words, at, depth, verdicts, shown, sensitive, literal_pathspecs)
+            self._git_content(subcommand, words, at, depth, verdicts, shown, sensitive, literal_pathspecs,
+                              over_store=not elsewhere)
             return sensitive
         for j in range(at + 1, len(words)):
             word = words[j]
@@ -214,8 +221,10 @@ class Git:
         return sensitive
 
     def _git_content(self, subcommand: str, words: list[Word], at: int, depth: int, verdicts: Verdicts,
-                     shown: str, sensitive: dict[int, str], literal_pathspecs: bool) -> None:
-        """A subcommand that prints file contents: its options judged, what it prints held to read_deny."""
+                     shown: str, sensitive: dict[int, str], literal_pathspecs: bool, *, over_store: bool) -> None:
+        """A subcommand that prints file contents: its options judged, what it prints held to read_deny.
+        `over_store`: git reads the top-level repository, whose history the sandbox may filter (then its
+        REV:PATH, blame and -L reads are `history` reads, which that sandbox does not hold to read_deny)."""
         start = at + 2 if subcommand == "stash" else at + 1
         found = walk(words, start, GIT_CONTENT_TABLES[subcommand])
         self._apply_options(found, words, depth, verdicts, shown, sensitive, f"git {subcommand}")
@@ -232,12 +241,12 @@ class Git:
         for _, option, values in found.options:
             if option.name == "-L" and values and values[0].literal and ":" in values[0].value:
                 # -L START,END:FILE or -L :FUNCTION:FILE prints that file's lines through history
-                verdicts.reads.append(Read(lit(values[0].value.rpartition(":")[2]), shown, history=True))
+                verdicts.reads.append(Read(lit(values[0].value.rpartition(":")[2]), shown, history=over_store))
         if subcommand == "blame" or subcommand == "annotate":
             # The file blamed is printed line by line: the last operand, or the one after `--`.
             named = pathspecs[-1:] or revisions[-1:]
             for word in named:
-                verdicts.reads.append(Read(word, shown, history=True))
+                verdicts.reads.append(Read(word, shown, history=over_store))
             return
         objects: list[str] = []
         for word in revisions:
@@ -249,7 +258,7 @@ class Git:
                 if revision.isdigit() and path.partition(":")[1]:
                     path = path.partition(":")[2]
                 verdicts.reads.append(Read(Word(path, False, word.text), shown, rooted=not path.startswith("./"),
-                                           history=True))
+                                           history=over_store))
             elif subcommand in ("show", "cat-file", "archive", "diff", "grep", "unpack-file") and \
                     _object_id(word.value):
                 objects.append(word.value)
