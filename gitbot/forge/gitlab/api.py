@@ -103,6 +103,7 @@ class PipelineData:
 class LabelEventData:
     action: str  # "add" or "remove"
     user_id: int
+    username: str
     created_at: dt.datetime
 
 
@@ -239,8 +240,12 @@ class GitLabForge:
             data = event.attributes
             when = parse_time(data.get("created_at"))
             if (data.get("label") or {}).get("name") == label and when is not None:
-                user_id = int((data.get("user") or {}).get("id") or 0)
-                found.append(LabelEventData(str(data.get("action") or ""), user_id, when))
+                user = data.get("user") or {}
+                found.append(
+                    LabelEventData(
+                        str(data.get("action") or ""), int(user.get("id") or 0), str(user.get("username") or ""), when
+                    )
+                )
         return sorted(found, key=lambda e: e.created_at)
 
     def issue_edited_after(self, number: int, when: dt.datetime) -> bool:
@@ -361,22 +366,11 @@ class GitLabForge:
     ) -> dt.datetime | None:
         """When `actor` last added `label` to the issue, not after `not_after` (the payload's snapshot
         time): the moment the task was approved, after which no comment counts."""
-        issue = self.project.issues.get(number, lazy=True)
-        events = self._call(
-            lambda: issue.resourcelabelevents.list(get_all=True), f"reading the label events of #{number}"
-        )
-        times = []
-        for event in events:
-            data = event.attributes
-            when = parse_time(data.get("created_at"))
-            if (
-                data.get("action") == "add"
-                and (data.get("label") or {}).get("name") == label
-                and (data.get("user") or {}).get("username") == actor
-                and when is not None
-                and (not_after is None or when <= not_after)
-            ):
-                times.append(when)
+        times = [
+            e.created_at
+            for e in self.label_events(number, label)
+            if e.action == "add" and e.username == actor and (not_after is None or e.created_at <= not_after)
+        ]
         return max(times) if times else None
 
     def upsert_comment(
