@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -47,12 +48,15 @@ _COLOURS = {"notice": "\x1b[36;1m", "warning": "\x1b[33;1m", "error": "\x1b[31;1
 _RESET = "\x1b[0m"
 
 
-def output_dir(environ: dict[str, str]) -> Path:
-    """Where the summary and the outputs go: GITBOT_OUTPUT_DIR, else .gitbot-out in the project dir."""
+def output_dir(environ: dict[str, str]) -> Path | None:
+    """Where the summary and the outputs go: GITBOT_OUTPUT_DIR, else .gitbot-out in the project dir; None
+    outside a GitLab job (no project dir): then the log is all, and nothing lands in whatever directory
+    `gitbot gitlab` was tried from."""
     chosen = environ.get("GITBOT_OUTPUT_DIR", "").strip()
     if chosen:
         return Path(chosen)
-    return Path(environ.get("CI_PROJECT_DIR") or ".") / DEFAULT_OUTPUT_DIR
+    project = environ.get("CI_PROJECT_DIR", "").strip()
+    return Path(project) / DEFAULT_OUTPUT_DIR if project else None
 
 
 def inert(text: str) -> str:
@@ -150,14 +154,19 @@ class GitLabIO:
         (prepared in `record`, outside the work tree)."""
         if self._summary:
             self._write_file(SUMMARY_FILE, self._summary)
-        files.tidy(self.out_dir, self._written, record)
+        if self.out_dir is not None:
+            files.tidy(self.out_dir, self._written, record)
+        elif record is not None:
+            shutil.rmtree(record, ignore_errors=True)
 
-    def prepared(self) -> Path:
+    def prepared(self) -> Path | None:
         """The output dir, made with its `.gitignore` before the run."""
         self._write_file(IGNORE_FILE, "*\n")
         return self.out_dir
 
     def _write_file(self, name: str, text: str) -> None:
+        if self.out_dir is None:
+            return
         if IGNORE_FILE not in self._written:
             files.write(self.out_dir, IGNORE_FILE, "*\n")
             self._written.add(IGNORE_FILE)

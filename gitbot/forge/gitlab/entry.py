@@ -64,7 +64,7 @@ def run_gitlab(environ: dict[str, str] | None = None, *, stdout: TextIO | None =
     environ = dict(os.environ if environ is None else environ)
     secrets = known_secrets(environ)
     io = GitLabIO(secrets, stdout=stdout, environ=environ)
-    refusal = out_dir.problem(io.out_dir)
+    refusal = out_dir.problem(io.out_dir) if io.out_dir is not None else None
     if refusal is not None:  # nothing is written there: the directory is not gitbot's
         io.error(refusal, title="gitbot: configuration")
         return ExitCode.CONFIG

@@ -113,3 +113,19 @@ def test_without_the_gitlab_extra_the_job_says_which_extra_to_install(tmp_path):
     done = subprocess.run([sys.executable, "-c", hide + run], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "gitbot[gitlab]" in done.stdout and "Traceback" not in done.stdout + done.stderr
+
+
+def test_tried_outside_a_gitlab_job_it_says_so_and_writes_nothing_where_it_was_run(tmp_path):
+    """`gitbot gitlab` run by hand in a checkout: a configuration error, and no .gitbot-out/ left there."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CI_", "GITBOT_", "GITLAB_"))}
+    env.update(BASE)
+    done = subprocess.run(
+        [sys.executable, "-m", "gitbot", "gitlab"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "not running in a GitLab CI job" in done.stdout
+    assert list(tmp_path.iterdir()) == []
