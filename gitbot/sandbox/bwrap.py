@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,7 @@ from gitbot.sandbox.mounts import (
 )
 from gitbot.sandbox.objects import store_arguments
 from gitbot.sandbox.remembered import code_fingerprint, user_cache_dir
+from gitbot.sandbox.scratch import process_directory
 from gitbot.sandbox.toolchain import SYSTEM_DIRS, ToolchainView, build_view
 
 TYPE_CHECKING = False
@@ -185,22 +187,26 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
                                 limit=limit)
 
 
-_EMPTY_FILE: list[str] = []
 _EMPTY_LOCK = threading.Lock()
 
 
 def empty_file() -> str:
-    """A read-only empty regular file on the host, made once per process, bound over hidden files."""
+    """A read-only empty regular file on the host, bound over hidden files: one per process, in its
+    scratch directory (removed when it exits), made again if it is gone or was written to."""
+    directory = process_directory("empty")
+    path = os.path.join(directory, "empty")
     with _EMPTY_LOCK:
-        if not _EMPTY_FILE or not os.path.isfile(_EMPTY_FILE[0]) or os.path.getsize(_EMPTY_FILE[0]):
-            directory = tempfile.mkdtemp(prefix="gitbot-empty-")
-            os.chmod(directory, 0o755)  # the sandbox's unprivileged user binds it
-            path = os.path.join(directory, "empty")
-            with open(path, "wb"):
-                pass
-            os.chmod(path, 0o444)
-            _EMPTY_FILE[:] = [path]
-        return _EMPTY_FILE[0]
+        try:
+            info = os.lstat(path)
+            if stat.S_ISREG(info.st_mode) and not info.st_size:
+                return path
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        with open(path, "xb"):
+            pass
+        os.chmod(path, 0o444)
+        return path
 
 
 _PROBE_LOCK = threading.Lock()

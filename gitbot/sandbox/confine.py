@@ -15,15 +15,13 @@ environment.
 
 from __future__ import annotations
 
-import atexit
 import os
 import stat
 import sys
-import tempfile
-import threading
 from pathlib import Path
 
 from gitbot.sandbox.env import under
+from gitbot.sandbox.scratch import process_directory
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -42,8 +40,6 @@ OPTION_ARITY = {**dict.fromkeys((*BIND_OPTIONS, "--symlink", "--setenv", "--chmo
                 **dict.fromkeys(("--size", "--tmpfs", "--dir", "--proc", "--dev", "--remount-ro", "--uid", "--gid",
                                  "--hostname", "--chdir", "--cap-drop", "--cap-add", "--perms", "--unsetenv",
                                  "--mqueue", "--seccomp", "--userns", "--pidns", "--args"), 1)}
-_STAGE: str | None = None
-_STAGE_LOCK = threading.Lock()
 
 
 def helper_command(mode: str, spec: dict, limit: ProcessLimit | None = None) -> list[str]:
@@ -72,21 +68,9 @@ def helper_command(mode: str, spec: dict, limit: ProcessLimit | None = None) -> 
 
 
 def _stage_directory() -> str:
-    """An empty directory the helper mounts its staging tmpfs on (in its own mount namespace only)."""
-    global _STAGE
-    with _STAGE_LOCK:
-        if _STAGE is None or not os.path.isdir(_STAGE):
-            _STAGE = tempfile.mkdtemp(prefix="gitbot-stage-", dir="/tmp")
-            os.chmod(_STAGE, 0o755)
-            atexit.register(_remove_stage, _STAGE)
-        return _STAGE
-
-
-def _remove_stage(path: str) -> None:
-    try:
-        os.rmdir(path)
-    except OSError:
-        pass
+    """An empty directory the helper mounts its staging tmpfs on (in its own mount namespace only); in
+    /tmp, where the sandbox's uid can reach it whatever $TMPDIR is."""
+    return process_directory("stage", base="/tmp")
 
 
 def reachable_by_others(path: str) -> bool:

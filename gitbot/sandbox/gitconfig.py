@@ -11,15 +11,14 @@ A file git cannot parse is replaced by an empty one (git inside would fail on it
 
 from __future__ import annotations
 
-import atexit
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import threading
 
 from gitbot.sandbox.remembered import code_fingerprint, user_cache_dir
+from gitbot.sandbox.scratch import process_directory
 
 # Entries dropped whole: sections that hold or pull in credentials, and keys whose name says it.
 DROPPED_SECTIONS = frozenset({"credential", "include", "includeif"})
@@ -43,15 +42,16 @@ def without_userinfo(text: str) -> str:
     return _URL_USERINFO.sub(_strip_userinfo, text)
 
 
-def parse_entries(path: str) -> list[tuple[str, str | None]] | None:
-    """(key, value) as git reads them from the file at `path` (value None for a bare boolean key), or
-    None when git cannot parse it. Includes are listed as keys, never followed."""
+def parse_entries(path: str, *, text: str | None = None) -> list[tuple[str, str | None]] | None:
+    """(key, value) as git reads them from the file at `path` (or from `text`, with path "-"; git reads
+    it from its standard input), or None when git cannot parse it. Includes are listed as keys, never
+    followed."""
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1",
            "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": "/nonexistent"}
     try:
         completed = subprocess.run(["git", "config", "--no-includes", "--file", path, "--list", "-z"],
-                                   capture_output=True, env=env, stdin=subprocess.DEVNULL,
-                                   timeout=GIT_TIMEOUT_SECONDS, check=False)
+                                   capture_output=True, env=env, timeout=GIT_TIMEOUT_SECONDS, check=False,
+                                   input=(text or "").encode("utf-8", "surrogateescape"))
     except (OSError, subprocess.TimeoutExpired):
         return None
     if completed.returncode != 0:
@@ -105,17 +105,10 @@ def render(entries: list[tuple[str, str | None]], *, sanitize: bool = True) -> s
 
 def sanitize_git_config(text: str) -> str:
     """`text`, a git config file's content, without credentials (empty when git cannot parse it)."""
-    fd, path = tempfile.mkstemp(prefix="gitbot-gitconfig-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
-            handle.write(text)
-        entries = parse_entries(path)
-    finally:
-        os.unlink(path)
+    entries = parse_entries("-", text=text)
     return render(entries) if entries is not None else ""
 
 
-_SANITIZED_DIR: str | None = None
 _LOCK = threading.Lock()
 _CACHE: dict[tuple, str | None] = {}
 # Sanitized copies kept for the next gitbot process, under $XDG_CACHE_HOME/gitbot: a config file changed
@@ -130,7 +123,6 @@ def sanitized_copy(path: str) -> str | None:
     needs no change (nothing git reads from it is dropped or rewritten). Cached by the file's identity
     and change time: one `git config` per file and run, and none while the file stays as it was (the
     copy is kept for the next process; a kept copy is always bound, so it never uncovers the file)."""
-    global _SANITIZED_DIR
     try:
         info = os.stat(path)
     except OSError:
@@ -149,16 +141,10 @@ def sanitized_copy(path: str) -> str | None:
     if entries is not None and content == render(entries, sanitize=False):
         target = None
     else:
-        with _LOCK:
-            if _SANITIZED_DIR is None:
-                _SANITIZED_DIR = tempfile.mkdtemp(prefix="gitbot-gitconfig-")
-                # Readable by the sandbox's user (another uid when gitbot runs as root): it holds only
-                # what is left after sanitizing.
-                os.chmod(_SANITIZED_DIR, 0o755)
-                # Bound into every sandbox of this process, so kept until it exits (one per hook run
-                # would otherwise pile up in /tmp).
-                atexit.register(shutil.rmtree, _SANITIZED_DIR, True)
-        fd, target = tempfile.mkstemp(dir=_SANITIZED_DIR, prefix="config-")
+        # Readable by the sandbox's user (another uid when gitbot runs as root): it holds only what is
+        # left after sanitizing. Bound into every sandbox of this process, so kept until it exits.
+        directory = process_directory("gitconfig")
+        fd, target = tempfile.mkstemp(dir=directory, prefix="config-")
         with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
             handle.write(content)
         os.chmod(target, 0o644)
