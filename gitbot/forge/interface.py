@@ -167,6 +167,11 @@ class Terms:
     settings_place: str = "the input in the workflow"  # where a maintainer changes one of these settings
     check_command_setting: str = "`check-command` input"
     change_ref: str = "pull/{number}/head"  # "merge-requests/{number}/head": a change request's head, to fetch
+    # Where a run's record is kept and how it goes back into a clone (`{run}`: the CI run's id), for the
+    # restore hint: the Action uploads the record as the artifact's root; GitLab keeps the job's output
+    # directory, the record one level down.
+    record_place: str = ("The run record is in this workflow run's `gitbot-run-{run}` artifact: unpack it into "
+                         "`.git/gitbot/` of a clone of this branch")
     # What makes the sandbox work on this CI's runners, when the probe says it does not.
     sandbox_setup: str = (
         "Leave the action's `sandbox-setup` input at `true` (it installs bubblewrap and lifts Ubuntu "

@@ -14,7 +14,7 @@ from gitbot import __version__
 from gitbot.agent.result import ExitCode, RunResult, Status, exit_code_for
 from gitbot.fixcheck.gate import Stopped
 from gitbot.forge import pull_request as prmod
-from gitbot.forge.interface import ForgeError, PullData
+from gitbot.forge.interface import ForgeError, PullData, Terms
 from gitbot.forge.issue_task import STATUS_MARKER
 from gitbot.forge.job import Job
 from gitbot.forge.leaks import Leak
@@ -123,7 +123,7 @@ class Report:
                     footer_links=[f"[{terms.run}]({ctx.run_url})", f"run `{result.run_id}`"],
                     context_line=plan.context_line,
                     request_costs=request_costs(job.repo, result.run_id),
-                    restore_hint=restore_hint(result.run_id, ctx.run_id, terms.run),
+                    restore_hint=restore_hint(result.run_id, ctx.run_id, terms),
                     notes=notes,
                     workflow_token=job.inputs.workflow_token,
                     iterations=self.first_iteration(outcome).section(),
@@ -372,10 +372,9 @@ def stopped_notes(result: RunResult) -> list[str]:
     return [note]
 
 
-def restore_hint(run_id: str, actions_run_id: str, run_noun: str) -> str:
+def restore_hint(run_id: str, ci_run_id: str, terms: Terms) -> str:
     return (
-        f"Every step is a checkpoint. The run record is in this {run_noun}'s `gitbot-run-{actions_run_id}` "
-        "artifact: unpack it into `.git/gitbot/` of a clone of this branch, then `gitbot checkpoints list "
+        f"Every step is a checkpoint. {terms.record_place.format(run=ci_run_id)}, then `gitbot checkpoints list "
         f"{run_id}` and `gitbot checkpoints restore {run_id} STEP` put the work tree back as it was after "
         "that step."
     )

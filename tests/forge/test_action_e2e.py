@@ -160,6 +160,10 @@ def test_a_labelled_issue_becomes_a_verified_pr_and_a_second_label_updates_it(ha
     assert positions == sorted(positions)
     assert "✅ **Verified:**" in pr.body and "| `stats.py` | modified | +1 | −1 |" in pr.body
     assert "gitbot checkpoints restore" in pr.body and "GITHUB_TOKEN" in pr.body
+    # The restore hint names the artifact action.yml uploads ($RUNNER_TEMP/gitbot-artifact, laid out like
+    # .git/gitbot) and this run's record is in it.
+    assert f"this workflow run's `gitbot-run-{4000 + harness.runs}` artifact: unpack it into `.git/gitbot/`" in pr.body
+    assert (harness.runner_temp / "gitbot-artifact" / "runs" / ran.outputs["run-id"]).is_dir()
     assert ran.outputs["status"] == "completed" and ran.outputs["verified"] == "true"
     assert ran.outputs["pr-number"] == str(pr.number) and ran.outputs["pr-url"].endswith(f"/pull/{pr.number}")
     assert re.fullmatch(r"\d+\.\d{4}", ran.outputs["cost-usd"]) and ran.outputs["run-id"]

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitbot.forge.gitlab import ci_config
+from gitbot.forge.gitlab.ci_io import DEFAULT_OUTPUT_DIR
 from gitbot.forge.gitlab.client import api_base, connect, errors, forge_error
 from gitbot.forge.gitlab.hunks import hunk_upto
+from gitbot.forge.gitlab.out_dir import RECORD_DIR
 from gitbot.forge.gitlab.trace import readable
 from gitbot.forge.interface import (
     CheckRun,
@@ -64,6 +66,11 @@ TERMS = Terms(
     settings_place="the component's input in `.gitlab-ci.yml` (or its `GITBOT_*` variable)",
     check_command_setting="`check-command` input (`GITBOT_CHECK_COMMAND`)",
     change_ref="merge-requests/{number}/head",
+    # templates/gitbot.yml keeps `.gitbot-out/` as the job's artifacts; the record is in it (out_dir.py).
+    record_place=(
+        "The run record is in the artifacts of this pipeline's gitbot job (`gitbot-run-{run}`): "
+        f"copy their `{DEFAULT_OUTPUT_DIR}/{RECORD_DIR}/` into a clone of this branch as `.git/gitbot/`"
+    ),
     sandbox_setup=(
         "Run the job on a runner where bubblewrap can create user namespaces, or where the kernel has "
         "Landlock (the component installs bubblewrap with apt-get when the image has none)"

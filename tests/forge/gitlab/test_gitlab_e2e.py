@@ -8,6 +8,7 @@ works on issues and branches of its own."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -170,7 +171,13 @@ def test_a_labelled_issue_becomes_a_verified_merge_request_with_its_proof_and_co
     tip = gl.branch_sha(mr.source_branch)
     changed = run_git(gl.bare_repo, "diff", "--name-only", f"{tip}^", tip).split()
     assert changed == ["stats.py"]  # nothing gitbot keeps in .gitbot-out/ for the artifact
-    assert (ran.workspace / ".gitbot-out" / "gitbot-artifact").is_dir()
+    # The restore hint names what the component keeps as the job's artifacts, and this run's record is there.
+    assert "workflow run" not in body and "unpack it into" not in body
+    hint = re.search(r"gitbot job \(`gitbot-run-(\d+)`\): copy their `([^`]+)` into a clone of this branch as "
+                     r"`\.git/gitbot/`, then `gitbot checkpoints list ([^`]+)`", body)
+    assert hint is not None, body
+    assert int(hint.group(1)) == max(gl.pipelines) and hint.group(3) == ran.outputs["GITBOT_RUN_ID"]
+    assert (ran.workspace / hint.group(2) / "runs" / hint.group(3) / "result.json").is_file()
     [status] = bot_notes(gl, "Issue", issue.iid)
     assert f"!{mr.iid}" in status.body
     # the job token went back into the clone's config once gitbot was done; it was never in the log
