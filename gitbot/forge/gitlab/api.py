@@ -78,6 +78,14 @@ TERMS = Terms(
 )
 
 
+def is_internal(note: dict[str, Any]) -> bool:
+    """Whether a note is internal (`confidential` before GitLab 15.0): only members with the Reporter role
+    see it, while gitbot's branch, merge request, commits, notes, job log and record can be seen by everyone
+    who can see the project. So the task never holds one (and one that asks is refused, trust.py): the
+    model could repeat its words anywhere."""
+    return bool(note.get("internal") or note.get("confidential"))
+
+
 @dataclass(frozen=True)
 class NoteData:
     """A note as the API shows it now (never as a payload claims it was)."""
@@ -91,6 +99,7 @@ class NoteData:
     system: bool
     created_at: dt.datetime
     updated_at: dt.datetime
+    internal: bool = False
 
 
 @dataclass(frozen=True)
@@ -208,6 +217,7 @@ class GitLabForge:
             system=bool(data.get("system")),
             created_at=created,
             updated_at=parse_time(data.get("updated_at")) or created,
+            internal=is_internal(data),
         )
 
     def pipeline(self, pipeline_id: int) -> PipelineData | None:
@@ -351,6 +361,8 @@ class GitLabForge:
             data = note.attributes
             if data.get("system"):
                 continue  # "changed the description", "mentioned in …": GitLab's, not a person's
+            if is_internal(data):
+                continue  # never in a task: see `is_internal`
             author = data.get("author") or {}
             created = parse_time(data.get("created_at")) or dt.datetime.now(dt.UTC)
             comments.append(
@@ -540,7 +552,7 @@ class GitLabForge:
         threads = []
         diffs: dict[str, str] | None = None
         for discussion in self._discussions("MergeRequest", number):
-            notes = [n for n in discussion.get("notes") or [] if not n.get("system")]
+            notes = [n for n in discussion.get("notes") or [] if not n.get("system") and not is_internal(n)]
             position = next((n.get("position") for n in notes if n.get("position")), None)
             if not position:
                 continue

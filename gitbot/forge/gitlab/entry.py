@@ -37,7 +37,7 @@ from gitbot.forge.job_start import (
     trigger_refused,
 )
 from gitbot.forge.report import outputs
-from gitbot.forge.triggers import Ignore
+from gitbot.forge.triggers import CommentTrigger, Ignore, reply_marker
 from gitbot.secrets import Secrets
 
 # The variables GitLab (or the job) sets whose values are credentials, whatever their names say.
@@ -115,6 +115,8 @@ def _run(environ: dict[str, str], io: GitLabIO, secrets: Secrets, record: Path) 
     if isinstance(verdict, Ignore):
         return nothing_to_do(io, verdict.reason)
     if isinstance(verdict, Refused):
+        if verdict.reply is not None and isinstance(decision, CommentTrigger):
+            _reply(io, forge, decision, f"{reply_marker(decision, ctx.run_id)}\n{verdict.reply}")
         return trigger_refused(io, verdict.reason)
     io.info(f"gitbot {__version__}: {verdict.reason}")
     from gitbot.forge.gitlab import ci_config
@@ -122,6 +124,14 @@ def _run(environ: dict[str, str], io: GitLabIO, secrets: Secrets, record: Path) 
     # Read before the agent runs: what it writes cannot take a file out of the configuration.
     forge.ci_configuration = ci_config.read(ctx.workspace, environ.get("CI_CONFIG_PATH"))
     return _execute(io, settings, replace(ctx, runner_temp=record), forge, verdict.trigger, secrets)
+
+
+def _reply(io: GitLabIO, forge, trigger: CommentTrigger, body: str) -> None:
+    """Answer the note (a re-run edits its own answer), where GitLab keeps it beside the note."""
+    try:
+        forge.write_reply(trigger, body, forge.find_reply(trigger))
+    except ForgeError as exc:
+        io.warning(f"could not reply to the note: {exc}", title="gitbot: GitLab API")
 
 
 def _execute(

@@ -22,7 +22,9 @@ Then the person: a project member (direct or inherited) with at least the Develo
 user (a project or group access token's, a service account) is refused unless GITBOT_ALLOWED_BOTS
 names it, and then still needs the role; its username alone never grants anything. gitbot's own notes
 (its bot user, with its marker) are never answered. A confidential issue is refused whoever asks: its
-words would reach a branch, a merge request and notes that everyone who sees the project can read.
+words would reach a branch, a merge request and notes that everyone who sees the project can read. So
+is a request in an internal note, for the same reason (and internal notes are never read into a task,
+api.py `is_internal`).
 
 The result is the trigger rebuilt from what the API says, so nothing from the payload but the ids
 reaches the flow, and the model.
@@ -62,11 +64,19 @@ TRIGGER_VARIABLE = "TRIGGER_PAYLOAD"
 LEVEL_NAMES = {10: "Guest", 15: "Planner", 20: "Reporter", 30: "Developer", 40: "Maintainer", 50: "Owner"}
 
 
+INTERNAL_NOTE_REPLY = (
+    "🔒 gitbot does not act on internal notes: its branch, merge request, commits, notes, job log and run "
+    "record can be seen by everyone who can see the project, and it cannot promise that the words of this "
+    "note stay out of them. Ask in a note that is not internal, leaving out what must stay internal."
+)
+
+
 @dataclass(frozen=True)
 class Refused:
     """Somebody asked who may not (or a payload claimed what GitLab does not show): nothing runs."""
 
     reason: str
+    reply: str | None = None  # what to tell the person who asked, where only they and their peers read it
 
 
 @dataclass(frozen=True)
@@ -178,6 +188,8 @@ def _confirm_note(
     verdict = _person(forge, user.id, settings, claimed=user.username, user=user)
     if isinstance(verdict, Refused):
         return verdict
+    if note.internal:  # told why (in a reply that is internal too), since a Developer asked
+        return Refused(f"note {note.id} on {where} is internal", reply=INTERNAL_NOTE_REPLY)
     _, reason = verdict
     changes: dict[str, Any] = {
         "body": note.body,

@@ -393,6 +393,21 @@ def test_review_threads_are_the_diff_discussions(forge: GitLabForge, fake: FakeG
     mr.state = "closed"
 
 
+def test_internal_notes_are_never_read_as_comments_or_threads(forge: GitLabForge, fake: FakeGitLab):
+    dev = fake.add_user("insider")
+    issue = fake.add_issue("Internal talk", "…", author=dev)
+    fake.add_note("Issue", issue.iid, "public", author=dev)
+    hidden = fake.add_note("Issue", issue.iid, "members only", author=dev, internal=True)
+    assert [c.body for c in forge.comments(issue.iid)] == ["public"]
+    assert forge.note("Issue", issue.iid, hidden.id).internal
+    mr = fake.add_merge_request(FIX_BRANCH, "Internal review", author=dev)
+    fake.add_note("MergeRequest", mr.iid, "members only", author=dev, internal=True,
+                  position=fake.diff_position(mr.iid, "stats.py", 2))
+    fake.add_note("MergeRequest", mr.iid, "public line", author=dev, position=fake.diff_position(mr.iid, "stats.py", 1))
+    assert [[c.body for c in t.comments] for t in forge.review_threads(mr.iid)] == [["public line"]]
+    mr.state = "closed"
+
+
 def test_check_runs_are_the_jobs_of_the_latest_pipeline(forge: GitLabForge, fake: FakeGitLab):
     sha = "d" * 40
     old = fake.add_pipeline(ref="main", sha=sha)

@@ -253,6 +253,48 @@ def test_a_guest_or_reporter_mention_does_nothing_and_calls_no_model(gl, job, wh
     assert gl.awards_on(note.id) == [] and bot_notes(gl, "Issue", issue.iid) == []
 
 
+INTERNAL_WORDS = "the staging password is hunter2-8813"
+
+
+def public_text(gl: FakeGitLab, ran: Ran) -> str:
+    """What someone who may not read internal notes can read of what gitbot made: merge requests, notes
+    that are not internal, every commit and record pushed, the job's log and its artifacts."""
+    shown = [f"{m.title}\n{m.description}" for m in gl.merge_requests.values()]
+    shown += [n.body for n in gl.notes.values() if not n.internal]
+    shown.append(run_git(gl.bare_repo, "log", "--all", "-p", "--format=%B"))
+    out = ran.workspace / ".gitbot-out"
+    shown += [p.read_text(errors="replace") for p in out.rglob("*") if p.is_file()] if out.is_dir() else []
+    return "\n".join([*shown, ran.log])
+
+
+def test_an_internal_note_is_neither_acted_on_nor_read_into_a_task(gl, job):
+    """Its words would reach the branch, the merge request, commits, notes, the log and the record, which
+    everyone who can see the project reads: a request in one gets an internal reply saying so, and the
+    issue's work, approved by its label, goes on without it."""
+    maria = gl.user_named("maria")
+    issue = gl.add_issue("mean() is wrong", "mean([1, 2, 3]) returns 3.0.", author=gl.user_named("gus"))
+    asked = gl.add_note("Issue", issue.iid, f"@gitbot fix it, {INTERNAL_WORDS}", author=maria, internal=True)
+    with FakeMessagesAPI(fix_script()) as api:
+        ran = job.run(api, source="trigger", user=gl.bot, payload=gl.note_hook(asked))
+    assert ran.exit_code == 0 and api.requests == [], ran.log
+    assert ran.outputs["GITBOT_STATUS"] == "refused" and "is internal" in ran.log
+    [reply] = bot_notes(gl, "Issue", issue.iid)
+    assert reply.internal and "does not act on internal notes" in reply.body
+    assert gl.branch_sha(f"gitbot/issue-{issue.iid}") is None
+    assert INTERNAL_WORDS not in public_text(gl, ran)
+
+    payload = gl.label_issue(issue.iid, "gitbot", by=maria)
+    with FakeMessagesAPI(fix_script()) as api:
+        ran = job.run(api, source="trigger", user=gl.bot, payload=payload)
+    assert ran.exit_code == 0, ran.log
+    assert "mean([1, 2, 3]) returns 3.0." in model_text(api) and INTERNAL_WORDS not in model_text(api)
+    assert gl.branch_sha(f"gitbot/issue-{issue.iid}") is not None
+    shown = public_text(gl, ran)
+    assert "mean([1, 2, 3]) returns 3.0." in shown  # the task is there (the record): the note is not
+    assert INTERNAL_WORDS not in shown
+    assert gl.violations == []
+
+
 def test_forged_payloads_do_nothing(gl, job):
     maria, outsider = gl.user_named("maria"), gl.user_named("outsider")
     issue = gl.add_issue("forged", "…", author=maria)
