@@ -21,31 +21,35 @@ import stat
 import tempfile
 import threading
 
+KINDS = ("empty", "gitconfig", "stage")
 _OWN: dict[tuple[str, str, int], str] = {}
+_SWEPT: set[tuple[str, int]] = set()  # (base, pid): one scan of a temp directory per process
 _LOCK = threading.Lock()
 
 
 def process_directory(kind: str, *, base: str | None = None) -> str:
     """This process's directory of `kind` in `base` (default: the temp directory), mode 0755 (the
     sandbox's user binds from it): made on first use, and again if something removed it since."""
+    assert kind in KINDS
     base = base or tempfile.gettempdir()
     pid = os.getpid()
     with _LOCK:
         path = _OWN.get((kind, base, pid))
         if path is not None and os.path.isdir(path) and not os.path.islink(path):
             return path
-        prefix = f"gitbot-{kind}-{_pid_namespace()}-"
-        remove_leftovers(base, prefix)
-        path = tempfile.mkdtemp(prefix=f"{prefix}{pid}-", dir=base)
+        if (base, pid) not in _SWEPT:
+            remove_leftovers(base)
+            _SWEPT.add((base, pid))
+        path = tempfile.mkdtemp(prefix=f"gitbot-{kind}-{_pid_namespace()}-{pid}-", dir=base)
         os.chmod(path, 0o755)
         atexit.register(_remove, path, pid)
         _OWN[(kind, base, pid)] = path
         return path
 
 
-def remove_leftovers(base: str, prefix: str) -> None:
-    """Remove this user's directories `prefix<pid>-…` in `base` whose process is gone."""
-    pattern = re.compile(re.escape(prefix) + r"(\d+)-")
+def remove_leftovers(base: str) -> None:
+    """Remove this user's scratch directories in `base` whose process (in this pid namespace) is gone."""
+    pattern = re.compile(f"gitbot-(?:{'|'.join(KINDS)})-{_pid_namespace()}-" + r"(\d+)-")
     try:
         entries = list(os.scandir(base))
     except OSError:

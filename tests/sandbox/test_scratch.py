@@ -55,7 +55,7 @@ def test_leftovers_are_removed_only_when_they_are_this_users_directories_of_a_fi
     leftover.mkdir()
     (leftover / "config-1").write_text("[core]\n")
     # Planted by someone else who can write the temp directory: a symlink to what must not be removed,
-    # a directory of a live process (this one's parent), another kind.
+    # a directory of a live process (this one's parent), of no kind of gitbot's, of another pid namespace.
     precious = tmp_path / "precious"
     precious.mkdir()
     (precious / "keep").write_text("data\n")
@@ -63,12 +63,14 @@ def test_leftovers_are_removed_only_when_they_are_this_users_directories_of_a_fi
     planted.symlink_to(precious, target_is_directory=True)
     live = tmp_path / leftover_name("gitconfig", os.getppid())
     live.mkdir()
-    other_kind = tmp_path / leftover_name("empty", gone)
-    other_kind.mkdir()
-    scratch.remove_leftovers(str(tmp_path), f"gitbot-gitconfig-{scratch._pid_namespace()}-")
+    not_gitbots = tmp_path / leftover_name("tests", gone)
+    not_gitbots.mkdir()
+    another_namespace = tmp_path / f"gitbot-empty-1-{gone}-x1y2z3"
+    another_namespace.mkdir()
+    scratch.remove_leftovers(str(tmp_path))
     assert not leftover.exists()
     assert planted.is_symlink() and (precious / "keep").read_text() == "data\n"
-    assert live.is_dir() and other_kind.is_dir()
+    assert live.is_dir() and not_gitbots.is_dir() and another_namespace.is_dir()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="making a directory another user owns needs root")
@@ -76,7 +78,7 @@ def test_another_users_leftover_is_not_removed(tmp_path: Path):
     theirs = tmp_path / leftover_name("empty", dead_pid())
     theirs.mkdir()
     os.chown(theirs, 12345, 12345)
-    scratch.remove_leftovers(str(tmp_path), f"gitbot-empty-{scratch._pid_namespace()}-")
+    scratch.remove_leftovers(str(tmp_path))
     assert theirs.is_dir()
 
 
