@@ -7,7 +7,8 @@
 Modules: runner (the one decision, the one way to run), toolchain (what of the user's toolchain the
 commands need: PATH, read-only mounts, masks, variables), layout (the file system inside: system
 directories, scratch, toolchain, protected repository paths), mounts (git directories, host sockets),
-gitconfig (git config without credentials, from git's own parse), planted (what a command planted
+gitconfig (git config without credentials, from git's own parse), scratch (one process's directories
+in $TMPDIR, left behind by none), planted (what a command planted
 that the user's git would read, undone after it), readdeny (files the policy hides: an
 index kept up to date by directory change times, not a walk of every file per command),
 bwrap (the probe and the bubblewrap command line), confine + helper (never root on the host; Landlock
