@@ -192,13 +192,15 @@ _EMPTY_LOCK = threading.Lock()
 
 def empty_file() -> str:
     """A read-only empty regular file on the host, bound over hidden files: one per process, in its
-    scratch directory (removed when it exits), made again if it is gone or was written to."""
+    scratch directory (removed when it exits), made again if it is gone or is anything else now (written
+    to, made writable, replaced by a symlink)."""
     directory = process_directory("empty")
     path = os.path.join(directory, "empty")
     with _EMPTY_LOCK:
         try:
             info = os.lstat(path)
-            if stat.S_ISREG(info.st_mode) and not info.st_size:
+            if (stat.S_ISREG(info.st_mode) and not info.st_size and stat.S_IMODE(info.st_mode) == 0o444
+                    and info.st_uid == os.geteuid()):
                 return path
             os.unlink(path)
         except FileNotFoundError:

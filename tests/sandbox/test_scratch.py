@@ -91,7 +91,9 @@ def test_the_empty_file_is_made_again_when_it_is_no_longer_an_empty_regular_file
     info = os.lstat(path)
     assert (info.st_size, info.st_mode & 0o777, info.st_uid) == (0, 0o444, os.geteuid())
     assert Path(path).parent.stat().st_mode & 0o777 == 0o755
-    # Written to, or replaced by a symlink to a file with content: never bound as "empty".
+    # Made writable, written to, or replaced by a symlink to a file with content: never bound as "empty".
+    os.chmod(path, 0o666)
+    assert bwrap.empty_file() == path and os.lstat(path).st_mode & 0o777 == 0o444
     os.chmod(path, 0o644)
     Path(path).write_text("secret\n")
     assert bwrap.empty_file() == path and os.path.getsize(path) == 0 and not os.path.islink(path)
