@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import threading
 from pathlib import Path
 
 from gitbot.sandbox.env import under
@@ -40,6 +41,8 @@ OPTION_ARITY = {**dict.fromkeys((*BIND_OPTIONS, "--symlink", "--setenv", "--chmo
                 **dict.fromkeys(("--size", "--tmpfs", "--dir", "--proc", "--dev", "--remount-ro", "--uid", "--gid",
                                  "--hostname", "--chdir", "--cap-drop", "--cap-add", "--perms", "--unsetenv",
                                  "--mqueue", "--seccomp", "--userns", "--pidns", "--args"), 1)}
+_STAGE: str | None = None
+_STAGE_LOCK = threading.Lock()
 
 
 def helper_command(mode: str, spec: dict, limit: ProcessLimit | None = None) -> list[str]:
@@ -68,9 +71,20 @@ def helper_command(mode: str, spec: dict, limit: ProcessLimit | None = None) -> 
 
 
 def _stage_directory() -> str:
-    """An empty directory the helper mounts its staging tmpfs on (in its own mount namespace only); in
-    /tmp, where the sandbox's uid can reach it whatever $TMPDIR is."""
-    return process_directory("stage", base="/tmp")
+    """An empty directory the helper mounts its staging tmpfs on (in its own mount namespace only)."""
+    global _STAGE
+    with _STAGE_LOCK:
+        if _STAGE is None or not os.path.isdir(_STAGE):
+            # In /tmp whatever $TMPDIR is (the sandbox's uid reaches it); removed at exit, or by the next run.
+            _STAGE = process_directory("stage", base="/tmp")
+        return _STAGE
+
+
+def _remove_stage(path: str) -> None:
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
 
 
 def reachable_by_others(path: str) -> bool:
