@@ -4,6 +4,7 @@ by the next one; nothing planted there is followed or used."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -15,11 +16,12 @@ from gitbot.sandbox import bwrap, scratch
 from tests.conftest import git, gitbot_env, make_repo
 from tests.sandbox.support import require_bwrap
 
+_NO_SUCH_PID = itertools.count(int(Path("/proc/sys/kernel/pid_max").read_text()))
+
 
 def dead_pid() -> int:
-    process = subprocess.Popen(["true"])
-    process.wait()
-    return process.pid
+    """A pid no process has (pid_max and above are never given out): one whose process is gone."""
+    return next(_NO_SUCH_PID)
 
 
 def leftover_name(kind: str, pid: int) -> str:
