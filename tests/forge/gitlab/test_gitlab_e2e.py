@@ -267,10 +267,10 @@ def public_text(gl: FakeGitLab, ran: Ran) -> str:
     return "\n".join([*shown, ran.log])
 
 
-def test_an_internal_note_is_neither_acted_on_nor_read_into_a_task(gl, job):
+def test_a_request_in_an_internal_note_gets_an_internal_reply_and_nothing_public(gl, job):
     """Its words would reach the branch, the merge request, commits, notes, the log and the record, which
-    everyone who can see the project reads: a request in one gets an internal reply saying so, and the
-    issue's work, approved by its label, goes on without it."""
+    everyone who can see the project reads: a request in one gets an internal reply saying so, and nothing
+    else. (That no internal note is read into a task is test_gitlab_api's.)"""
     maria = gl.user_named("maria")
     issue = gl.add_issue("mean() is wrong", "mean([1, 2, 3]) returns 3.0.", author=gl.user_named("gus"))
     asked = gl.add_note("Issue", issue.iid, f"@gitbot fix it, {INTERNAL_WORDS}", author=maria, internal=True)
@@ -282,16 +282,6 @@ def test_an_internal_note_is_neither_acted_on_nor_read_into_a_task(gl, job):
     assert reply.internal and "does not act on internal notes" in reply.body
     assert gl.branch_sha(f"gitbot/issue-{issue.iid}") is None
     assert INTERNAL_WORDS not in public_text(gl, ran)
-
-    payload = gl.label_issue(issue.iid, "gitbot", by=maria)
-    with FakeMessagesAPI(fix_script()) as api:
-        ran = job.run(api, source="trigger", user=gl.bot, payload=payload)
-    assert ran.exit_code == 0, ran.log
-    assert "mean([1, 2, 3]) returns 3.0." in model_text(api) and INTERNAL_WORDS not in model_text(api)
-    assert gl.branch_sha(f"gitbot/issue-{issue.iid}") is not None
-    shown = public_text(gl, ran)
-    assert "mean([1, 2, 3]) returns 3.0." in shown  # the task is there (the record): the note is not
-    assert INTERNAL_WORDS not in shown
     assert gl.violations == []
 
 
