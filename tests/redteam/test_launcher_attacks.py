@@ -77,9 +77,16 @@ def test_a_launcher_killed_mid_command_never_reports_it_as_passing(git_repo, mod
     try:
         runner.run_shell("true", 30)
         first = runner._launcher
-        killer = threading.Timer(0.5, os.kill, (first.pid, signal.SIGKILL))
+
+        def kill_once_it_runs():
+            deadline = time.monotonic() + 20
+            while not processes_with(marker) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            os.kill(first.pid, signal.SIGKILL)
+
+        killer = threading.Thread(target=kill_once_it_runs)
         killer.start()
-        run = runner.run_shell(f"(exec -a {marker} sleep 30) & sleep 3; echo finished; exit 0", 30)
+        run = runner.run_shell(f"(exec -a {marker} sleep 30) & sleep 5; echo finished; exit 0", 30)
         killer.join()
         assert run.exit_code != 0 and "finished" not in run.output, run
         time.sleep(0.3)
