@@ -63,6 +63,7 @@ SYS_LANDLOCK_CREATE_RULESET = 444
 SYS_LANDLOCK_RESTRICT_SELF = 446
 LANDLOCK_ACCESS_FS_MAKE_BLOCK = 1 << 11
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_CHILD_SUBREAPER = 36
 PR_CAPBSET_DROP = 24
 PR_SET_SECUREBITS = 28
 PR_CAP_AMBIENT = 47
@@ -487,10 +488,14 @@ def serve(control_fd, stage):
     signal.signal(signal.SIGCHLD, lambda *_: None)
     stages = None  # uid -> Stage, once the first "drop" command made the staging namespace
     running = {}  # pid -> status socket
+    # What a command's processes leave behind when their parent exits (bubblewrap's own, a daemon's
+    # double fork) becomes the launcher's to reap: left to a pid 1 that never reaps (a container's
+    # `tail -f`), each zombie would count in the cgroup against every later command.
+    check(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "child subreaper")
     control.sendall(b"ready\n")
 
     def reap():
-        while running:
+        while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:

@@ -23,10 +23,14 @@ import os
 import socket
 import subprocess
 import threading
+import time
 
 from gitbot.sandbox import confine, processes
 
 READY_TIMEOUT_SECONDS = 20.0
+# How long gitbot waits for an answer that is due at once ("pid" after a request, "exit" after the end):
+# a command can stop the launcher (SIGSTOP where nothing scopes signals), and gitbot must not hang.
+ANSWER_TIMEOUT_SECONDS = 20.0
 
 
 class LauncherUnavailable(OSError):
@@ -54,24 +58,32 @@ class LaunchedProcess:
         return self.returncode
 
     def wait(self) -> int:
+        """The exit status; called once the command has ended (or been killed whole), so the answer is
+        due at once: a launcher that gives none (stopped by a command) counts the command as killed."""
+        deadline = time.monotonic() + ANSWER_TIMEOUT_SECONDS
         while self.returncode is None:
-            self._read(block=True)
+            if time.monotonic() >= deadline:
+                self._finish(-9)
+                break
+            self._read(block=True, timeout=max(0.0, deadline - time.monotonic()))
         return self.returncode
 
-    def _read(self, *, block: bool) -> None:
-        self._answer.setblocking(block)
-        try:
-            chunk = self._answer.recv(64)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if not chunk:  # the launcher died with the command running: it was killed with it
-            self._finish(-9)
-            return
-        self._pending += chunk
-        if self._pending.endswith(b"\n"):
-            word, _, value = self._pending.strip().partition(b" ")
+    def _read(self, *, block: bool, timeout: float | None = None) -> None:
+        if b"\n" not in self._pending:
+            self._answer.settimeout(timeout if block else 0.0)
+            try:
+                chunk = self._answer.recv(64)
+            except (BlockingIOError, TimeoutError):
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:  # the launcher died with the command running: it was killed with it
+                self._finish(-9)
+                return
+            self._pending += chunk
+        if b"\n" in self._pending:
+            line, _, self._pending = self._pending.partition(b"\n")
+            word, _, value = line.strip().partition(b" ")
             if word == b"exit":
                 self._finish(int(value))
 
@@ -116,6 +128,7 @@ class Launcher:
         self._control = ours
         # Its own commands join the cgroup by being forked in it; the launcher joins it once, now,
         # while its interpreter starts.
+        processes.remove_stale_cgroups()
         made = processes.make_cgroup(f"launcher-{self._process.pid}", processes.MAX_PROCESSES + 1)
         if made is not None:
             self.cgroup = made[1]
@@ -154,8 +167,10 @@ class Launcher:
                     raise LauncherUnavailable("the launcher is closed")
                 socket.send_fds(self._control, [b"x"],
                                 [memfd, theirs.fileno(), stdin, write_end, *limit.pass_fds])
+            # "pid N", and, for a command that ended at once, maybe "exit N" in the same read.
             started = b""
-            while not started.endswith(b"\n"):
+            answer.settimeout(ANSWER_TIMEOUT_SECONDS)
+            while b"\n" not in started:
                 chunk = answer.recv(64)
                 if not chunk:
                     raise LauncherUnavailable("the launcher stopped")
@@ -168,12 +183,15 @@ class Launcher:
             for fd in (memfd, stdin, write_end):
                 os.close(fd)
             theirs.close()
-        word, _, value = started.strip().partition(b" ")
+        line, _, rest = started.partition(b"\n")
+        word, _, value = line.strip().partition(b" ")
         if word != b"pid":
             os.close(read_end)
             answer.close()
-            raise LauncherUnavailable(f"the launcher answered {started!r}")
-        return LaunchedProcess(int(value), answer, os.fdopen(read_end, "rb", buffering=0))
+            raise LauncherUnavailable(f"the launcher answered {line!r}")
+        launched = LaunchedProcess(int(value), answer, os.fdopen(read_end, "rb", buffering=0))
+        launched._pending = rest
+        return launched
 
     def close(self) -> None:
         """End the launcher (commands still running are killed) and remove its cgroup."""

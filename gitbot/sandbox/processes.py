@@ -249,6 +249,28 @@ def make_cgroup(name: str, max_processes: int) -> tuple[str, str] | None:
     return None
 
 
+def remove_stale_cgroups() -> None:
+    """Remove the empty cgroups gitbot processes that were killed left behind (`gitbot-PID-N` of a
+    command, `gitbot-launcher-PID` of a launcher) whose process is gone; one that still holds a process
+    cannot be removed (rmdir refuses)."""
+    for _kind, parent in _own_cgroup_dirs():
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            continue
+        for name in names:
+            parts = name.split("-")
+            if len(parts) == 3 and parts[0] == "gitbot" and parts[1] == "launcher":
+                pid = parts[2]
+            elif len(parts) == 3 and parts[0] == "gitbot" and parts[2].isdigit():
+                pid = parts[1]
+            else:
+                continue
+            if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.join(parent, name))
+
+
 def join_cgroup(directory: str, pid: int) -> bool:
     return _write(os.path.join(directory, "cgroup.procs"), str(pid))
 

@@ -135,3 +135,23 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rindex(b")") + 2:][:1] != b"Z"
+
+
+def test_cgroups_left_by_killed_gitbot_processes_are_removed(runner):
+    from gitbot.sandbox import processes
+
+    parents = [parent for _kind, parent in processes._own_cgroup_dirs() if os.access(parent, os.W_OK)]
+    if not parents:
+        pytest.skip("no writable pids cgroup here")
+    dead = int(open("/proc/sys/kernel/pid_max").read()) + 1  # no process can have it
+    stale = [os.path.join(parents[0], f"gitbot-launcher-{dead}"), os.path.join(parents[0], f"gitbot-{dead}-7")]
+    for directory in stale:
+        os.mkdir(directory)
+    try:
+        runner.run_shell("true", 30)  # starts the launcher, which sweeps
+        assert not any(os.path.exists(directory) for directory in stale)
+        assert os.path.isdir(runner._launcher.cgroup)  # its own stays
+    finally:
+        for directory in stale:
+            if os.path.exists(directory):
+                os.rmdir(directory)
