@@ -223,15 +223,19 @@ def run_command(argv: list[str], cwd: str | os.PathLike, *, env: dict[str, str] 
         limit: ProcessLimit | None = None, sandboxed: bool = False) -> CommandRun:
     """Run `argv` in `cwd` until it exits or `timeout` seconds pass. Its output (stdout and stderr
     through one pipe, in the order written) goes into `output` and, as it arrives, to `echo`.
-    `limit`: the command's process budget (its launcher prefixes argv). A non-zero exit is a normal
-    outcome; failing to start raises OSError."""
+    `limit`: the command's process budget (its launcher prefixes argv; with `limit.launched_by`, that
+    long-lived helper starts it: launcher.py). A non-zero exit is a normal outcome; failing to start
+    raises OSError (LauncherUnavailable: the launcher is gone, and the command did not start)."""
     output = output if output is not None else BoundedOutput(CHECK_HEAD_BYTES, CHECK_TAIL_BYTES)
     started = time.monotonic()
     deadline = started + timeout if timeout is not None else None
-    process = subprocess.Popen(limit.launcher(argv) if limit is not None else argv, cwd=cwd, env=env,
-                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               start_new_session=True, close_fds=True,
-                               pass_fds=limit.pass_fds if limit is not None else ())
+    if limit is not None and limit.launched_by is not None:
+        process = limit.launched_by.spawn(argv, cwd, env if env is not None else dict(os.environ), limit)
+    else:
+        process = subprocess.Popen(limit.launcher(argv) if limit is not None else argv, cwd=cwd, env=env,
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   start_new_session=True, close_fds=True,
+                                   pass_fds=limit.pass_fds if limit is not None else ())
     if limit is not None:
         limit.started(process.pid)
     pgid = process.pid  # start_new_session: the process leads its own group
@@ -270,7 +274,9 @@ def _pump(process: subprocess.Popen, output: BoundedOutput, deadline: float | No
     """Read the command's output until it exits and the pipe is drained; True on timeout."""
     fd = process.stdout.fileno()
     os.set_blocking(fd, False)
-    pidfd = _pidfd(process.pid)
+    # Readable once the command has ended: its pidfd, or the launcher's answer for what it started.
+    exit_fd = getattr(process, "exit_fd", None)
+    pidfd = exit_fd() if exit_fd is not None else _pidfd(process.pid)
     decoder = None
     if echo is not None:
         import codecs
@@ -316,7 +322,7 @@ def _pump(process: subprocess.Popen, output: BoundedOutput, deadline: float | No
                 else:
                     eof = True
     finally:
-        if pidfd is not None:
+        if pidfd is not None and exit_fd is None:
             os.close(pidfd)
 
 

@@ -70,7 +70,15 @@ def helper_command(mode: str, spec: dict, limit: ProcessLimit | None = None) -> 
 # Sandboxed: never root on the host
 
 
-def _stage_directory() -> str:
+def helper_arguments(argv: list[str]) -> list[str] | None:
+    """The helper's own arguments (MODE SPEC... -- ARGV...) when `argv` is a helper command line
+    (`helper_command`), else None."""
+    if len(argv) > 5 and argv[1:4] == ["-I", "-S", "-c"] and argv[4] == HELPER_SOURCE:
+        return argv[5:]
+    return None
+
+
+def stage_directory() -> str:
     """An empty directory the helper mounts its staging tmpfs on (in its own mount namespace only)."""
     global _STAGE
     with _STAGE_LOCK:
@@ -87,10 +95,37 @@ def _remove_stage(path: str) -> None:
         pass
 
 
+def real_path(path: str) -> str:
+    """os.path.realpath, as the kernel resolves it (an O_PATH open): one call instead of an lstat per
+    component, which every bind of every command paid."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return os.path.realpath(path)  # missing: resolved as far as it goes
+    try:
+        resolved = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return os.path.realpath(path)
+    finally:
+        os.close(fd)
+    return resolved if resolved.startswith("/") and not resolved.endswith(" (deleted)") else os.path.realpath(path)
+
+
+_REACHABLE: dict[str, bool] = {}
+
+
 def reachable_by_others(path: str) -> bool:
     """Whether a uid with no relation to the file owners can reach `path` (search permission for
-    "others" on every directory above it)."""
-    parent = os.path.dirname(os.path.realpath(path))
+    "others" on every directory above it). Remembered per directory for the process: staging a path
+    that became reachable still works, and one that stopped being reachable fails to bind, loudly."""
+    parent = os.path.dirname(real_path(path))
+    known = _REACHABLE.get(parent)
+    if known is None:
+        known = _REACHABLE[parent] = _reachable(parent)
+    return known
+
+
+def _reachable(parent: str) -> bool:
     while True:
         try:
             mode = os.stat(parent).st_mode
@@ -110,8 +145,8 @@ def unprivileged(bwrap_argv: list[str], *, idmapped: list[str], limit: ProcessLi
     outside it)."""
     if os.geteuid() != 0:
         return bwrap_argv
-    stage = _stage_directory()
-    roots = {os.path.realpath(path): f"id{number}" for number, path in enumerate(dict.fromkeys(idmapped))}
+    stage = stage_directory()
+    roots = {real: _stage_name("i", real) for real in dict.fromkeys(real_path(path) for path in idmapped)}
     binds: dict[str, tuple[str, bool]] = {}
     rewritten = [bwrap_argv[0]]
     index = 1
@@ -131,15 +166,25 @@ def unprivileged(bwrap_argv: list[str], *, idmapped: list[str], limit: ProcessLi
     return helper_command("drop", spec, limit) + rewritten
 
 
+def _stage_name(kind: str, real: str) -> str:
+    """The staging name of `real`: by its identity, so the launcher, which stages each source once for
+    all its commands, mounts a path again once it names another file (helper.py `Stage`)."""
+    st = os.stat(real)
+    return f"{kind}-{st.st_dev:x}-{st.st_ino:x}"
+
+
 def _staged(source: str, roots: dict[str, str], binds: dict[str, tuple[str, bool]], stage: str) -> str:
-    real = os.path.realpath(source)
+    real = real_path(source)
     for root, name in roots.items():
         if under(real, root):
             return os.path.join(stage, name, os.path.relpath(real, root)) if real != root else os.path.join(stage, name)
     if reachable_by_others(real):
         return source
     if real not in binds:
-        binds[real] = (f"b{len(binds)}", os.path.isdir(real))
+        try:
+            binds[real] = (_stage_name("b", real), os.path.isdir(real))
+        except OSError:
+            return source  # nothing there to stage: bubblewrap says so, or skips it (a -try bind)
     return os.path.join(stage, binds[real][0])
 
 

@@ -52,6 +52,8 @@ AT_EMPTY_PATH = 0x1000
 AT_RECURSIVE = 0x8000
 MOUNT_ATTR_IDMAP = 0x00100000
 MOVE_MOUNT_F_EMPTY_PATH = 0x4
+MS_SLAVE = 1 << 19
+MNT_DETACH = 2
 # Syscall numbers shared by every architecture gitbot runs on (x86_64, aarch64): the new mount API
 # and Landlock were added with unified numbers.
 SYS_OPEN_TREE = 428
@@ -61,6 +63,7 @@ SYS_LANDLOCK_CREATE_RULESET = 444
 SYS_LANDLOCK_RESTRICT_SELF = 446
 LANDLOCK_ACCESS_FS_MAKE_BLOCK = 1 << 11
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_CHILD_SUBREAPER = 36
 PR_CAPBSET_DROP = 24
 PR_SET_SECUREBITS = 28
 PR_CAP_AMBIENT = 47
@@ -159,25 +162,55 @@ def idmapped_mount(source, target, userns_fd):
 
 
 def drop(spec, argv):
-    uid = spec["uid"]
-    stage = spec["stage"]
+    """One command: a private mount namespace with the staging tmpfs, then `drop_exec`."""
     check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
     check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "making mounts private")
-    check(libc.mount(b"tmpfs", stage.encode(), b"tmpfs", 0, b"mode=0755,size=1m"), "staging tmpfs")
-    userns = user_namespace(uid) if spec["idmap"] else None
-    for source, name in spec["idmap"]:
-        target = os.path.join(stage, name)
-        os.mkdir(target)
-        idmapped_mount(source, target, userns)
-    for source, name, is_dir in spec["bind"]:
-        target = os.path.join(stage, name)
-        if is_dir:
-            os.mkdir(target)
-        else:
-            os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
-        check(libc.mount(source.encode(), target.encode(), None, MS_BIND | MS_REC, None), f"staging {source}")
-    if userns is not None:
-        os.close(userns)
+    check(libc.mount(b"tmpfs", spec["stage"].encode(), b"tmpfs", 0, b"mode=0755,size=1m"), "staging tmpfs")
+    Stage(spec["uid"]).add(spec)
+    drop_exec(spec, argv)
+
+
+class Stage:
+    """The id-mapped and bound sources under the staging tmpfs, each once: the launcher (`serve`) keeps
+    one for all its commands. A source is named by its identity (confine._staged), and what is mounted
+    under a name is checked to be that file: a path swapped between gitbot's look and the mount fails."""
+
+    def __init__(self, uid):
+        self.uid = uid
+        self.userns = None
+        self.mounted = set()
+
+    def add(self, spec):
+        stage = spec["stage"]
+        for source, name in spec["idmap"]:
+            if name not in self.mounted:
+                if self.userns is None:
+                    self.userns = user_namespace(self.uid)
+                target = os.path.join(stage, name)
+                os.makedirs(target, exist_ok=True)
+                idmapped_mount(source, target, self.userns)
+                self._verify(target, name)
+        for source, name, is_dir in spec["bind"]:
+            if name not in self.mounted:
+                target = os.path.join(stage, name)
+                if is_dir:
+                    os.makedirs(target, exist_ok=True)
+                else:
+                    os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
+                check(libc.mount(source.encode(), target.encode(), None, MS_BIND | MS_REC, None), f"staging {source}")
+                self._verify(target, name)
+
+    def _verify(self, target, name):
+        st = os.stat(target)
+        if name.split("-", 1)[1] != f"{st.st_dev:x}-{st.st_ino:x}":
+            libc.umount2(target.encode(), MNT_DETACH)
+            raise Failed(f"{target}: the source changed while it was staged")
+        self.mounted.add(name)
+
+
+def drop_exec(spec, argv):
+    """Become the unprivileged uid and start bubblewrap, its sources staged."""
+    uid = spec["uid"]
     # bubblewrap is opened while still root and run through its fd: the unprivileged uid need not be
     # able to reach the directory it is in.
     program = os.open(argv[0], os.O_PATH)
@@ -431,6 +464,181 @@ def apply_limits(limits):
             raise Failed("the command could not be put into its process-limit cgroup")
 
 
+# ---------------------------------------------------------------- "serve": one helper for many commands
+
+
+def serve(control_fd, stage):
+    """MODE "serve": the launcher (launcher.py). Starting this interpreter, loading ctypes and setting up
+    the staging mounts cost more than a `git status`; one process does it once per run, and forks for
+    each command what a helper started for it would do. Requests come on `control_fd` (a unix socket
+    only gitbot holds) as one byte with the fds [request, status, stdin, stdout, *passed]: `request` a
+    memfd holding json {"args": [MODE, SPEC..., "--", ARGV...], "cwd", "env", "fds": the numbers the
+    passed fds must have}. On `status` the launcher writes "pid N" once the command runs, then "exit N"
+    (N < 0: killed by signal -N) when it ends. When gitbot goes (the socket reads empty), every command
+    still running is killed and the launcher exits. For "drop" it stages sources under `stage` in a mount
+    namespace of its own, once per source (`Stage`)."""
+    import json
+    import signal
+    import socket
+    import select
+
+    control = socket.socket(fileno=control_fd)
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    stages = None  # uid -> Stage, once the first "drop" command made the staging namespace
+    running = {}  # pid -> status socket
+    # What a command's processes leave behind when their parent exits (bubblewrap's own, a daemon's
+    # double fork) becomes the launcher's to reap: left to a pid 1 that never reaps (a container's
+    # `tail -f`), each zombie would count in the cgroup against every later command.
+    check(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "child subreaper")
+    control.sendall(b"ready\n")
+
+    def reap():
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            answer = running.pop(pid, None)
+            if answer is not None:
+                code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+                _say(answer, f"exit {code}\n")
+                answer.close()
+
+    while True:
+        ready, _, _ = select.select([control, wake_r], [], [])
+        if wake_r in ready:
+            while True:
+                try:
+                    if not os.read(wake_r, 512):
+                        break
+                except BlockingIOError:
+                    break
+            reap()
+        if control not in ready:
+            continue
+        try:
+            message, fds, _flags, _addr = socket.recv_fds(control, 1, 64)
+        except OSError:
+            message, fds = b"", []
+        if not message:
+            for pid in list(running):
+                for kill in (os.killpg, os.kill):
+                    try:
+                        kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+            return
+        if len(fds) < 4:
+            for fd in fds:
+                os.close(fd)
+            continue
+        request_fd, status_fd, stdin_fd, stdout_fd, *passed = fds
+        answer = socket.socket(fileno=status_fd)
+        try:
+            with os.fdopen(request_fd, "rb") as handle:
+                request = json.loads(handle.read())
+            args = request["args"]
+            separator = args.index("--")
+            mode, argv = args[0], args[separator + 1:]
+            limits, spec = parse_spec(mode, args[1:separator])
+            if mode == "drop":
+                if spec["stage"] != stage:
+                    raise Failed("the launcher stages elsewhere")
+                if stages is None:
+                    # Its own mount namespace, a slave of the host's so later host mounts still show;
+                    # made only for bubblewrap as root (a container without CAP_SYS_ADMIN has no use for it).
+                    check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+                    check(libc.mount(b"none", b"/", None, MS_REC | MS_SLAVE, None), "making mounts a slave")
+                    check(libc.mount(b"tmpfs", stage.encode(), b"tmpfs", 0, b"mode=0755,size=1m"), "staging tmpfs")
+                    stages = {}
+                stages.setdefault(spec["uid"], Stage(spec["uid"])).add(spec)
+        except (Failed, OSError, ValueError, KeyError, IndexError) as exc:
+            # As a helper started for the command would: a message on its output, and exit status 125.
+            _failed(stdout_fd, exc)
+            mode = "failed"
+        pid = os.fork()
+        if pid == 0:
+            code = EXIT_FAILED
+            try:
+                os.setsid()
+                if mode == "failed":
+                    os._exit(code)
+                signal.set_wakeup_fd(-1)
+                for signum in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD):
+                    signal.signal(signum, signal.SIG_DFL)
+                _place_fds([(stdin_fd, 0), (stdout_fd, 1), (stdout_fd, 2),
+                            *zip(passed, request["fds"])])
+                os.chdir(request["cwd"])
+                os.environ.clear()
+                os.environ.update(request["env"])
+                apply_limits(limits)
+                if mode == "drop":
+                    drop_exec(spec, argv)
+                elif mode == "confine":
+                    confine(spec, argv)
+                elif mode == "contain":
+                    contain(spec, argv)
+                elif mode == "exec":
+                    run(argv)
+                else:
+                    raise Failed(f"unknown mode {mode!r}")
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else EXIT_FAILED
+            except BaseException as exc:  # noqa: BLE001 - the child must never return to the loop
+                try:
+                    os.write(2, f"gitbot-sandbox: {exc}\n".encode())
+                except OSError:
+                    pass
+            finally:
+                os._exit(code)
+        for fd in (stdin_fd, stdout_fd, *passed):
+            os.close(fd)
+        running[pid] = answer
+        _say(answer, f"pid {pid}\n")
+
+
+def _say(answer, line):
+    try:
+        answer.sendall(line.encode())
+    except OSError:
+        pass  # gitbot stopped listening for this command (it was interrupted): nothing to tell
+
+
+def _failed(fd, exc):
+    try:
+        os.write(fd, f"gitbot-sandbox: {exc}\n".encode())
+    except OSError:
+        pass
+
+
+def _place_fds(pairs):
+    """Each (fd, number): the fd given the number, and no other fd left open (not the launcher's socket)."""
+    import fcntl
+
+    moved = [(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 1024), number) for fd, number in pairs]
+    for fd, number in moved:
+        os.dup2(fd, number, inheritable=True)
+    low = 0
+    for number in [*sorted({number for _fd, number in moved}), 1 << 20]:
+        if number > low:
+            os.closerange(low, number)
+        low = number + 1
+
+
+def run(argv):
+    """Mode "exec": the command as it is (bubblewrap started by a user that needs no helper)."""
+    program = resolve(argv[0])
+    try:
+        os.execv(program, argv)
+    except OSError as exc:
+        sys.stderr.write(f"{argv[0]}: {exc.strerror}\n")
+        sys.exit(126 if isinstance(exc, PermissionError) else 127)
+
+
 def main(args):
     mode = args[0]
     separator = args.index("--")
@@ -438,7 +646,9 @@ def main(args):
     try:
         limits, spec = parse_spec(mode, args[1:separator])
         apply_limits(limits)
-        if mode == "drop":
+        if mode == "serve":
+            serve(int(argv[0]), argv[1])
+        elif mode == "drop":
             drop(spec, argv)
         elif mode == "confine":
             confine(spec, argv)

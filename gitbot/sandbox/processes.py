@@ -19,6 +19,8 @@ TYPE_CHECKING = False  # on the hook's fast path (through command.py): no typing
 if TYPE_CHECKING:
     from typing import Self
 
+    from gitbot.sandbox.launcher import Launcher
+
 # Per-file size cap for commands (RLIMIT_FSIZE), so a runaway writer cannot fill the disk.
 MAX_FILE_BYTES = 4 << 30
 # Processes one command may have at once (fork bombs).
@@ -74,8 +76,11 @@ class ProcessLimit:
 
     _numbers = itertools.count(1)  # next() on a count is atomic in CPython: no lock needed
 
-    def __init__(self, max_processes: int = MAX_PROCESSES, max_file_bytes: int = MAX_FILE_BYTES):
+    def __init__(self, max_processes: int = MAX_PROCESSES, max_file_bytes: int = MAX_FILE_BYTES, *,
+                 launcher: Launcher | None = None):
         self.max_processes = max_processes
+        # Started by the launcher (launcher.py): no shell in front, and the launcher's cgroup.
+        self.launched_by = launcher
         self.max_file_bytes = max_file_bytes
         self.cgroup: str | None = None
         self.cgroup_kind = ""
@@ -93,28 +98,18 @@ class ProcessLimit:
         return self
 
     def _make_cgroup(self) -> str | None:
-        name = f"gitbot-{os.getpid()}-{next(ProcessLimit._numbers)}"
-        for kind, parent in _own_cgroup_dirs():
-            directory = os.path.join(parent, name)
-            try:
-                os.mkdir(directory)
-            except OSError:
-                continue
-            if kind == "v2" and not os.path.exists(os.path.join(directory, "pids.max")):
-                try:
-                    with open(os.path.join(parent, "cgroup.subtree_control"), "w") as handle:
-                        handle.write("+pids")
-                except OSError:
-                    pass
-            try:
-                with open(os.path.join(directory, "pids.max"), "w") as handle:
-                    handle.write(str(self.max_processes))
-            except OSError:
-                _remove_cgroup(directory)
-                continue
-            self.cgroup_kind = kind
-            return directory
-        return None
+        if self.launched_by is not None:
+            # The launcher's: its commands are born in it. Its limit is this command's, and one more for it.
+            cgroup = self.launched_by.cgroup
+            if cgroup is None or not _write(os.path.join(cgroup, "pids.max"), str(self.max_processes + 1)):
+                return None
+            self.cgroup_kind = "launcher"
+            return cgroup
+        made = make_cgroup(f"{os.getpid()}-{next(ProcessLimit._numbers)}", self.max_processes)
+        if made is None:
+            return None
+        self.cgroup_kind, directory = made
+        return directory
 
     @property
     def description(self) -> str:
@@ -128,7 +123,7 @@ class ProcessLimit:
         """argv prefixed by a tiny shell that joins the cgroup and sets the limits, then execs it
         (a preexec_fn would be unsafe in a threaded process). A command started through the sandbox
         helper (`helper_fields`) needs none: it is returned as it is."""
-        if self._through_helper:
+        if self._through_helper or self.launched_by is not None:
             return argv
         script = ('if [ -n "$1" ]; then echo $$ > "$1" || exit 126; fi; '
                   'if [ -n "$2" ]; then ulimit -u "$2" || exit 126; fi; '
@@ -144,6 +139,8 @@ class ProcessLimit:
         waits until this process has put it into the cgroup (`started`). A process that moves itself
         into a v1 pids cgroup waits for the kernel (10-20 ms); moved from here, that happens while the
         helper's interpreter starts. Without a cgroup the launcher does it all, as for any command."""
+        if self.launched_by is not None:
+            return [str(self.max_file_bytes), str(self.nproc) if self.nproc else "-", "-"]
         if not self.cgroup:
             return ["-", "-", "-"]
         self._through_helper = True
@@ -189,9 +186,12 @@ class ProcessLimit:
             return []
         try:
             with open(os.path.join(self.cgroup, "cgroup.procs")) as handle:
-                return live_processes(int(line) for line in handle if line.strip())
+                found = live_processes(int(line) for line in handle if line.strip())
         except OSError:
             return []
+        if self.launched_by is not None:
+            found = [pid for pid in found if pid != self.launched_by.pid]
+        return found
 
     def signal_all(self, signum: int) -> None:
         for pid in self.pids():
@@ -210,7 +210,8 @@ class ProcessLimit:
         while self.pids() and time.monotonic() < deadline:
             self.signal_all(signal.SIGKILL)
             time.sleep(0.02)
-        _remove_cgroup(self.cgroup)
+        if self.launched_by is None:
+            remove_cgroup(self.cgroup)
         self.cgroup = None
 
 
@@ -229,7 +230,61 @@ def live_processes(pids) -> list[int]:
     return alive
 
 
-def _remove_cgroup(directory: str) -> None:
+def make_cgroup(name: str, max_processes: int) -> tuple[str, str] | None:
+    """(kind, directory) of a new pids cgroup `gitbot-NAME` beside this process's own, limited to
+    `max_processes`, or None where this machine gives none."""
+    name = f"gitbot-{name}"
+    for kind, parent in _own_cgroup_dirs():
+        directory = os.path.join(parent, name)
+        try:
+            os.mkdir(directory)
+        except OSError:
+            continue
+        if kind == "v2" and not os.path.exists(os.path.join(directory, "pids.max")):
+            _write(os.path.join(parent, "cgroup.subtree_control"), "+pids")
+        if not _write(os.path.join(directory, "pids.max"), str(max_processes)):
+            remove_cgroup(directory)
+            continue
+        return kind, directory
+    return None
+
+
+def remove_stale_cgroups() -> None:
+    """Remove the empty cgroups gitbot processes that were killed left behind (`gitbot-PID-N` of a
+    command, `gitbot-launcher-PID` of a launcher) whose process is gone; one that still holds a process
+    cannot be removed (rmdir refuses)."""
+    for _kind, parent in _own_cgroup_dirs():
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            continue
+        for name in names:
+            parts = name.split("-")
+            if len(parts) == 3 and parts[0] == "gitbot" and parts[1] == "launcher":
+                pid = parts[2]
+            elif len(parts) == 3 and parts[0] == "gitbot" and parts[2].isdigit():
+                pid = parts[1]
+            else:
+                continue
+            if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.join(parent, name))
+
+
+def join_cgroup(directory: str, pid: int) -> bool:
+    return _write(os.path.join(directory, "cgroup.procs"), str(pid))
+
+
+def _write(path: str, text: str) -> bool:
+    try:
+        with open(path, "w") as handle:
+            handle.write(text)
+        return True
+    except OSError:
+        return False
+
+
+def remove_cgroup(directory: str) -> None:
     for _ in range(50):
         try:
             os.rmdir(directory)

@@ -26,6 +26,8 @@ import dataclasses
 import os
 import shutil
 import tempfile
+import threading
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,6 +43,7 @@ from gitbot.sandbox.command import (
 )
 from gitbot.sandbox.env import build_env, without_framework_venv
 from gitbot.sandbox.filtered_store import FilteredStore, StoreNotReady, StoreView
+from gitbot.sandbox.launcher import Launcher
 from gitbot.sandbox.planted import (
     CommandUndone,
     GitMetadataGuard,
@@ -96,6 +99,10 @@ class Runner:
         if self.history is not None:
             self.history.start()
             self.policy = dataclasses.replace(self.policy, history_hidden_by_sandbox=True)
+        # Starts this runner's commands, one at a time (launcher.py); made for the first command.
+        self._launcher: Launcher | None = None
+        self._launcher_failed = False
+        self._launch_lock = threading.Lock()
         self.refusal: str | None = None
         if self.mode == "required" and not self.sandboxed and not self.contained:
             self.refusal = (f"commands must run in the sandbox ([sandbox] mode = \"required\"), but "
@@ -227,7 +234,12 @@ class Runner:
                 placeholders = layout.placeholders(os.path.realpath(where), self.protected_paths())
                 links = protected_links(real, self.protected_paths())
                 note = layout.record_placeholders(os.path.realpath(where), placeholders)
-            with processes.ProcessLimit(max_processes or processes.MAX_PROCESSES) as limit:
+            launcher = self._launcher_for_command()
+            with contextlib.ExitStack() as finish:
+                if launcher is not None:
+                    finish.callback(self._launch_lock.release)
+                limit = finish.enter_context(processes.ProcessLimit(max_processes or processes.MAX_PROCESSES,
+                                                                    launcher=launcher))
                 if self.sandboxed:
                     argv = bwrap.wrap(argv, where, network=self.network, env=env, hidden_files=tuple(hidden),
                                       hidden_directories=tuple(unreadable), read_only=tuple(directories),
@@ -270,6 +282,33 @@ class Runner:
                                  f"{run.output.strip().removeprefix(confine.FAILURE_PREFIX).strip()}")
         return run
 
+
+    def _launcher_for_command(self) -> Launcher | None:
+        """The launcher, started if need be and held for one command (release `_launch_lock` after
+        it); None when another command of this runner is running (they would share its cgroup) or it
+        cannot start here: then the command starts with a helper of its own, as before."""
+        if self._launcher_failed or not self._launch_lock.acquire(blocking=False):
+            return None
+        if self._launcher is not None and self._launcher.alive():
+            return self._launcher
+        if self._launcher is not None:
+            self._launcher.close()
+        launcher = Launcher()
+        try:
+            launcher.start()
+        except OSError:  # LauncherUnavailable, or no socket to be had
+            self._launcher_failed = True
+            self._launch_lock.release()
+            return None
+        self._launcher = launcher
+        weakref.finalize(self, launcher.close)
+        return launcher
+
+    def close(self) -> None:
+        """Stop this runner's launcher (also done when the runner is collected, or gitbot exits)."""
+        if self._launcher is not None:
+            self._launcher.close()
+            self._launcher = None
 
     def grants(self, real: str, view: ToolchainView, home: str, tmpdir: str, unreadable: list[str],
                nested_git: list[str]) -> contain.Grants:
