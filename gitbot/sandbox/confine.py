@@ -88,13 +88,6 @@ def stage_directory() -> str:
         return _STAGE
 
 
-def _remove_stage(path: str) -> None:
-    try:
-        os.rmdir(path)
-    except OSError:
-        pass
-
-
 def real_path(path: str) -> str:
     """os.path.realpath, as the kernel resolves it (an O_PATH open): one call instead of an lstat per
     component, which every bind of every command paid."""

@@ -478,9 +478,9 @@ def serve(control_fd, stage):
     still running is killed and the launcher exits. For "drop" it stages sources under `stage` in a mount
     namespace of its own, once per source (`Stage`)."""
     import json
+    import select
     import signal
     import socket
-    import select
 
     control = socket.socket(fileno=control_fd)
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
