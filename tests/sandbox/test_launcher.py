@@ -143,7 +143,8 @@ def test_cgroups_left_by_killed_gitbot_processes_are_removed(runner):
     parents = [parent for _kind, parent in processes._own_cgroup_dirs() if os.access(parent, os.W_OK)]
     if not parents:
         pytest.skip("no writable pids cgroup here")
-    dead = int(open("/proc/sys/kernel/pid_max").read()) + 1  # no process can have it
+    with open("/proc/sys/kernel/pid_max") as handle:
+        dead = int(handle.read()) + 1  # no process can have it
     stale = [os.path.join(parents[0], f"gitbot-launcher-{dead}"), os.path.join(parents[0], f"gitbot-{dead}-7")]
     for directory in stale:
         os.mkdir(directory)
