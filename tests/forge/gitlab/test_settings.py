@@ -110,7 +110,7 @@ def test_without_the_gitlab_extra_the_job_says_which_extra_to_install(tmp_path):
     hide += "u.find_spec = lambda name, *a: None if name == 'gitlab' else f(name, *a); "
     run = "from gitbot.forge.gitlab.entry import run_gitlab; sys.exit(run_gitlab())"
     env = {**os.environ, **BASE, "GITBOT_OUTPUT_DIR": str(tmp_path / "out")}
-    done = subprocess.run([sys.executable, "-c", hide + run], env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", hide + run], env=env, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "gitbot[gitlab]" in done.stdout and "Traceback" not in done.stdout + done.stderr
 
@@ -124,7 +124,7 @@ def test_tried_outside_a_gitlab_job_it_says_so_and_writes_nothing_where_it_was_r
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CI_", "GITBOT_", "GITLAB_"))}
     env.update(BASE)
     done = subprocess.run(
-        [sys.executable, "-m", "gitbot", "gitlab"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "gitbot", "gitlab"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 2, done.stdout + done.stderr
     assert "not running in a GitLab CI job" in done.stdout
