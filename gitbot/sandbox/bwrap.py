@@ -181,7 +181,7 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     if os.geteuid() != 0 and limit is not None and os.uname().machine in helper.ARCHES:
         # As root the helper adds it (confine.unprivileged). Files made here are gitbot's user's: a setuid
         # one would let any local user act as that user.
-        args += ["--seccomp", str(limit.pass_fd(helper.seccomp_fd(helper.setid_program(), os.MFD_CLOEXEC)))]
+        args += ["--seccomp", str(limit.pass_fd(helper.seccomp_fd(helper.SETID, os.MFD_CLOEXEC)))]
     args += ["--chdir", repo, "--", *argv]
     return confine.unprivileged(args, idmapped=[repo, *(d for d in dict.fromkeys(git_dirs) if d and not under(d, repo))],
                                 limit=limit)

@@ -218,7 +218,7 @@ def drop_exec(spec, argv):
         if handle.read(2) == b"#!":
             os.set_inheritable(program, True)  # a script's interpreter opens it through the fd
     # Filtered in the sandbox: no setuid or setgid file can be made in the id-mapped repository.
-    argv = [argv[0], "--seccomp", str(seccomp_fd(setid_program())), *argv[1:]]
+    argv = [argv[0], "--seccomp", str(seccomp_fd(SETID)), *argv[1:]]
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
@@ -343,12 +343,26 @@ def seccomp_start():
     return arch, refuse, program
 
 
+SETID = "setid"  # the name of setid_program(), which is compiled once per process
+_COMPILED = {}
+
+
+def compiled(program):
+    """`program` (a list of instructions, or SETID) as the kernel takes it."""
+    if program == SETID and SETID in _COMPILED:
+        return _COMPILED[SETID]
+    instructions = setid_program() if program == SETID else program
+    code = bytes((SockFilter * len(instructions))(*(SockFilter(*instruction) for instruction in instructions)))
+    if program == SETID:
+        _COMPILED[SETID] = code
+    return code
+
+
 def seccomp_fd(program, flags=0):
-    """A file holding `program` compiled, at offset 0, for bwrap's --seccomp (inherited across exec unless
-    `flags` has os.MFD_CLOEXEC: gitbot's own process passes it on with pass_fds)."""
+    """A file holding `program` (or SETID) compiled, at offset 0, for bwrap's --seccomp (inherited across
+    exec unless `flags` has os.MFD_CLOEXEC: gitbot's own process passes it on with pass_fds)."""
     fd = os.memfd_create("gitbot-seccomp", flags)
-    filters = (SockFilter * len(program))(*(SockFilter(*instruction) for instruction in program))
-    os.write(fd, bytes(filters))
+    os.write(fd, compiled(program))
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
 
@@ -477,11 +491,13 @@ def serve(control_fd, stage):
     (N < 0: killed by signal -N) when it ends. When gitbot goes (the socket reads empty), every command
     still running is killed and the launcher exits. For "drop" it stages sources under `stage` in a mount
     namespace of its own, once per source (`Stage`)."""
+    import fcntl  # noqa: F401 - for _place_fds, imported once rather than in every child
     import json
     import select
     import signal
     import socket
 
+    compiled(SETID)  # once, for every child
     control = socket.socket(fileno=control_fd)
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)
@@ -617,7 +633,7 @@ def _failed(fd, exc):
 
 def _place_fds(pairs):
     """Each (fd, number): the fd given the number, and no other fd left open (not the launcher's socket)."""
-    import fcntl
+    import fcntl  # imported by `serve` before it forks
 
     moved = [(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 1024), number) for fd, number in pairs]
     for fd, number in moved:
