@@ -31,8 +31,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gitbot.policy import load_policy  # noqa: E402
-from gitbot.sandbox import confine, runner  # noqa: E402
+from gitbot.policy import load_policy
+from gitbot.sandbox import confine, runner
 
 
 class OwnTimer:

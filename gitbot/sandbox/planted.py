@@ -38,9 +38,9 @@ import time
 from dataclasses import dataclass, field
 
 from gitbot.gitmeta import GIT_DIR_MEMBERS, GIT_ENTRY, HEAD
+from gitbot.sandbox import readdeny
 from gitbot.sandbox.gitconfig import parse_entries
 from gitbot.sandbox.mounts import git_directories, gitfile_directories
-from gitbot.sandbox import readdeny
 from gitbot.textsafe import one_line
 
 TYPE_CHECKING = False
