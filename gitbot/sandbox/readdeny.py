@@ -115,22 +115,25 @@ class DeniedFiles:
             self._loaded = True
             self._dirs = self._load()
         walk_began = time.time_ns()
+        racy_after = walk_began - int(RACY_SECONDS * 1e9)
         # First every directory the last walk went through, in one pass: when each is the same directory
         # with the same stamp, the walk below would read none of them and go exactly the same way (each
-        # one's subdirectories are as listed), so the index stands as it is. Otherwise the walk takes up
-        # these lstat() results, made after it began like its own.
+        # one's subdirectories are as listed), so the index stands as it is; when those that moved, read
+        # again, hold the same subdirectories, it would go the same way too and read just those. Otherwise
+        # the walk takes up these lstat() results (made after it began, like its own) and these listings.
         taken: dict[str, os.stat_result] = {}
+        fresh: dict[str, _Directory] = {}
         if self._order:
             try:
                 stats = list(map(os.lstat, self._order))
             except OSError:
                 stats = []  # one is gone or out of reach: the walk finds which
             if stats:
-                if [(st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns) if stat.S_ISDIR(st.st_mode) else False
-                        for st in stats] == self._stamps:
+                now = [(st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns) if stat.S_ISDIR(st.st_mode) else False
+                       for st in stats]
+                if now == self._stamps or self._same_way(now, racy_after, fresh):
                     return self._result()
                 taken = dict(zip(self._order, stats))
-        racy_after = walk_began - int(RACY_SECONDS * 1e9)
         old, new = self._dirs, {}
         changed = len(old) == 0
         root = self.root
@@ -156,7 +159,10 @@ class DeniedFiles:
                 continue
             stamp = (st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns)
             entry = known(relative)
-            if entry is None or entry.stamp != stamp:
+            if relative in fresh:  # read just now, from this stamp
+                was, entry = entry, fresh.pop(relative)
+                changed = changed or was.subdirs != entry.subdirs or was.denied != entry.denied or was.git != entry.git
+            elif entry is None or entry.stamp != stamp:
                 was, entry = entry, self._read(relative, stamp if st.st_ctime_ns < racy_after else None, entry)
                 # The stored copy is rewritten only when what a directory holds changed: a stamp alone
                 # (placeholders made and removed by bubblewrap) only costs the next process one listing.
@@ -172,16 +178,45 @@ class DeniedFiles:
                     prefix = f"{relative}/" if relative else ""
                     children = entry.children = [(prefix + name, f"{absolute}/{name}") for name in entry.subdirs]
                 extend(children)
-        self._dirs = new
-        if changed or len(new) != len(old):
-            self._save()
         # A directory to read again on the next walk (stamp None) never compares equal there.
         self._order, self._stamps = order, [entry.stamp for entry in new.values()]
+        self._walked(new, changed or len(new) != len(old), sorted(unreadable))
+        return self._result()
+
+    def _same_way(self, now: list, racy_after: int, fresh: dict[str, _Directory]) -> bool:
+        """Read again the directories whose stamp is not `now`'s (`fresh` gets them); when each still holds
+        the subdirectories it held and can be read whole, bring the index up to date (True): the walk would
+        go the way the last one did and read exactly these."""
+        old, stamps = self._dirs, list(self._stamps)
+        relatives = list(old)  # (the last walk's order: the mapping was filled as it went)
+        changed = False
+        for position, stamp in enumerate(now):
+            if stamp == stamps[position]:
+                continue
+            if stamp is False:
+                return False  # not a directory now
+            relative = relatives[position]
+            was = old[relative]
+            entry = fresh[relative] = self._read(relative, stamp if stamp[2] < racy_after else None, was)
+            if entry.unreadable or was.unreadable or entry.subdirs != was.subdirs:
+                return False
+            entry.children = was.children
+            stamps[position] = entry.stamp
+            changed = changed or entry.denied != was.denied or entry.git != was.git
+        new = dict(old)  # (a new mapping: a caller may hold the last one, see `directories`)
+        new.update(fresh)
+        self._stamps = stamps
+        self._walked(new, changed, [])
+        return True
+
+    def _walked(self, new: dict[str, _Directory], changed: bool, unreadable: list[str]) -> None:
+        self._dirs = new
+        if changed:
+            self._save()
         self._found = [path for entry in new.values() if entry.denied for path in entry.denied]
         self.hard_links = self._other_names(self._found)
-        self.unreadable = sorted(unreadable)
+        self.unreadable = unreadable
         self.git_metadata = sorted(path for entry in new.values() if entry.git for path in entry.git)
-        return self._result()
 
     def _result(self) -> list[str]:
         found = self._found + sorted(self.hard_links)
