@@ -187,6 +187,8 @@ class DeniedFiles:
         """Read again the directories whose stamp is not `now`'s (`fresh` gets them); when each still holds
         the subdirectories it held and can be read whole, bring the index up to date (True): the walk would
         go the way the last one did and read exactly these."""
+        if self.unreadable:
+            return False  # (one may stand for a subdirectory out of reach, which only the walk looks at again)
         old, stamps = self._dirs, list(self._stamps)
         relatives = list(old)  # (the last walk's order: the mapping was filled as it went)
         changed = False

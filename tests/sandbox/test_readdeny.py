@@ -253,7 +253,11 @@ def _deeper_than_a_path_can_name(top: Path) -> tuple[int, str]:
     return fd, "/".join(parts)
 
 
-def test_a_directory_too_deep_to_name_is_reported_unreadable_by_its_parent(tmp_path: Path):
+@pytest.mark.parametrize("trusted", [False, True], ids=["racy", "stamps-trusted"])
+def test_a_directory_too_deep_to_name_is_reported_unreadable_by_its_parent(tmp_path: Path, monkeypatch,
+                                                                          trusted: bool):
+    if trusted:
+        monkeypatch.setattr(readdeny, "RACY_SECONDS", 0.02)
     repo = git_repo(tmp_path / "repo")
     write(repo, "config/.env")
     index = DeniedFiles(repo, Policy(repo=repo))
@@ -263,11 +267,17 @@ def test_a_directory_too_deep_to_name_is_reported_unreadable_by_its_parent(tmp_p
         os.rename(repo / "config", "config", dst_dir_fd=fd)  # what `cd deep/...; mv $top/config .` does
     finally:
         os.close(fd)
+    time.sleep(0.03 if trusted else 0)
     assert index.current() == []
     # The deepest directory that still has a name, which holds the one that has none.
     [unreadable] = index.unreadable
     assert f"{deep}/config/.env".startswith(unreadable + "/") and len(str(repo / unreadable)) < 4096
     assert len(str(repo / deep)) > 4096
+    # Still so when nothing moved, and when only another directory did (its parent holds what it held).
+    assert index.current() == [] and index.unreadable == [unreadable]
+    write(repo, "notes.txt")
+    time.sleep(0.03 if trusted else 0)
+    assert index.current() == [] and index.unreadable == [unreadable]
 
 
 def test_an_index_kept_by_another_gitbot_is_not_used(tmp_path: Path, monkeypatch):
