@@ -34,7 +34,7 @@ import os
 import stat
 import time
 
-from gitbot.gitmeta import GIT_ENTRY, looks_like_git_dir
+from gitbot.gitmeta import GIT_DIR_MEMBERS, GIT_ENTRY, looks_like_git_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,6 +49,9 @@ MAX_MASKED_FILES = 2000
 RACY_SECONDS = 2.5
 STORE_NAME = "read-deny-index.json"  # in <git dir>/gitbot/
 _STORE_VERSION = 3  # 2: a `.git` below the root is walked; 3: git metadata below the root is noted
+
+
+_GIT_NAMES = frozenset((GIT_ENTRY, *GIT_DIR_MEMBERS))  # the names `looks_like_git_dir` and the `.git` check ask about
 
 
 class SandboxRefusal(Exception):
@@ -263,7 +266,7 @@ class DeniedFiles:
         """A listing of the directory; `was`: what the last one found, whose decisions are taken up."""
         subdirs: list[str] = []
         denied: list[str] = []
-        names: set[str] = set()
+        names: set[str] = set()  # of those that make git metadata (all it is asked about below)
         prefix = f"{relative}/" if relative else ""
         path = f"{self.root}/{relative}" if relative else self.root
         matches = self._denied
@@ -277,11 +280,12 @@ class DeniedFiles:
             with os.scandir(path) as entries:
                 for entry in entries:
                     name = entry.name
-                    names.add(name)
-                    if name == ".git" and not relative:
-                        # The repository's own: read-only to commands. A `.git` further down (a nested
-                        # repository's, or one a command made) is walked like the rest.
-                        continue
+                    if name in _GIT_NAMES:
+                        names.add(name)
+                        if name == GIT_ENTRY and not relative:
+                            # The repository's own: read-only to commands. A `.git` further down (a nested
+                            # repository's, or one a command made) is walked like the rest.
+                            continue
                     try:
                         if entry.is_dir(follow_symlinks=False):
                             subdirs.append(name)
