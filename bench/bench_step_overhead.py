@@ -92,8 +92,10 @@ def measure(repo: Path, runs: int, profile: bool) -> None:
     timer.exclude(runner, "run_command")
     timer.exclude(confine, "unprivileged")
     # The command's process budget (a pids cgroup made and removed around it) belongs to the launcher too.
-    timer.exclude(processes.ProcessLimit, "__enter__")
-    timer.exclude(processes.ProcessLimit, "__exit__")
+    limit = getattr(processes, "ProcessLimit", None)
+    if limit is not None:
+        timer.exclude(limit, "__enter__")
+        timer.exclude(limit, "__exit__")
     own: list[float] = []
     own_cpu: list[float] = []
     steps: list[float] = []
