@@ -123,7 +123,8 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     repo = os.path.realpath(repo)
     view = toolchain if toolchain is not None else build_view(os.environ, repo)
     home = sandbox_home(view, repo)
-    args = [bwrap, *layout.system_arguments(network=network, empty=empty_file())]
+    empty = empty_file()
+    args = [bwrap, *layout.system_arguments(network=network, empty=empty)]
     scratch, covered = layout.scratch_arguments(home, repo, features)
     args += scratch
     if home == SANDBOX_HOME:
@@ -159,7 +160,7 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
         [repo, *(d for d in git_dirs if d)]
     sockets = set(host_sockets(visible)) - emptied_files
     for path in sorted(emptied_files | sockets):
-        args += ["--ro-bind", empty_file() if path in emptied_files else "/dev/null", path]
+        args += ["--ro-bind", empty if path in emptied_files else "/dev/null", path]
     # After the files: an empty tmpfs covers whatever is below it. The topmost only (below one, nothing is left).
     emptied: list[str] = []
     for path in sorted(os.path.realpath(os.path.join(repo, d)) for d in hidden_directories):

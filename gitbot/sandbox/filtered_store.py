@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gitbot import git, pids
+from gitbot.sandbox import readdeny
 from gitbot.sandbox.hidden_blobs import (
     HistoryUnreadable,
     Tips,
@@ -113,6 +114,7 @@ class FilteredStore:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._error: str | None = None
+        self._kept_state: tuple[tuple, dict] | None = None  # (the state file's stamp, what it says), see _state
 
     # -- asking --------------------------------------------------------------------------------
 
@@ -310,12 +312,28 @@ class FilteredStore:
     # -- the state on disk -----------------------------------------------------------------------
 
     def _state(self) -> dict | None:
+        """The state on disk (never changed in place: a caller only reads it). Asked before every command,
+        and on git/git it lists thousands of tips: parsed again only when the file's stamp moved. The file
+        is only ever replaced whole (a new inode), and one replaced within the racy window is not kept."""
+        path = os.path.join(self.root, STATE_FILE)
         try:
-            with open(os.path.join(self.root, STATE_FILE), encoding="utf-8") as handle:
+            st = os.stat(path)
+        except OSError:
+            return None
+        stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        kept = self._kept_state
+        if kept is not None and kept[0] == stamp:
+            return kept[1]
+        try:
+            with open(path, encoding="utf-8") as handle:
                 state = json.load(handle)
         except (OSError, ValueError):
             return None
-        return state if isinstance(state, dict) else None
+        if not isinstance(state, dict):
+            return None
+        if st.st_ctime_ns < time.time_ns() - int(readdeny.RACY_SECONDS * 1e9):
+            self._kept_state = (stamp, state)
+        return state
 
     def _write_state(self, wanted: str, tips: Tips, hidden: set[str]) -> dict:
         state = {"fingerprint": wanted, "tips": sorted({*tips.refs, *tips.commits}), "hidden": sorted(hidden)}

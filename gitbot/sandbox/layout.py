@@ -25,6 +25,7 @@ done (`placeholders`).
 from __future__ import annotations
 
 import os
+import stat
 
 from gitbot import pids
 from gitbot.sandbox.env import under
@@ -49,9 +50,10 @@ def system_arguments(*, network: bool, empty: str) -> list[str]:
     """`empty`: an empty regular file, shown instead of /etc's credential files."""
     args: list[str] = []
     for directory in SYSTEM_DIRS:
-        if os.path.islink(directory):
+        kind = _kind(directory)  # (one lstat: this runs for every command)
+        if kind == stat.S_IFLNK:
             args += ["--symlink", os.readlink(directory), directory]
-        elif os.path.isdir(directory):
+        elif kind == stat.S_IFDIR:
             args += ["--ro-bind", directory, directory]
     args += etc_credential_masks(empty)
     args += ["--dev", "/dev", "--proc", "/proc"]
@@ -73,7 +75,12 @@ def etc_credential_masks(empty: str) -> list[str]:
     read on the sandbox's nodev mounts, and a config a tool cannot read can stop it). A certificate
     setting there is lost with them; the sandbox's own config can set it again."""
     args: list[str] = []
-    for path in (*(os.path.join("/etc", name) for name in sorted(CREDENTIAL_FILES)), "/etc/xdg/pip/pip.conf"):
+    try:
+        # One listing instead of an lstat per name: most of these are not there.
+        present = sorted(CREDENTIAL_FILES.intersection(os.listdir("/etc")))
+    except OSError:
+        present = sorted(CREDENTIAL_FILES)
+    for path in (*(os.path.join("/etc", name) for name in present), "/etc/xdg/pip/pip.conf"):
         if os.path.islink(path):
             # masked where it leads, if that is shown at all (a mount follows the link)
             path = os.path.realpath(path)
@@ -84,6 +91,14 @@ def etc_credential_masks(empty: str) -> list[str]:
         elif os.path.exists(path):
             args += ["--ro-bind", empty, path]
     return args
+
+
+def _kind(path: str) -> int | None:
+    """The file type of `path` itself (stat.S_IFLNK for a symlink), or None when there is nothing."""
+    try:
+        return stat.S_IFMT(os.lstat(path).st_mode)
+    except OSError:
+        return None
 
 
 def scratch_arguments(home: str, repo: str, features: frozenset[str]) -> tuple[list[str], list[str]]:
@@ -134,7 +149,7 @@ def _clean_relative(repo: str, path: str | os.PathLike) -> str | None:
     normal = os.path.normpath(absolute)
     if not under(normal, repo) or normal == repo:
         return None
-    relative = os.path.relpath(normal, repo)
+    relative = normal[len(repo.rstrip("/")) + 1:]  # (os.path.relpath, for a path under a real `repo`)
     if relative.split("/", 1)[0] == ".git":
         return None
     return relative
@@ -321,11 +336,10 @@ def remove_placeholders(paths: list[str]) -> None:
     an empty regular file, so nothing anyone wrote is ever removed."""
     for path in paths:
         try:
-            if os.path.islink(path):
-                continue
-            if os.path.isdir(path):
+            st = os.lstat(path)
+            if stat.S_ISDIR(st.st_mode):
                 os.rmdir(path)  # fails unless empty
-            elif os.path.isfile(path) and os.path.getsize(path) == 0:
+            elif stat.S_ISREG(st.st_mode) and st.st_size == 0:
                 os.unlink(path)
         except OSError:
             continue

@@ -38,6 +38,7 @@ import time
 from dataclasses import dataclass, field
 
 from gitbot.gitmeta import GIT_DIR_MEMBERS, GIT_ENTRY, HEAD
+from gitbot.sandbox import readdeny
 from gitbot.sandbox.gitconfig import parse_entries
 from gitbot.sandbox.mounts import git_directories, gitfile_directories
 from gitbot.textsafe import one_line
@@ -131,6 +132,10 @@ def _stamp(path: str) -> tuple:
         st = os.lstat(path)
     except OSError:
         return ()
+    return _stamp_of(st)
+
+
+def _stamp_of(st: os.stat_result) -> tuple:
     return (st.st_mode, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
@@ -156,6 +161,8 @@ class GitMetadataGuard:
         self._links_before: set[str] = set()
         self._began_ns = 0
         self.stuck: str | None = None  # set when an undo failed: every later command is refused
+        # What the last snapshot read of each file, by its stamp (see `_content`).
+        self._contents: dict[str, tuple[tuple, bytes]] = {}
 
     def before(self, index: DeniedFiles) -> list[str]:
         """Call with the index just walked, right before a command (what changed since the last one was
@@ -193,15 +200,16 @@ class GitMetadataGuard:
             attempt(rel, lambda rel=rel, identity=identity: self._restore_entry(rel, identity, state, new))
         for rel in new:
             attempt(rel, lambda rel=rel: self._remove_new(rel))
+        real: set[str] = set()  # directories of these files found real (no symlink on the way) in this check
         for path, (stamp, content) in state.configs.items():
-            attempt(os.path.relpath(path, self.root), lambda path=path, stamp=stamp, content=content:
-                    self._restore_file(path, stamp, content))
+            attempt(self._relative(path), lambda path=path, stamp=stamp, content=content:
+                    self._restore_file(path, stamp, content, real))
         for directory, names in state.listings.items():
             for name in _names(directory):
                 if name not in names:
                     path = os.path.join(directory, name)
-                    attempt(os.path.relpath(path, self.root), lambda path=path: [
-                        f"{os.path.relpath(path, self.root)} (new, {set_aside(path, self.root, self.aside)})"])
+                    attempt(self._relative(path), lambda path=path: [
+                        f"{self._relative(path)} (new, {set_aside(path, self.root, self.aside)})"])
         attempt(GITMODULES, lambda: self._check_gitmodules(state))
         linked = [rel for rel in index.hard_links if rel not in self._links_before]
         if linked:
@@ -233,8 +241,31 @@ class GitMetadataGuard:
 
     # -- what is there ---------------------------------------------------------------------------
 
+    def _relative(self, path: str) -> str:
+        """`path` relative to the work tree, for a message (os.path.relpath's cost only outside it)."""
+        inside = path.startswith(self.root) and path[len(self.root):len(self.root) + 1] == "/"
+        return path[len(self.root) + 1:] if inside else os.path.relpath(path, self.root)
+
+    def _content(self, path: str, stamp: tuple, kept: dict[str, tuple[tuple, bytes]]) -> bytes | None:
+        """The bytes of the file at `path`, whose stamp (`_stamp`, taken just now) is `stamp`: read again only
+        when the stamp moved since the last snapshot read it. A write changes the change time, which no
+        process can set back, so an unmoved stamp means unchanged bytes; but a write in the same clock tick
+        as the read could leave the stamp as it was, so bytes whose stamp is that recent are not kept (as
+        readdeny.py does with directories). `kept` collects what the next snapshot may take up."""
+        if not stamp:
+            return _read(path)
+        known = self._contents.get(path)
+        if known is not None and known[0] == stamp:
+            kept[path] = known
+            return known[1]
+        content = _read(path)
+        if content is not None and stamp[5] < time.time_ns() - int(readdeny.RACY_SECONDS * 1e9):
+            kept[path] = (stamp, content)
+        return content
+
     def _snapshot(self, metadata: list[str]) -> _State:
         state = _State()
+        kept: dict[str, tuple[tuple, bytes]] = {}
         git_dirs = set(self._own_git_dirs)
         for rel in metadata:
             path = os.path.join(self.root, rel)
@@ -249,7 +280,7 @@ class GitMetadataGuard:
                 with contextlib.suppress(OSError):
                     state.pointers[rel] = (True, os.fsencode(os.readlink(path)))
             elif stat.S_ISREG(st.st_mode):
-                content = _read(path)
+                content = self._content(path, _stamp_of(st), kept)
                 if content is not None:
                     state.pointers[rel] = (False, content)
             if rel.rpartition("/")[2] == GIT_ENTRY:  # a symlink's target too (inside the repository or not)
@@ -257,16 +288,19 @@ class GitMetadataGuard:
         for directory in git_dirs:
             for name in COMPARED_FILES:
                 config = os.path.join(directory, name)
-                state.configs[config] = (_stamp(config), _read(config))
+                stamp = _stamp(config)
+                state.configs[config] = (stamp, self._content(config, stamp, kept))
             for name in COMPARED_DIRECTORIES:
                 listed = state.listings[os.path.join(directory, name)] = set(_names(os.path.join(directory, name)))
                 for entry in listed:
                     path = os.path.join(directory, name, entry)
                     stamp = _stamp(path)
                     if stamp and stat.S_ISREG(stamp[0]):  # a symlink (a user's shared hook) is theirs to change
-                        state.configs[path] = (stamp, _read(path))
+                        state.configs[path] = (stamp, self._content(path, stamp, kept))
         gitmodules = os.path.join(self.root, GITMODULES)
-        state.gitmodules = (_stamp(gitmodules), _read(gitmodules))
+        stamp = _stamp(gitmodules)
+        state.gitmodules = (stamp, self._content(gitmodules, stamp, kept))
+        self._contents = kept
         return state
 
     # -- undoing ---------------------------------------------------------------------------------
@@ -318,12 +352,15 @@ class GitMetadataGuard:
             _put_back(path, content)
         return [f"{rel} (changed, put back)"]
 
-    def _restore_file(self, path: str, stamp: tuple, content: bytes | None) -> list[str]:
-        _require_real(os.path.dirname(path))
+    def _restore_file(self, path: str, stamp: tuple, content: bytes | None, real: set[str]) -> list[str]:
+        directory = os.path.dirname(path)
+        if directory not in real:  # (putting a file back changes no directory above another: asked once each)
+            _require_real(directory)
+            real.add(directory)
         if _stamp(path) == stamp or _read(path) == content:
             return []
         _put_back(path, content, stat.S_IMODE(stamp[0]) if stamp else None)
-        return [f"{os.path.relpath(path, self.root)} (git metadata, put back)"]
+        return [f"{self._relative(path)} (git metadata, put back)"]
 
     def _check_gitmodules(self, state: _State) -> list[str]:
         path = os.path.join(self.root, GITMODULES)

@@ -11,6 +11,10 @@ and a directory the index has not seen is read whole). A directory whose ctime l
 RACY_SECONDS before the walk began is read again on the next call as well: file system clocks tick
 coarsely, and a change in the same tick as the listing would leave the stamp as it was (git's
 "racy" entries). So the index is exactly as strict as listing the whole tree for every command.
+The stamps come first, in one pass over the directories the last walk went through: when none
+moved, the walk would go the same way and read nothing, so the index stands (on git/git that is
+~230 lstat() calls); a directory read again takes the decisions for the names its last listing
+held (a decision depends only on the path), so only new names are matched.
 A directory the walk cannot look into (a command running as gitbot's user can take away the permission
 to list or enter one and give it back in the next command; a path can be deeper than the system can
 name) is reported in `unreadable`, and the sandbox shows it empty and read-only.
@@ -30,7 +34,7 @@ import os
 import stat
 import time
 
-from gitbot.gitmeta import GIT_ENTRY, looks_like_git_dir
+from gitbot.gitmeta import GIT_DIR_MEMBERS, GIT_ENTRY, looks_like_git_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,15 +51,18 @@ STORE_NAME = "read-deny-index.json"  # in <git dir>/gitbot/
 _STORE_VERSION = 3  # 2: a `.git` below the root is walked; 3: git metadata below the root is noted
 
 
+_GIT_NAMES = frozenset((GIT_ENTRY, *GIT_DIR_MEMBERS))  # the names `looks_like_git_dir` and the `.git` check ask about
+
+
 class SandboxRefusal(Exception):
     """The sandbox cannot be built safely for this command; the message says why."""
 
 
 class _Directory:
-    __slots__ = ("children", "denied", "git", "stamp", "subdirs", "unreadable")
+    __slots__ = ("children", "decided", "denied", "git", "stamp", "subdirs", "unreadable")
 
     def __init__(self, stamp: tuple[int, int, int, int] | None, subdirs: list[str], denied: list[str],
-                 unreadable: bool = False, git: list[str] | None = None):
+                 unreadable: bool = False, git: list[str] | None = None, decided: dict[str, bool] | None = None):
         self.stamp = stamp  # None: read it again on the next walk
         self.subdirs = subdirs
         self.denied = denied
@@ -64,6 +71,11 @@ class _Directory:
         self.git = git or []
         self.unreadable = unreadable  # not wholly listed (then stamp is None: looked at again each walk)
         self.children: list[tuple[str, str]] | None = None  # (relative, absolute) of the subdirectories
+        # The read_deny decision for each file name of the listing, kept once a directory is read a second
+        # time (the repository root is, after every command that got placeholders): a decision depends only
+        # on the path and the rules, so a name listed again is not matched again. None on the first read,
+        # so a first walk of a large tree keeps no name it will not need.
+        self.decided = decided
 
 
 class DeniedFiles:
@@ -87,6 +99,11 @@ class DeniedFiles:
         # Other names of denied files that have more than one (hard links), as of the last walk: hidden
         # too, since read_deny judges names and a link under another name shows the same content.
         self.hard_links: dict[str, str] = {}  # other name -> the denied name it shares a file with
+        self._found: list[str] = []  # the denied files as of the last walk (without their other names)
+        # The last walk's directories (absolute paths, in the order it went) and their stamps (None: read it
+        # again): what the next walk compares first.
+        self._order: list[str] = []
+        self._stamps: list[tuple[int, int, int, int] | None] = []
 
     @property
     def directories(self):
@@ -102,16 +119,35 @@ class DeniedFiles:
             self._dirs = self._load()
         walk_began = time.time_ns()
         racy_after = walk_began - int(RACY_SECONDS * 1e9)
+        # First every directory the last walk went through, in one pass: when each is the same directory
+        # with the same stamp, the walk below would read none of them and go exactly the same way (each
+        # one's subdirectories are as listed), so the index stands as it is; when those that moved, read
+        # again, hold the same subdirectories, it would go the same way too and read just those. Otherwise
+        # the walk takes up these lstat() results (made after it began, like its own) and these listings.
+        taken: dict[str, os.stat_result] = {}
+        fresh: dict[str, _Directory] = {}
+        if self._order:
+            try:
+                stats = list(map(os.lstat, self._order))
+            except OSError:
+                stats = []  # one is gone or out of reach: the walk finds which
+            if stats:
+                now = [(st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns) if stat.S_ISDIR(st.st_mode) else False
+                       for st in stats]
+                if now == self._stamps or self._same_way(now, racy_after, fresh):
+                    return self._result()
+                taken = dict(zip(self._order, stats))
         old, new = self._dirs, {}
         changed = len(old) == 0
         root = self.root
         stack = [("", root)]
-        lstat = os.lstat
+        order: list[str] = []
+        pop, extend, lstat, is_dir, known, early = stack.pop, stack.extend, os.lstat, stat.S_ISDIR, old.get, taken.pop
         unreadable = set()
         while stack:
-            relative, absolute = stack.pop()
+            relative, absolute = pop()
             try:
-                st = lstat(absolute)
+                st = early(absolute, None) or lstat(absolute)
             except (FileNotFoundError, NotADirectoryError):
                 changed = True
                 continue  # gone since its parent was listed
@@ -121,18 +157,22 @@ class DeniedFiles:
                 changed = True
                 unreadable.add(relative.rpartition("/")[0])
                 continue
-            if not stat.S_ISDIR(st.st_mode):
+            if not is_dir(st.st_mode):
                 changed = True
                 continue
             stamp = (st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns)
-            entry = old.get(relative)
-            if entry is None or entry.stamp != stamp:
-                was, entry = entry, self._read(relative, stamp if st.st_ctime_ns < racy_after else None)
+            entry = known(relative)
+            if relative in fresh:  # read just now, from this stamp
+                was, entry = entry, fresh.pop(relative)
+                changed = changed or was.subdirs != entry.subdirs or was.denied != entry.denied or was.git != entry.git
+            elif entry is None or entry.stamp != stamp:
+                was, entry = entry, self._read(relative, stamp if st.st_ctime_ns < racy_after else None, entry)
                 # The stored copy is rewritten only when what a directory holds changed: a stamp alone
                 # (placeholders made and removed by bubblewrap) only costs the next process one listing.
                 changed = changed or was is None or was.subdirs != entry.subdirs or was.denied != entry.denied \
                     or was.git != entry.git
             new[relative] = entry
+            order.append(absolute)
             if entry.unreadable:
                 unreadable.add(relative)
             if entry.subdirs:
@@ -140,16 +180,52 @@ class DeniedFiles:
                 if children is None:
                     prefix = f"{relative}/" if relative else ""
                     children = entry.children = [(prefix + name, f"{absolute}/{name}") for name in entry.subdirs]
-                stack.extend(children)
+                extend(children)
+        # A directory to read again on the next walk (stamp None) never compares equal there.
+        self._order, self._stamps = order, [entry.stamp for entry in new.values()]
+        self._walked(new, changed or len(new) != len(old), sorted(unreadable))
+        return self._result()
+
+    def _same_way(self, now: list, racy_after: int, fresh: dict[str, _Directory]) -> bool:
+        """Read again the directories whose stamp is not `now`'s (`fresh` gets them); when each still holds
+        the subdirectories it held and can be read whole, bring the index up to date (True): the walk would
+        go the way the last one did and read exactly these."""
+        if self.unreadable:
+            return False  # (one may stand for a subdirectory out of reach, which only the walk looks at again)
+        old, stamps = self._dirs, list(self._stamps)
+        relatives = list(old)  # (the last walk's order: the mapping was filled as it went)
+        changed = False
+        for position, stamp in enumerate(now):
+            if stamp == stamps[position]:
+                continue
+            if stamp is False:
+                return False  # not a directory now
+            relative = relatives[position]
+            was = old[relative]
+            entry = fresh[relative] = self._read(relative, stamp if stamp[2] < racy_after else None, was)
+            if entry.unreadable or was.unreadable or entry.subdirs != was.subdirs:
+                return False
+            entry.children = was.children
+            stamps[position] = entry.stamp
+            changed = changed or entry.denied != was.denied or entry.git != was.git
+        new = dict(old)  # (a new mapping: a caller may hold the last one, see `directories`)
+        new.update(fresh)
+        self._stamps = stamps
+        self._walked(new, changed, [])
+        return True
+
+    def _walked(self, new: dict[str, _Directory], changed: bool, unreadable: list[str]) -> None:
         self._dirs = new
-        if changed or len(new) != len(old):
+        if changed:
             self._save()
-        found = [path for entry in new.values() if entry.denied for path in entry.denied]
-        self.hard_links = self._other_names(found)
-        found += sorted(self.hard_links)
-        self.unreadable = sorted(unreadable)
+        self._found = [path for entry in new.values() if entry.denied for path in entry.denied]
+        self.hard_links = self._other_names(self._found)
+        self.unreadable = unreadable
         self.git_metadata = sorted(path for entry in new.values() if entry.git for path in entry.git)
-        if len(found) + len(unreadable) > MAX_MASKED_FILES:
+
+    def _result(self) -> list[str]:
+        found = self._found + sorted(self.hard_links)
+        if len(found) + len(self.unreadable) > MAX_MASKED_FILES:
             raise SandboxRefusal(
                 f"more than {MAX_MASKED_FILES} files in the repository match files.read_deny; the sandbox "
                 f"hides each one and will not run a command with that many (narrow the read_deny rules or "
@@ -186,12 +262,17 @@ class DeniedFiles:
                             found[prefix + entry.name] = partner
         return found
 
-    def _read(self, relative: str, stamp: tuple[int, int, int, int] | None) -> _Directory:
+    def _read(self, relative: str, stamp: tuple[int, int, int, int] | None, was: _Directory | None) -> _Directory:
+        """A listing of the directory; `was`: what the last one found, whose decisions are taken up."""
         subdirs: list[str] = []
         denied: list[str] = []
-        names: set[str] = set()
+        names: set[str] = set()  # of those that make git metadata (all it is asked about below)
         prefix = f"{relative}/" if relative else ""
         path = f"{self.root}/{relative}" if relative else self.root
+        matches = self._denied
+        # Decisions are kept only for the rules' own matcher (a policy's check_read may look at more than a path).
+        decided = {} if was is not None and self.rules is not None else None
+        before = (was.decided or {}) if decided is not None else {}
         # Listing needs read permission and deciding what an entry is may need search permission; gitbot
         # as root has both everywhere, otherwise a command (running as the same user) can chmod either back.
         unreadable = not os.access(path, os.R_OK | os.X_OK)
@@ -199,16 +280,23 @@ class DeniedFiles:
             with os.scandir(path) as entries:
                 for entry in entries:
                     name = entry.name
-                    names.add(name)
-                    if name == ".git" and not relative:
-                        # The repository's own: read-only to commands. A `.git` further down (a nested
-                        # repository's, or one a command made) is walked like the rest.
-                        continue
+                    if name in _GIT_NAMES:
+                        names.add(name)
+                        if name == GIT_ENTRY and not relative:
+                            # The repository's own: read-only to commands. A `.git` further down (a nested
+                            # repository's, or one a command made) is walked like the rest.
+                            continue
                     try:
                         if entry.is_dir(follow_symlinks=False):
                             subdirs.append(name)
-                        elif entry.is_file(follow_symlinks=False) and self._denied(prefix + name):
-                            denied.append(prefix + name)
+                        elif entry.is_file(follow_symlinks=False):
+                            hidden = before.get(name)
+                            if hidden is None:
+                                hidden = matches(prefix + name)
+                            if decided is not None:
+                                decided[name] = hidden
+                            if hidden:
+                                denied.append(prefix + name)
                     except OSError:
                         unreadable = True  # (an entry gone while listed is neither, without an error)
         except (FileNotFoundError, NotADirectoryError):
@@ -218,7 +306,7 @@ class DeniedFiles:
         git = [prefix + GIT_ENTRY] if relative and GIT_ENTRY in names else []
         if relative and looks_like_git_dir(names) and relative.rpartition("/")[2] != GIT_ENTRY:  # (noted above)
             git.append(relative)
-        return _Directory(None if unreadable else stamp, subdirs, denied, unreadable, git)
+        return _Directory(None if unreadable else stamp, subdirs, denied, unreadable, git, decided)
 
     # -- the copy in the git directory -----------------------------------------------------------
 

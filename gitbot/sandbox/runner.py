@@ -201,18 +201,18 @@ class Runner:
              checking: bool = False) -> CommandRun:
         if self.refusal:
             raise SandboxRefused(self.refusal)
-        view = self.toolchain if where.resolve() == self.repo.resolve() else self.toolchain.elsewhere(self.repo)
+        real = os.path.realpath(where)
+        view = self.toolchain if real == os.path.realpath(self.repo) else self.toolchain.elsewhere(self.repo)
         home = None if self.sandboxed else tempfile.mkdtemp(prefix="gitbot-home-")
         tmpdir = tempfile.mkdtemp(prefix="gitbot-tmp-") if self.contained else None
         placeholders: list[str] = []
         links: dict[str, str] = {}
         note = None
-        real = os.path.realpath(where)
         guard = self._guards.get(real) or self._guards.setdefault(real, GitMetadataGuard(real))
         index = self._index(real)
         try:
             if self.sandboxed:
-                env = build_env(repo=where, toolchain=view, home=bwrap.sandbox_home(view, os.path.realpath(where)))
+                env = build_env(repo=where, toolchain=view, home=bwrap.sandbox_home(view, real))
             else:
                 env = build_env(home=home, repo=where, toolchain=view)
             if tmpdir is not None:
@@ -231,9 +231,9 @@ class Runner:
             if self.sandboxed:
                 directories = self.policy.file_rules.protected_directories()
                 store = self.store_view(where, hidden)
-                placeholders = layout.placeholders(os.path.realpath(where), self.protected_paths())
+                placeholders = layout.placeholders(real, self.protected_paths())
                 links = protected_links(real, self.protected_paths())
-                note = layout.record_placeholders(os.path.realpath(where), placeholders)
+                note = layout.record_placeholders(real, placeholders)
             launcher = self._launcher_for_command()
             with contextlib.ExitStack() as finish:
                 if launcher is not None:

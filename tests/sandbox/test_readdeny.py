@@ -173,14 +173,20 @@ def test_a_policy_with_its_own_read_rules_is_asked_about_every_file(tmp_path: Pa
     assert not (repo / ".git" / "gitbot" / readdeny.STORE_NAME).exists()  # its rules are code: nothing kept
 
 
-def test_the_index_says_what_a_full_walk_says_after_any_changes(tmp_path: Path):
+@pytest.mark.parametrize("trusted", [False, True], ids=["racy", "stamps-trusted"])
+def test_the_index_says_what_a_full_walk_says_after_any_changes(tmp_path: Path, monkeypatch, trusted: bool):
+    if trusted:
+        # Stamps older than a few clock ticks are trusted, and each round waits that long before it looks:
+        # the walks that find nothing moved (the index kept as it is), those that take up the first pass's
+        # lstat() results, and listings that take up earlier decisions all meet the full walk here.
+        monkeypatch.setattr(readdeny, "RACY_SECONDS", 0.02)
     repo = git_repo(tmp_path / "repo")
     policy = Policy(repo=repo, read_deny=(*Policy().read_deny, "secrets/**", "**/build/*.log"))
     rng = random.Random(15)
     names = ["a", "b", "secrets", "build", ".hidden", "node_modules"]
     files = ["main.py", ".env", "x.pem", "out.log", "README.md", ".env.local", "id_rsa.pub"]
     index = DeniedFiles(repo, policy)
-    for _round in range(60):
+    for _round in range(40 if trusted else 60):  # (each trusted round waits out the racy window)
         for _change in range(rng.randint(1, 4)):
             directory = "/".join(rng.choice(names) for _ in range(rng.randint(0, 3)))
             path = repo / directory / rng.choice(files) if directory else repo / rng.choice(files)
@@ -197,7 +203,11 @@ def test_the_index_says_what_a_full_walk_says_after_any_changes(tmp_path: Path):
                     os.rename(repo / directory, target)
             elif directory and not (repo / directory).exists() and (repo / directory).parent.is_dir():
                 (repo / directory).symlink_to(repo / rng.choice(names))
+        if trusted:
+            time.sleep(0.03)
         assert sorted(index.current()) == full_walk(repo, policy)
+        if trusted and _round % 3 == 0:
+            assert sorted(index.current()) == full_walk(repo, policy)  # nothing moved since: kept as it is
 
 
 def test_too_many_denied_files_fail_closed(tmp_path: Path, monkeypatch):
@@ -243,7 +253,11 @@ def _deeper_than_a_path_can_name(top: Path) -> tuple[int, str]:
     return fd, "/".join(parts)
 
 
-def test_a_directory_too_deep_to_name_is_reported_unreadable_by_its_parent(tmp_path: Path):
+@pytest.mark.parametrize("trusted", [False, True], ids=["racy", "stamps-trusted"])
+def test_a_directory_too_deep_to_name_is_reported_unreadable_by_its_parent(tmp_path: Path, monkeypatch,
+                                                                          trusted: bool):
+    if trusted:
+        monkeypatch.setattr(readdeny, "RACY_SECONDS", 0.02)
     repo = git_repo(tmp_path / "repo")
     write(repo, "config/.env")
     index = DeniedFiles(repo, Policy(repo=repo))
@@ -253,11 +267,17 @@ def test_a_directory_too_deep_to_name_is_reported_unreadable_by_its_parent(tmp_p
         os.rename(repo / "config", "config", dst_dir_fd=fd)  # what `cd deep/...; mv $top/config .` does
     finally:
         os.close(fd)
+    time.sleep(0.03 if trusted else 0)
     assert index.current() == []
     # The deepest directory that still has a name, which holds the one that has none.
     [unreadable] = index.unreadable
     assert f"{deep}/config/.env".startswith(unreadable + "/") and len(str(repo / unreadable)) < 4096
     assert len(str(repo / deep)) > 4096
+    # Still so when nothing moved, and when only another directory did (its parent holds what it held).
+    assert index.current() == [] and index.unreadable == [unreadable]
+    write(repo, "notes.txt")
+    time.sleep(0.03 if trusted else 0)
+    assert index.current() == [] and index.unreadable == [unreadable]
 
 
 def test_an_index_kept_by_another_gitbot_is_not_used(tmp_path: Path, monkeypatch):
@@ -289,3 +309,36 @@ def test_names_no_encoding_can_spell_are_found_again_from_the_stored_index(tmp_p
     found = DeniedFiles(repo, Policy(repo=repo)).current()  # the next process, from the store alone
     assert read == [] and sorted(found) == sorted(odd)
     assert all(os.path.isfile(os.path.join(repo, path)) for path in found)
+
+
+def test_a_walk_that_finds_nothing_moved_still_sees_the_next_change_anywhere(tmp_path: Path, monkeypatch):
+    # The first pass compares every directory's stamp with the last walk's; when all are the same the
+    # index stands. Each kind of change after such a walk must move a stamp it compares.
+    monkeypatch.setattr(readdeny, "RACY_SECONDS", 0.02)
+    repo = git_repo(tmp_path / "repo")
+    write(repo, "a/b/c/main.py")
+    write(repo, "a/.env")
+    write(repo, "docs/x.md")
+    index = DeniedFiles(repo, Policy(repo=repo))
+    index.current()
+    time.sleep(0.03)
+    assert index.current() == ["a/.env"]  # stamps trusted from here on
+    assert index.current() == ["a/.env"]
+    write(repo, "a/b/c/id_rsa")  # deep down
+    time.sleep(0.03)
+    assert sorted(index.current()) == ["a/.env", "a/b/c/id_rsa"]
+    assert sorted(index.current()) == ["a/.env", "a/b/c/id_rsa"]
+    os.link(repo / "a/.env", repo / "docs/copy.txt")  # another name of a denied file, elsewhere
+    time.sleep(0.03)
+    assert sorted(index.current()) == ["a/.env", "a/b/c/id_rsa", "docs/copy.txt"]
+    assert index.hard_links == {"docs/copy.txt": "a/.env"}
+    (repo / "docs/copy.txt").unlink()
+    os.rename(repo / "a/b", repo / "b")  # a directory moved up
+    time.sleep(0.03)
+    assert sorted(index.current()) == ["a/.env", "b/c/id_rsa"]
+    assert index.hard_links == {}
+    (repo / "a/.env").unlink()
+    (repo / "a/.env").mkdir()  # a file that becomes a directory of the same name
+    write(repo, "a/.env/notes.txt")
+    time.sleep(0.03)
+    assert sorted(index.current()) == ["b/c/id_rsa"]
