@@ -79,7 +79,7 @@ _TEMPLATE_VALUE = re.compile(r"\{[^{}]*\}|%\([\w.]+\)[sr]|%[sr]|\$\w+|\$\{[^{}]*
 
 def _password_like(value: str) -> bool:
     return (len(value) >= 8 and entropy(value) >= 2.5 and not _PLACEHOLDER.search(value)
-            and not _TEMPLATE_VALUE.fullmatch(value))
+            and not _TEMPLATE_VALUE.fullmatch(value) and value.lower() not in _NOT_VALUES)  # `user:PASSWORD@host`
 
 
 @dataclass(frozen=True)
@@ -188,6 +188,14 @@ RULES: tuple[Rule, ...] = (
 # `max_tokens` and `compass` are not secret names), and a value that reads as code (a call, an
 # attribute, a variable, a type, a template) is not a value. Both are what keeps `password =
 # os.environ[...]`, `token = get_token()` and `secret: str` out.
+# Where it differs from KeywordDetector (red team finding 11 listed what that one finds and this missed):
+# - a name may go on after the keyword (its `password\w*`) only with words of _QUALIFIERS (`PASSWORD_DB`,
+#   `TOKEN_PROD`), never any word: `password_hash = "…"` and `token_type = "bearer"` stay out;
+# - a quoted value may hold spaces (its secret is anything up to the quote) only as a passphrase (3 to 8
+#   plain words, no word of a sentence): a message under a secret's name is not one;
+# - a backslash is part of a `.env` value alone on its line, elsewhere it ends the value (`"TOKEN=x\\n"`);
+# - a YAML block scalar (`password: |` and the line below) is read here, from the text, where it parses YAML
+#   files; a block of more than one line is left to the shape rules (a PEM key), prose is not a value.
 
 # The keyword, then the rest of the name, up to two closing quotes or brackets, and the assignment.
 _KEYWORD = re.compile(r"(?:pass(?:word|wd|phrase|code)?|pwd|secret|token|pin|key|credentials?|contrase(?:n|ñ)a)"

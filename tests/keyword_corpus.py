@@ -151,6 +151,7 @@ NOT_SECRETS = [
     ("db.py", 'conn = f"postgresql://app:{password}@{host}/db"'),
     ("db.py", 'DSN = "mysql://root:%(password)s@%(host)s/app"'),
     ("db.js", "const url = `https://${user}:${token}@${host}/repo.git`;"),
+    ("README.md", "Clone with `https://user:PASSWORD@host/repo.git`."),
     # and a backslash in a .env value that escapes a variable.
     (".env.example", "DB_PASS=\\$DB_PASS"),
 ]

@@ -61,4 +61,4 @@ def test_the_scanners_own_source_has_no_finding():
     import gitbot
 
     for path in sorted(Path(gitbot.__file__).parent.rglob("*.py")):
-        assert [f for f in scan(path.read_text(encoding="utf-8")) if f.kind == KEYWORD_KIND] == [], path
+        assert scan(path.read_text(encoding="utf-8")) == [], path  # nor of any other rule (its examples)
