@@ -18,6 +18,7 @@ Prints medians; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -27,9 +28,9 @@ import sys
 import sysconfig
 import tempfile
 import time
-import types
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -87,13 +88,17 @@ def old_scan(diff: str, secrets: Secrets) -> bool:
     return bool(OLD_SHAPES.search(added)) or any(v in added for v in secrets.values)
 
 
-def scanner_at(rev: str) -> types.ModuleType:
+def scanner_at(rev: str) -> ModuleType:
     """gitbot/secretscan.py as it was at `rev`, as a module of its own."""
     source = subprocess.run(["git", "show", f"{rev}:gitbot/secretscan.py"], cwd=ROOT, env=ENV,
-                            capture_output=True, check=True).stdout.decode()
-    module = types.ModuleType(f"secretscan_at_{rev}")
-    sys.modules[module.__name__] = module  # dataclasses look their module up there
-    exec(compile(source, f"{rev}:gitbot/secretscan.py", "exec"), module.__dict__)
+                            capture_output=True, check=True).stdout
+    with tempfile.TemporaryDirectory(prefix="gitbot-bench-scanner-") as tmp:
+        path = Path(tmp) / "secretscan_then.py"
+        path.write_bytes(source)
+        spec = importlib.util.spec_from_file_location(f"secretscan_at_{rev}", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up there
+        spec.loader.exec_module(module)
     return module
 
 

@@ -280,6 +280,9 @@ def plain_secret_value(value: str, *, quoted: bool, parts: list[str], env_line: 
         return False  # `PASS=PASS-FAIL-SKIP`: the name's own word among constants, a status, not a secret
     if not quoted and _PLAIN_PATH.fullmatch(value):
         return False  # `secret: kv/data/app`, `pass: tests/unit/ok`: a path to a secret or a test, not one
+    qualified = bool(parts) and (parts[-1] in _QUALIFIERS or parts[-1].isdigit())  # `PASSWORD_DB`
+    if qualified and ("/" in value or _DOTTED_NAME.fullmatch(value)):
+        return False  # `TOKEN_DB = "tokens.sqlite3"`: there the name may say a file of them, not one
     if value.isdigit():
         return quoted or bool(_DIGITS_ALLOWED & set(parts))
     if quoted:
@@ -295,14 +298,17 @@ def plain_secret_value(value: str, *, quoted: bool, parts: list[str], env_line: 
 # A quoted value with spaces is a secret only as a passphrase: 3 to 8 words, none of them English glue or
 # the words of a message about a password (`"Enter your password"`, `"must be at least 8 characters"`).
 _PHRASE_WORD = re.compile(r"[A-Za-z0-9]{2,}(?:[-'][A-Za-z0-9]+)*")
-_PROSE_WORDS = frozenset("""
-    a an the and or but not no nor is are was were be been am do does did has have had will would can could
-    cannot should must may might of to in on at by for from with without into about as if then than this
-    that these those it its you your my me we our they their there here what which who when where why how
-    all any each every some none please enter type use used using set new old see required invalid missing
-    incorrect wrong empty expired field value values characters least most long short match matches confirm
-    change reset forgot provided given too
-    """.split()) | SECRET_WORDS | {"key", "keys", "passwords", "secrets", "tokens"}
+_PROSE_WORDS = frozenset({
+    "a", "an", "the", "and", "or", "but", "not", "no", "nor", "is", "are", "was", "were", "be", "been",
+    "am", "do", "does", "did", "has", "have", "had", "will", "would", "can", "could", "cannot", "should",
+    "must", "may", "might", "of", "to", "in", "on", "at", "by", "for", "from", "with", "without", "into",
+    "about", "as", "if", "then", "than", "this", "that", "these", "those", "it", "its", "you", "your", "my",
+    "me", "we", "our", "they", "their", "there", "here", "what", "which", "who", "when", "where", "why",
+    "how", "all", "any", "each", "every", "some", "none", "please", "enter", "type", "use", "used", "using",
+    "set", "new", "old", "see", "required", "invalid", "missing", "incorrect", "wrong", "empty", "expired",
+    "field", "value", "values", "characters", "least", "most", "long", "short", "match", "matches",
+    "confirm", "change", "reset", "forgot", "provided", "given", "too"
+}) | SECRET_WORDS | {"key", "keys", "passwords", "secrets", "tokens"}
 
 
 def passphrase(value: str) -> bool:

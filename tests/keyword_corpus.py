@@ -136,6 +136,8 @@ NOT_SECRETS = [
     ("settings.py", 'PASSWORD_HASH_ALGORITHM = "argon2id-v19"'),
     ("settings.py", 'token_prod_url = "https://auth.corp.internal/token"'),
     ("ci.sh", "PASS_CI=all-green-42"),
+    ("settings.py", 'TOKEN_DB = "tokens.sqlite3"'),
+    ("settings.py", 'PASSWORD_DB = "vault/passwords.kdbx"'),
     # a quoted value with spaces (a message, a template),
     ("ci.yml", '      password: "${{ secrets.DB_PASSWORD }}"'),
     ("forms.py", 'errors = {"password": "must be at least 8 characters"}'),
