@@ -86,6 +86,8 @@ def main() -> None:
             continue
         per_top[name.split("/")[0] if "/" in name else "(top)"] += sum(f.kind == KEYWORD_KIND for f in scan(text))
     print(f"\nkeyword-rule findings in this repository's tracked files: {dict(+per_top) or 'none'}")
+    own = Counter(f.kind for path in sorted((ROOT / "gitbot").rglob("*.py")) for f in scan(path.read_text("utf-8")))
+    print(f"findings of any rule in gitbot/: {dict(own) or 'none'}")
 
 
 if __name__ == "__main__":

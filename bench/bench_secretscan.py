@@ -2,11 +2,13 @@
 
     .venv/bin/python bench/bench_secretscan.py            # 1 MB diff, 50-step record, 5 repeats
     .venv/bin/python bench/bench_secretscan.py --repeat 9
+    .venv/bin/python bench/bench_secretscan.py --against 5a48368^   # scan_diff with the scanner of a commit
 
 - a 1 MB diff (real `git diff` of a commit touching Python files from the standard library):
   `scan_diff` (known values + every scanner rule, with line numbers) against producing the diff with
   `git diff` (what the Action does right before) and against the old scan (known values and two
-  token shapes, one regex);
+  token shapes, one regex); with `--against REV`, also against scan_diff using gitbot/secretscan.py as it
+  was at REV (a rule change must keep within 2x), the two timed in turn;
 - the record of a 50-step run (tool outputs of a few kB each, replies, checkpoints): `RunRecord.event`
   with scrubbing against the same events written without it (json.dumps + write, the old record);
 - with detect-secrets installed (a test dependency), its `scan_line` over the same diff, for scale (minutes).
@@ -16,6 +18,7 @@ Prints medians; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -27,9 +30,12 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
+import gitbot.secrets
 from gitbot.forge.leaks import scan_diff
 from gitbot.record import RunRecord
 from gitbot.secrets import Secrets
@@ -82,6 +88,41 @@ def old_scan(diff: str, secrets: Secrets) -> bool:
     return bool(OLD_SHAPES.search(added)) or any(v in added for v in secrets.values)
 
 
+def scanner_at(rev: str) -> ModuleType:
+    """gitbot/secretscan.py as it was at `rev`, as a module of its own."""
+    source = subprocess.run(["git", "show", f"{rev}:gitbot/secretscan.py"], cwd=ROOT, env=ENV,
+                            capture_output=True, check=True).stdout
+    with tempfile.TemporaryDirectory(prefix="gitbot-bench-scanner-") as tmp:
+        path = Path(tmp) / "secretscan_then.py"
+        path.write_bytes(source)
+        spec = importlib.util.spec_from_file_location(f"secretscan_at_{rev}", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up there
+        spec.loader.exec_module(module)
+    return module
+
+
+def compare_scanners(diff: str, secrets: Secrets, rev: str, repeat: int) -> None:
+    """scan_diff with the scanner at `rev` and with today's, timed in turn (one slow moment of a shared
+    machine then slows both), medians."""
+    current, baseline = gitbot.secrets.secretscan, scanner_at(rev)
+    times: dict[str, list[float]] = {"baseline": [], "current": []}
+    counts = {}
+    try:
+        for _ in range(repeat):
+            for label, module in (("baseline", baseline), ("current", current)):
+                gitbot.secrets.secretscan = module  # what Secrets.scrub calls
+                began = time.perf_counter()
+                counts[label] = len(scan_diff(diff, secrets))
+                times[label].append(time.perf_counter() - began)
+    finally:
+        gitbot.secrets.secretscan = current
+    t_base, t_now = statistics.median(times["baseline"]), statistics.median(times["current"])
+    print(f"{'scan_diff, scanner at ' + rev:38}{t_base * 1000:8.1f} ms   {counts['baseline']} finding(s)")
+    print(f"{'scan_diff, scanner now':38}{t_now * 1000:8.1f} ms   = {t_now / t_base:.2f}x; "
+          f"{counts['current']} finding(s)")
+
+
 def record_events(steps: int) -> list[tuple[str, dict]]:
     sources = [text[:4000] for _, text in stdlib_sources(steps * 4000)]
     events: list[tuple[str, dict]] = [("run_start", {"task": "Fix the failing test." * 20, "limits": {"max_steps": 50}})]
@@ -105,6 +146,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--diff-bytes", type=int, default=1_000_000)
     parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--against", metavar="REV", help="also time scan_diff with gitbot/secretscan.py at REV")
     args = parser.parse_args()
     secrets = Secrets({"ghs_" + "k3Y" * 12, "sk-ant-api03-" + "Q" * 80})
     with tempfile.TemporaryDirectory(prefix="gitbot-bench-scan-") as tmp:
@@ -118,6 +160,8 @@ def main() -> int:
         print(f"old scan (known values, 2 shapes)     {t_old * 1000:8.1f} ms")
         print(f"scan_diff (all rules, path:line)      {t_new * 1000:8.1f} ms   = {t_new / t_git:.2f}x git diff, "
               f"{t_new / t_old:.1f}x the old scan; {len(leaks)} finding(s)")
+        if args.against:
+            compare_scanners(diff, secrets, args.against, args.repeat)
         try:
             from detect_secrets.core.scan import scan_line
             from detect_secrets.settings import default_settings

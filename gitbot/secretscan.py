@@ -72,8 +72,14 @@ def random_looking(value: str) -> bool:
             and entropy(value) >= 3.5 and not _PLACEHOLDER.search(value))
 
 
+# A value that is one template placeholder and nothing else: Python's `{password}`, `%(password)s`, `%s`,
+# shell's `$PASS`, `$(cat pw)`, JavaScript's `${pw}`. The text it stands for is somewhere else.
+_TEMPLATE_VALUE = re.compile(r"\{[^{}]*\}|%\([\w.]+\)[sr]|%[sr]|\$\w+|\$\{[^{}]*\}|\$\([^()]*\)")
+
+
 def _password_like(value: str) -> bool:
-    return len(value) >= 8 and entropy(value) >= 2.5 and not _PLACEHOLDER.search(value)
+    return (len(value) >= 8 and entropy(value) >= 2.5 and not _PLACEHOLDER.search(value)
+            and not _TEMPLATE_VALUE.fullmatch(value) and value.lower() not in _NOT_VALUES)  # `user:PASSWORD@host`
 
 
 @dataclass(frozen=True)
@@ -158,7 +164,8 @@ RULES: tuple[Rule, ...] = (
     Rule("sendgrid-key", r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])", word_start=True),
     Rule("telegram-bot-token", r":AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])", left=r"(?<![0-9])\d{8,10}"),
     Rule("jwt", r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", word_start=True),
-    Rule("url-credentials", r"://[^\s/:@'\"]{1,100}:(?P<v>[^\s/@'\"]{3,200})@[A-Za-z0-9.-]", _password_like),
+    # The host may be a placeholder too: `f"postgresql://app:<password>@{host}/db"`, `…@${HOST}`, `…@%(host)s`.
+    Rule("url-credentials", r"://[^\s/:@'\"]{1,100}:(?P<v>[^\s/@'\"]{3,200})@[A-Za-z0-9.{$%\[-]", _password_like),
     Rule("http-authorization", r"authorization[\"']?\s*[:=]\s*[\"']?(?:basic|bearer|token)\s+(?P<v>[a-z0-9+/=._~-]{12,})",
          random_looking, lowered=True, generic=True),
     # SQL: `CREATE USER app WITH PASSWORD '…'`, `ALTER ROLE … PASSWORD '…'`, MySQL's `IDENTIFIED BY '…'`.
@@ -181,6 +188,14 @@ RULES: tuple[Rule, ...] = (
 # `max_tokens` and `compass` are not secret names), and a value that reads as code (a call, an
 # attribute, a variable, a type, a template) is not a value. Both are what keeps `password =
 # os.environ[...]`, `token = get_token()` and `secret: str` out.
+# Where it differs from KeywordDetector (red team finding 11 listed what that one finds and this missed):
+# - a name may go on after the keyword (its `password\w*`) only with words of _QUALIFIERS (`PASSWORD_DB`,
+#   `TOKEN_PROD`), never any word: `password_hash = "…"` and `token_type = "bearer"` stay out;
+# - a quoted value may hold spaces (its secret is anything up to the quote) only as a passphrase (3 to 8
+#   plain words, no word of a sentence): a message under a secret's name is not one;
+# - a backslash is part of a `.env` value alone on its line, elsewhere it ends the value (`"TOKEN=x\\n"`);
+# - a YAML block scalar (`password: |` and the line below) is read here, from the text, where it parses YAML
+#   files; a block of more than one line is left to the shape rules (a PEM key), prose is not a value.
 
 # The keyword, then the rest of the name, up to two closing quotes or brackets, and the assignment.
 _KEYWORD = re.compile(r"(?:pass(?:word|wd|phrase|code)?|pwd|secret|token|pin|key|credentials?|contrase(?:n|ñ)a)"
@@ -197,6 +212,16 @@ _KEY_OWNERS = frozenset({"api", "access", "auth", "private", "secret", "client",
                          "master", "db", "database", "service", "account", "admin"})
 _CODE_OWNERS = frozenset({"pin", "pass", "secret", "access", "auth"})
 _SECRET_SUFFIXES = ("password", "passwd", "passphrase", "secret", "token", "apikey")
+# Words that may follow a secret's word in its name and keep it a secret's name: whose or which one it is
+# (a service, an environment, a role). A closed list: a word missing here misses a secret under a rare
+# name, a word wrongly here (`hash`, `url`, `type`, `field`, `name`, `count`) flags code everywhere.
+_QUALIFIERS = frozenset({
+    "db", "database", "sql", "mysql", "mariadb", "postgres", "postgresql", "pg", "redis", "mongo", "mongodb",
+    "ldap", "smtp", "imap", "mail", "email", "ftp", "sftp", "ssh", "amqp", "rabbitmq", "kafka", "vault",
+    "registry", "docker", "npm", "pypi", "github", "gitlab", "aws", "gcp", "azure", "slack", "stripe", "s3",
+    "prod", "production", "dev", "development", "staging", "stage", "test", "qa", "uat", "local", "live",
+    "admin", "root", "master", "primary", "replica", "service", "svc", "app", "bot", "ci", "deploy", "backup",
+})
 _DIGITS_ALLOWED = frozenset({"pin", "pincode", "pass", "password", "passwd", "pwd", "passcode"})
 # Values that are a word of the language, a type or a stand-in (detect-secrets' FALSE_POSITIVES, and more).
 _NOT_VALUES = frozenset({
@@ -222,11 +247,21 @@ def _name_before(text: str, kw_start: int) -> tuple[str, int]:
 
 
 def secret_name(name: str) -> bool:
-    """Does the whole name (`DB_PASS`, `adminPin`, `client_secret`, `API-KEY`) name a secret?"""
+    """Does the whole name (`DB_PASS`, `adminPin`, `client_secret`, `API-KEY`, `PASSWORD_DB`) name a secret?"""
     parts = [p.lower() for p in _NAME_PARTS.split(name.strip("\"'[]")) if p]
+    # `PASSWORD_DB`, `TOKEN_PROD`, `PASSWORD2`: after the secret's word, only words that say whose or which
+    # one it is. Any other word after it (`password_hash`, `token_url`, `secret_name`) says what the
+    # value is about instead, and is not a secret.
+    qualified = False
+    while len(parts) > 1 and (parts[-1] in _QUALIFIERS or parts[-1].isdigit()):
+        parts.pop()
+        qualified = True
     if not parts:
         return False
     last, before = parts[-1], parts[-2] if len(parts) > 1 else ""
+    last = last.rstrip("0123456789") or last  # `password2`, `token1`
+    if qualified and last in ("pass", "pin"):
+        return False  # `PASS_CI`, `PIN_TEST`: a verb, a board's pin, as often as a password
     return (last in SECRET_WORDS or (last == "key" and before in _KEY_OWNERS)
             or (last in ("code", "phrase") and before in _CODE_OWNERS)
             or last.endswith(_SECRET_SUFFIXES)  # PGPASSWORD, csrftoken, dbsecret
@@ -245,6 +280,9 @@ def plain_secret_value(value: str, *, quoted: bool, parts: list[str], env_line: 
         return False  # `PASS=PASS-FAIL-SKIP`: the name's own word among constants, a status, not a secret
     if not quoted and _PLAIN_PATH.fullmatch(value):
         return False  # `secret: kv/data/app`, `pass: tests/unit/ok`: a path to a secret or a test, not one
+    qualified = bool(parts) and (parts[-1] in _QUALIFIERS or parts[-1].isdigit())  # `PASSWORD_DB`
+    if qualified and ("/" in value or _DOTTED_NAME.fullmatch(value)):
+        return False  # `TOKEN_DB = "tokens.sqlite3"`: there the name may say a file of them, not one
     if value.isdigit():
         return quoted or bool(_DIGITS_ALLOWED & set(parts))
     if quoted:
@@ -255,6 +293,49 @@ def plain_secret_value(value: str, *, quoted: bool, parts: list[str], env_line: 
         # A bare word after `password = ` is a variable in code, unless it reads like a password.
         return any(c.isdigit() for c in value)
     return True
+
+
+# A quoted value with spaces is a secret only as a passphrase: 3 to 8 words, none of them English glue or
+# the words of a message about a password (`"Enter your password"`, `"must be at least 8 characters"`).
+_PHRASE_WORD = re.compile(r"[A-Za-z0-9]{2,}(?:[-'][A-Za-z0-9]+)*")
+_PROSE_WORDS = frozenset({
+    "a", "an", "the", "and", "or", "but", "not", "no", "nor", "is", "are", "was", "were", "be", "been",
+    "am", "do", "does", "did", "has", "have", "had", "will", "would", "can", "could", "cannot", "should",
+    "must", "may", "might", "of", "to", "in", "on", "at", "by", "for", "from", "with", "without", "into",
+    "about", "as", "if", "then", "than", "this", "that", "these", "those", "it", "its", "you", "your", "my",
+    "me", "we", "our", "they", "their", "there", "here", "what", "which", "who", "when", "where", "why",
+    "how", "all", "any", "each", "every", "some", "none", "please", "enter", "type", "use", "used", "using",
+    "set", "new", "old", "see", "required", "invalid", "missing", "incorrect", "wrong", "empty", "expired",
+    "field", "value", "values", "characters", "least", "most", "long", "short", "match", "matches",
+    "confirm", "change", "reset", "forgot", "provided", "given", "too"
+}) | SECRET_WORDS | {"key", "keys", "passwords", "secrets", "tokens"}
+
+
+def passphrase(value: str) -> bool:
+    words = value.split(" ")
+    return (3 <= len(words) <= 8 and len(value) >= 12 and all(_PHRASE_WORD.fullmatch(w) for w in words)
+            and not any(w.lower() in _PROSE_WORDS for w in words))
+
+
+_BLOCK_INDICATOR = re.compile(r"[|>][1-9]?[+-]?[1-9]?")
+
+
+def _block_scalar(text: str, lines: _Lines, key_start: int, key_end: int) -> tuple[int, int] | None:
+    """The span of a YAML block scalar's only line (the line below `key_start…key_end`, indented deeper),
+    or None when there is none or it goes on over more lines (prose, a certificate: the other rules')."""
+    if key_end >= len(text):
+        return None
+    indent = len(_BLANKS.match(text, key_start, key_end).group())
+    first_start, first_end = lines.bounds(key_end + 1)
+    content = _BLANKS.match(text, first_start, first_end).end()
+    if content - first_start <= indent or content == first_end:
+        return None
+    if first_end < len(text):
+        next_start, next_end = lines.bounds(first_end + 1)
+        if _BLANKS.match(text, next_start, next_end).end() - next_start > indent and \
+                text[next_start:next_end].strip():
+            return None  # a second line of the same block
+    return content, len(text[content:first_end].rstrip()) + content
 
 
 def _keyword_spans(text: str, lowered: str | None, lines: _Lines) -> list[tuple[int, int]]:
@@ -272,22 +353,42 @@ def _keyword_spans(text: str, lowered: str | None, lines: _Lines) -> list[tuple[
             continue
         start, end = match.span("v")
         quote = match.group("q")
-        if quote:
-            if not text.startswith(quote, end):
-                continue  # the quoted text goes on past a space: a sentence, not a value
-        else:
-            while end > start and text[end - 1] in ",;)]}":
-                end -= 1
-        escape = text.find("\\", start, end)  # `"TOKEN=x\\n"` in source code: the value ends at the escape
-        end = escape if escape >= 0 else end
-        # `NAME=value` alone on its line (a .env file, a shell's `export`): a bare word there is the value.
         # The line's bounds come from `lines` (worked out once), not rfind/find per hit: on one long line
         # (a minified bundle) that was quadratic.
         line_start, line_end = lines.bounds(name_start)
+        if quote:
+            if not text.startswith(quote, end):
+                # The quoted text goes on past a space: a passphrase (`"correct horse battery staple"`),
+                # or far more often a sentence (`"Enter your password"`).
+                close = text.find(quote, end, min(line_end, start + 200))
+                if close < 0 or not passphrase(text[start:close]):
+                    continue
+                end = close
+        else:
+            while end > start and text[end - 1] in ",;)]}":
+                end -= 1
+        separator = text[kw_start + len(tail):start]
+        if not quote and _BLOCK_INDICATOR.fullmatch(text, start, end):
+            # YAML's `password: |` (or `>-`, …): the value is the indented line below.
+            if separator.strip(" \t\"'") != ":" or _BLANKS.match(text, end, line_end).end() != line_end:
+                continue
+            block = _block_scalar(text, lines, line_start, line_end)
+            if block is None:
+                continue
+            start, end = block
+            if " " in text[start:end] and not passphrase(text[start:end]):
+                continue  # prose: a block scalar is a quoted value without the quotes
+            quote = "|"  # a block scalar is literal text, never code
+        # `NAME=value` alone on its line (a .env file, a shell's `export`): a bare word there is the value,
+        # backslashes included (`DB_PASS=Velv\\et…`). Elsewhere (`"TOKEN=x\\n"` in source code) the value
+        # ends at an escape.
         lead = text[line_start:name_start].strip() if name_start - line_start <= 100 else "(code)"
-        rest = _BLANKS.match(text, end, line_end).end()  # where the rest of the line starts
-        env_line = (lead in ("", "export") and text[kw_start + len(tail):start] == "="
-                    and (rest == line_end or text[rest] == "#"))
+        env_line = False
+        if lead in ("", "export") and separator == "=" and not quote:
+            rest = _BLANKS.match(text, end, line_end).end()  # where the rest of the line starts
+            env_line = rest == line_end or text[rest] == "#"
+        escape = -1 if env_line else text.find("\\", start, end)
+        end = escape if escape >= 0 else end
         parts = [p.lower() for p in _NAME_PARTS.split(name) if p]
         if plain_secret_value(text[start:end], quoted=bool(quote), parts=parts, env_line=env_line):
             spans.append((start, end))

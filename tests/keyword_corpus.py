@@ -22,6 +22,8 @@ def _value(style: str, seed: int) -> str:
         "symbols": f"{word.capitalize()}{digits}!#",          # Velvet1234!#
         "digits": "".join(rng.choice(string.digits) for _ in range(8)),
         "mixed": f"{word[:3]}{digits}{other[:3].upper()}",    # vel1234HAR
+        "backslash": f"{word[:3]}\\{word[3:]}{digits}",         # vel\vet1234 (a shell escape)
+        "words": " ".join(rng.sample(WORDS, 4)),             # velvet harbor pepper lantern
     }[style]
 
 
@@ -70,6 +72,12 @@ PLANTED_TEMPLATES = [
     ("url query", "notes.md", "https://api.internal/v1/export?token={}&fmt=csv", "mixed"),
     ("docker", "Dockerfile", "ENV API_PASSWORD={}", "word-digits"),
     ("docker", "Dockerfile", "ARG NPM_TOKEN={}", "phrase"),
+    # Red team finding 11: forms the keyword rule once missed.
+    ("yaml", "secrets.yml", "password: |\n  {}", "phrase"),
+    ("url", "db.py", 'url = f"postgresql://app:{}@{{host}}/db"', "symbols"),
+    ("dotenv", ".env", "PASSWORD_DB={}", "word-digits"),
+    ("dotenv", ".env", "DB_PASS={}", "backslash"),
+    ("python", "settings.py", 'BACKUP_PASSPHRASE = "{}"', "words"),
 ]
 
 
@@ -122,4 +130,30 @@ NOT_SECRETS = [
     ("hash.txt", "pin_hash = 8d969eef6ecad3c29a3a629280e686cf0c3f5d5a86aff3ca12020c923adc6c92"),
     ("Makefile", "TOKEN ?= $(shell cat .token)"),
     ("test.py", "assert password == expected_password"),
+    # Look-alikes of the forms red team finding 11 found missed: a name with a word after the keyword,
+    ("compose.env", "PASSWORD_DB=$DB_PASS"),
+    (".env.example", "PASSWORD_PROD=changeme"),
+    ("settings.py", 'PASSWORD_HASH_ALGORITHM = "argon2id-v19"'),
+    ("settings.py", 'token_prod_url = "https://auth.corp.internal/token"'),
+    ("ci.sh", "PASS_CI=all-green-42"),
+    ("settings.py", 'TOKEN_DB = "tokens.sqlite3"'),
+    ("settings.py", 'PASSWORD_DB = "vault/passwords.kdbx"'),
+    # a quoted value with spaces (a message, a template),
+    ("ci.yml", '      password: "${{ secrets.DB_PASSWORD }}"'),
+    ("forms.py", 'errors = {"password": "must be at least 8 characters"}'),
+    ("forms.py", 'password = "Enter your password"'),
+    ("api.py", 'token: "missing authorization header"'),
+    (".env.example", 'DB_PASS = "your password here"'),
+    # a YAML block scalar (prose, a template),
+    ("action.yml", "description: |\n  Rotate the database password every ninety days\n"),
+    ("values.yaml", "password: |\n  {{ .Values.db.password }}\n"),
+    ("values.yaml", "password: |\n  changeme\n"),
+    ("values.yaml", "password: >-\n  Ask the platform team for the admin password\n"),
+    # a URL whose password is a placeholder,
+    ("db.py", 'conn = f"postgresql://app:{password}@{host}/db"'),
+    ("db.py", 'DSN = "mysql://root:%(password)s@%(host)s/app"'),
+    ("db.js", "const url = `https://${user}:${token}@${host}/repo.git`;"),
+    ("README.md", "Clone with `https://user:PASSWORD@host/repo.git`."),
+    # and a backslash in a .env value that escapes a variable.
+    (".env.example", "DB_PASS=\\$DB_PASS"),
 ]

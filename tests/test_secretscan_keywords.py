@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from gitbot.secrets import Secrets
-from gitbot.secretscan import KEYWORD_KIND, REDACTED, scan
+from gitbot.secretscan import KEYWORD_KIND, REDACTED, scan, secret_name
 from tests.keyword_corpus import NOT_SECRETS, planted
 
 PLANTED = planted()
@@ -22,8 +22,10 @@ def test_the_planted_set_is_large_and_varied():
 def test_every_planted_secret_is_found_and_replaced(kind, name, line, value):
     text, findings = Secrets().scrub(f"{name}\n{line}\n")
     assert value not in text and REDACTED in text
-    # A value random enough for the older high-entropy rule keeps that rule's name.
-    assert [f.line for f in findings] == [2] and findings[0].kind in (KEYWORD_KIND, "secret-assignment")
+    # A value random enough for the older high-entropy rule keeps that rule's name, as does a URL's password.
+    value_line = 2 + line[:line.index(value)].count("\n")  # a YAML block scalar's is the line below its key
+    assert [f.line for f in findings] == [value_line]
+    assert findings[0].kind in (KEYWORD_KIND, "secret-assignment", "url-credentials")
 
 
 @pytest.mark.parametrize("name,line", NOT_SECRETS)
@@ -59,4 +61,22 @@ def test_the_scanners_own_source_has_no_finding():
     import gitbot
 
     for path in sorted(Path(gitbot.__file__).parent.rglob("*.py")):
-        assert [f for f in scan(path.read_text(encoding="utf-8")) if f.kind == KEYWORD_KIND] == [], path
+        assert scan(path.read_text(encoding="utf-8")) == [], path  # nor of any other rule (its examples)
+
+
+@pytest.mark.parametrize("name,secret", [
+    ("PASSWORD_DB", True), ("TOKEN_PROD", True), ("DB_PASSWORD_PROD", True), ("PASSWORD2", True),
+    ("API_KEY_PROD", True), ("secretAdmin", True),
+    ("password_hash", False), ("token_url", False), ("token_type", False), ("secret_name", False),
+    ("PASS_CI", False), ("PIN_TEST", False), ("DB_ADMIN", False),
+])
+def test_a_name_may_go_on_after_its_secret_word_only_to_say_whose(name, secret):
+    assert secret_name(name) is secret
+
+
+def test_a_yaml_block_scalar_of_one_line_is_a_value_and_of_more_lines_is_not():
+    one = "db:\n  password: |-\n    plainvelvet1234\n  user: app\n"
+    [finding] = scan(one)
+    assert finding.line == 3 and one[finding.start:finding.end] == "plainvelvet1234"
+    # Two lines read as text (a certificate's is found by its own rule): no keyword finding.
+    assert scan("password: |\n  plainvelvet1234\n  second line\n") == []

@@ -85,26 +85,26 @@ def test_held_a_marker_the_agent_writes_on_the_secret_line_is_not_honoured(tmp_p
 
 # ---------------------------------------------------------------- the keyword rule: forms it misses
 
-# Each of these detect-secrets 1.5.0 (default plugins) reports and gitbot's scanner does not.
+# Each of these detect-secrets 1.5.0 (default plugins) reports. Five of them gitbot's scanner missed
+# (red team finding 11: all but sql-with-password and rails-secret-key-base); the value is what must go.
 MISSED_FORMS = {
-    "yaml-block-scalar": f"password: |\n  {PLAIN}\n",
-    "python-fstring-url": f'conn = f"postgresql://app:{PLAIN}@{{host}}/db"\n',
-    "sql-with-password": f"CREATE USER app WITH PASSWORD '{PLAIN}';\n",
-    "shell-escape-in-env": "DB_PASS=Velv\\et4417-9921\n",
-    "name-with-suffix-after-keyword": f"PASSWORD_DB={PLAIN}\n",
-    "rails-secret-key-base": f"SECRET_KEY_BASE={PLAIN}\n",
-    "passphrase-with-spaces": 'DB_PASS = "correct horse battery staple"\n',
+    "yaml-block-scalar": (f"password: |\n  {PLAIN}\n", PLAIN),
+    "python-fstring-url": (f'conn = f"postgresql://app:{PLAIN}@{{host}}/db"\n', PLAIN),
+    "sql-with-password": (f"CREATE USER app WITH PASSWORD '{PLAIN}';\n", PLAIN),
+    "shell-escape-in-env": ("DB_PASS=Velv\\et4417-9921\n", "et4417-9921"),
+    "name-with-suffix-after-keyword": (f"PASSWORD_DB={PLAIN}\n", PLAIN),
+    "rails-secret-key-base": (f"SECRET_KEY_BASE={PLAIN}\n", PLAIN),
+    "passphrase-with-spaces": ('DB_PASS = "correct horse battery staple"\n', "horse battery"),
 }
 
 
-FOUND_NOW = {"sql-with-password", "rails-secret-key-base"}
-NOT_YET = pytest.mark.xfail(strict=True, reason="red team finding 11: a form the keyword rule does not know yet")
-
-
-@pytest.mark.parametrize("form", [form if form in FOUND_NOW else pytest.param(form, marks=NOT_YET)
-                                  for form in sorted(MISSED_FORMS)])
+@pytest.mark.parametrize("form", sorted(MISSED_FORMS))
 def test_a_plain_password_in_forms_detect_secrets_finds(form):
-    assert scan(MISSED_FORMS[form]), form
+    text, value = MISSED_FORMS[form]
+    assert scan(text), form
+    # The same scanner redacts what tools print and what goes into the record.
+    scrubbed, findings = Secrets().scrub(text)
+    assert findings and value not in scrubbed, scrubbed
 
 
 # ---------------------------------------------------------------- the commit gate, end to end through `gitbot action`
