@@ -493,6 +493,7 @@ def serve(control_fd, stage):
     namespace of its own, once per source (`Stage`)."""
     import fcntl  # noqa: F401 - for _place_fds, imported once rather than in every child
     import json
+    import resource  # noqa: F401 - for apply_limits, likewise
     import select
     import signal
     import socket
@@ -579,6 +580,7 @@ def serve(control_fd, stage):
         pid = os.fork()
         if pid == 0:
             code = EXIT_FAILED
+            output = stdout_fd  # where a failure is said: the command's output, fd 1 once it is placed
             try:
                 os.setsid()
                 if mode == "failed":
@@ -588,6 +590,7 @@ def serve(control_fd, stage):
                     signal.signal(signum, signal.SIG_DFL)
                 _place_fds([(stdin_fd, 0), (stdout_fd, 1), (stdout_fd, 2),
                             *zip(passed, request["fds"])])
+                output = 1
                 os.chdir(request["cwd"])
                 os.environ.clear()
                 os.environ.update(request["env"])
@@ -605,10 +608,7 @@ def serve(control_fd, stage):
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else EXIT_FAILED
             except BaseException as exc:  # noqa: BLE001 - the child must never return to the loop
-                try:
-                    os.write(2, f"gitbot-sandbox: {exc}\n".encode())
-                except OSError:
-                    pass
+                _failed(output, exc)
             finally:
                 os._exit(code)
         for fd in (stdin_fd, stdout_fd, *passed):
@@ -635,7 +635,9 @@ def _place_fds(pairs):
     """Each (fd, number): the fd given the number, and no other fd left open (not the launcher's socket)."""
     import fcntl  # imported by `serve` before it forks
 
-    moved = [(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 1024), number) for fd, number in pairs]
+    # Above every number wanted (not at a fixed height: RLIMIT_NOFILE is often 1024 for a user).
+    above = max(number for _fd, number in pairs) + 1
+    moved = [(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, above), number) for fd, number in pairs]
     for fd, number in moved:
         os.dup2(fd, number, inheritable=True)
     low = 0

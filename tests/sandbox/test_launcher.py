@@ -156,3 +156,23 @@ def test_cgroups_left_by_killed_gitbot_processes_are_removed(runner):
         for directory in stale:
             if os.path.exists(directory):
                 os.rmdir(directory)
+
+
+@pytest.mark.parametrize("mode", ["required", "off"])
+def test_commands_start_under_a_users_usual_open_file_limit(git_repo, mode):
+    # A user's soft RLIMIT_NOFILE is usually 1024 (root's here is higher): the launcher moved fds to
+    # 1024 and up, so as any ordinary user every command failed at once with status 125 and no word.
+    if mode == "required":
+        require_bwrap()
+    script = textwrap.dedent(f"""
+        import resource, sys
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+        from gitbot.policy import Policy
+        from gitbot.sandbox.runner import Runner
+        runner = Runner(Policy(sandbox_mode={mode!r}), sys.argv[1])
+        run = runner.run_shell("echo started-ok", 30)
+        print(run.exit_code, run.output.strip())
+    """)
+    done = subprocess.run([sys.executable, "-c", script, str(git_repo)], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.stdout.strip() == "0 started-ok", done.stdout + done.stderr
