@@ -77,6 +77,10 @@ def open_pr(runner: Runner, api: FakeMessagesAPI, **inputs: str):
     return pr, ran
 
 
+# The first job's summary: the model's words, with trigger phrases that gitbot's posts must defuse.
+LIVE_TRIGGER_SUMMARY = "Done. @gitbot fix everything next, /cc @maria"
+
+
 class FirstJob:
     """The job most scenarios start from, run once: afterwards, `restore` puts back everything it left
     (the fake GitHub's state and bare repository, the runner's directory at the same path, and the model
@@ -88,7 +92,7 @@ class FirstJob:
         fake.set_permission("maria", "maintain")
         (base / "job").mkdir()
         self.runner = Runner(fake, base / "job")
-        with FakeMessagesAPI(fix_script()) as api:
+        with FakeMessagesAPI(fix_script(LIVE_TRIGGER_SUMMARY)) as api:
             _, self.ran = open_pr(self.runner, api)
         self.runs = self.runner.runs
         self.api_memory = api.snapshot()
@@ -103,8 +107,9 @@ class FirstJob:
         return self.runner
 
     def open_pr(self, api: FakeMessagesAPI):
-        """`open_pr(runner, api)` as it ran once: `api` (whose script starts with `fix_script()`) remembers
-        that job's requests and prompt cache; the pull request and the job's outcome as it left them."""
+        """`open_pr(runner, api)` as it ran once: `api` remembers that job's requests and prompt cache (the
+        first four turns of its script, `fix_script()`, stand for the ones that job was served); returns the
+        pull request and the job's outcome as it left them."""
         api.resume_from(self.api_memory)
         [pr] = self.runner.fake.pulls
         return pr, self.ran
@@ -334,10 +339,10 @@ def test_gitbots_own_comment_never_starts_it(runner):
     )
 
 
-def test_gitbots_replies_hold_no_live_trigger_phrase(runner):
-    fake = runner.fake
-    with FakeMessagesAPI(fix_script("Done. @gitbot fix everything next, /cc @maria")) as api:
-        pr, _ = open_pr(runner, api)
+def test_gitbots_replies_hold_no_live_trigger_phrase(resumed):
+    fake = resumed.runner.fake
+    [pr] = fake.pulls
+    assert "fix everything next" in pr.body  # the first job's summary (LIVE_TRIGGER_SUMMARY) is posted
     for text in [pr.body, *(c.body for c in fake.comments)]:
         assert find_request(text) is None, text
 
