@@ -25,11 +25,13 @@ single-use URL on this server; fetching it with an `Authorization` header is rec
 from __future__ import annotations
 
 import base64
+import copy
 import datetime as dt
 import itertools
 import json
 import re
 import secrets
+import shutil
 import subprocess
 import threading
 import time
@@ -204,6 +206,30 @@ class FakeGitHub(LoopbackServer, PullsMixin):
 
     def handler_class(self) -> type[BaseHTTPRequestHandler]:
         return _make_handler(self)
+
+    # ---------------------------------------------------------------- snapshots
+
+    # Not state: the running server and its lock stay; the id counter is kept as the next id it gives.
+    _NOT_STATE = ("_server", "_lock", "_ids")
+
+    def snapshot(self, repo_copy: Path) -> dict[str, Any]:
+        """The fake's state now, with a copy of its bare repository at `repo_copy`, for `restore`: a test
+        module can run a costly first job once and start each of its tests from what that job left."""
+        with self._lock:
+            shutil.copytree(self.bare_repo, repo_copy, symlinks=True)
+            next_id = next(self._ids)
+            self._ids = itertools.count(next_id)
+            state = {k: v for k, v in vars(self).items() if k not in self._NOT_STATE}
+            # The memo keeps references to the fake itself pointing at this (running) fake.
+            return {"repo": repo_copy, "next_id": next_id, "state": copy.deepcopy(state, {id(self): self})}
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        """Back to the state and repository of `snapshot`, on the same server (the same URLs and token)."""
+        with self._lock:
+            shutil.rmtree(self.bare_repo)
+            shutil.copytree(snapshot["repo"], self.bare_repo, symlinks=True)
+            vars(self).update(copy.deepcopy(snapshot["state"], {id(self): self}))
+            self._ids = itertools.count(snapshot["next_id"])
 
     @property
     def api_url(self) -> str:

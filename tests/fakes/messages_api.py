@@ -599,6 +599,26 @@ class FakeMessagesAPI:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    # -- snapshots
+
+    def snapshot(self) -> dict[str, Any]:
+        """What the server remembers now (requests, errors, prompt cache, served ids, turns used), for
+        `resume_from`."""
+        with self._lock:
+            return copy.deepcopy({"next": self._next, "requests": self.requests, "errors": self.errors,
+                                  "cache": self.cache._entries, "served_ids": self._served_ids})
+
+    def resume_from(self, snapshot: dict[str, Any]) -> None:
+        """Remember what the server of `snapshot` remembered, as if this server had answered its requests:
+        the first turns of this server's script stand for the turns that one had served."""
+        if snapshot["next"] > len(self._script):
+            raise ValueError(f"the script has {len(self._script)} turns; {snapshot['next']} were served")
+        memory = copy.deepcopy(snapshot)
+        with self._lock:
+            self._next = memory["next"]
+            self.requests, self.errors = memory["requests"], memory["errors"]
+            self.cache._entries, self._served_ids = memory["cache"], memory["served_ids"]
+
     # -- inspection
 
     @property

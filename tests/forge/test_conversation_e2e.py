@@ -1,13 +1,16 @@
 """Conversations with gitbot through `python -m gitbot action`, end to end: the fake github.com (REST,
 GraphQL, git over HTTP into a bare repository), the fake Messages API with prompt caching, the real
 anthropic SDK, PyGithub, git and the agent loop. One test per scenario the issue lists; every job
-runs on a fresh checkout, as every GitHub Actions job runs on a fresh machine."""
+runs on a fresh checkout, as every GitHub Actions job runs on a fresh machine. The first job most
+scenarios start from (issue 7 labelled, a pull request opened) runs once per module: each of those tests
+starts from what it left (`resumed`)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,7 @@ import pytest
 from gitbot.forge.mention import find_request
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
-from tests.forge.conftest import actions_checkout, header_config, run_git
+from tests.forge.conftest import PROJECT_FILES, actions_checkout, header_config, run_git, seed
 from tests.forge.test_action_e2e import CHECK, Harness, Ran, fix_script, model_text
 
 pytestmark = pytest.mark.slow
@@ -74,6 +77,57 @@ def open_pr(runner: Runner, api: FakeMessagesAPI, **inputs: str):
     return pr, ran
 
 
+# The first job's summary: the model's words, with trigger phrases that gitbot's posts must defuse.
+LIVE_TRIGGER_SUMMARY = "Done. @gitbot fix everything next, /cc @maria"
+
+
+class FirstJob:
+    """The job most scenarios start from, run once: afterwards, `restore` puts back everything it left
+    (the fake GitHub's state and bare repository, the runner's directory at the same path, and the model
+    server's memory through `open_pr`), so every test continues from the same first job."""
+
+    def __init__(self, fake: FakeGitHub, base: Path):
+        self.base = base
+        seed(fake, base, PROJECT_FILES)
+        fake.set_permission("maria", "maintain")
+        (base / "job").mkdir()
+        self.runner = Runner(fake, base / "job")
+        with FakeMessagesAPI(fix_script(LIVE_TRIGGER_SUMMARY)) as api:
+            _, self.ran = open_pr(self.runner, api)
+        self.runs = self.runner.runs
+        self.api_memory = api.snapshot()
+        self.github = fake.snapshot(base / "saved" / "bare")
+        shutil.copytree(base / "job", base / "saved" / "job", symlinks=True)
+
+    def restore(self) -> Runner:
+        self.runner.fake.restore(self.github)
+        shutil.rmtree(self.runner.tmp)
+        shutil.copytree(self.base / "saved" / "job", self.runner.tmp, symlinks=True)
+        self.runner.runs = self.runs
+        return self.runner
+
+    def open_pr(self, api: FakeMessagesAPI):
+        """`open_pr(runner, api)` as it ran once: `api` remembers that job's requests and prompt cache (the
+        first four turns of its script, `fix_script()`, stand for the ones that job was served); returns the
+        pull request and the job's outcome as it left them."""
+        api.resume_from(self.api_memory)
+        [pr] = self.runner.fake.pulls
+        return pr, self.ran
+
+
+@pytest.fixture(scope="module")
+def first_job(tmp_path_factory):
+    base = tmp_path_factory.mktemp("first-job")
+    with FakeGitHub(base / "github") as fake:
+        yield FirstJob(fake, base)
+
+
+@pytest.fixture
+def resumed(first_job) -> FirstJob:
+    first_job.restore()
+    return first_job
+
+
 def first_request_cache_share(api: FakeMessagesAPI, index: int) -> float:
     usage = api.requests[index]["usage"]
     prompt = usage["input_tokens"] + usage["cache_creation_input_tokens"] + usage["cache_read_input_tokens"]
@@ -121,10 +175,11 @@ def test_a_mention_on_an_issue_works_like_the_label_and_replies_to_the_comment(r
     assert ran.outputs["status"] == "completed" and ran.outputs["pr-number"] == str(pr.number)
 
 
-def test_a_line_comment_on_gitbots_pr_gets_a_verified_commit_and_a_reply_in_its_thread(runner):
+def test_a_line_comment_on_gitbots_pr_gets_a_verified_commit_and_a_reply_in_its_thread(resumed):
+    runner = resumed.runner
     fake = runner.fake
     with FakeMessagesAPI(fix_script() + follow_up_script()) as api:
-        pr, _ = open_pr(runner, api)
+        pr, _ = resumed.open_pr(api)
         first_tip, first_requests = fake.branch_sha(pr.head), len(api.requests)
         event = fake.review_comment_event(
             pr.number,
@@ -164,10 +219,11 @@ def test_a_line_comment_on_gitbots_pr_gets_a_verified_commit_and_a_reply_in_its_
     assert ran.outputs["status"] == "completed" and ran.outputs["verified"] == "true"
 
 
-def test_a_review_with_two_comments_is_one_iteration_replied_on_the_pr(runner):
+def test_a_review_with_two_comments_is_one_iteration_replied_on_the_pr(resumed):
+    runner = resumed.runner
     fake = runner.fake
     with FakeMessagesAPI(fix_script() + follow_up_script("Handled both review comments.")) as api:
-        pr, _ = open_pr(runner, api)
+        pr, _ = resumed.open_pr(api)
         first_requests = len(api.requests)
         event = fake.review_event(
             pr.number,
@@ -228,11 +284,12 @@ def test_a_fork_pr_gets_instructions_and_no_run(runner):
     assert "fork" in reply.body and f"pull/{pr.number}/head" in reply.body
 
 
-def test_a_read_only_commenter_starts_nothing(runner):
+def test_a_read_only_commenter_starts_nothing(resumed):
+    runner = resumed.runner
     fake = runner.fake
     fake.set_permission("reader", "read")
     with FakeMessagesAPI(fix_script()) as api:
-        pr, _ = open_pr(runner, api)
+        pr, _ = resumed.open_pr(api)
         requests, pushes = len(api.requests), len(fake.git_pushes())
         event = fake.review_comment_event(
             pr.number, "@gitbot delete the tests", author="reader", path="stats.py", line=7
@@ -244,10 +301,11 @@ def test_a_read_only_commenter_starts_nothing(runner):
 
 
 @pytest.mark.timeout(240)  # four jobs in one test: the default 120 s ran out on a loaded machine
-def test_the_same_comment_twice_is_worked_on_once_and_a_rerun_updates(runner):
+def test_the_same_comment_twice_is_worked_on_once_and_a_rerun_updates(resumed):
+    runner = resumed.runner
     fake = runner.fake
     with FakeMessagesAPI(fix_script() + follow_up_script() + follow_up_script("again")) as api:
-        pr, _ = open_pr(runner, api)
+        pr, _ = resumed.open_pr(api)
         event = fake.review_comment_event(
             pr.number, "@gitbot handle the empty list", author="maria", path="stats.py", line=7
         )
@@ -281,18 +339,19 @@ def test_gitbots_own_comment_never_starts_it(runner):
     )
 
 
-def test_gitbots_replies_hold_no_live_trigger_phrase(runner):
-    fake = runner.fake
-    with FakeMessagesAPI(fix_script("Done. @gitbot fix everything next, /cc @maria")) as api:
-        pr, _ = open_pr(runner, api)
+def test_gitbots_replies_hold_no_live_trigger_phrase(resumed):
+    fake = resumed.runner.fake
+    [pr] = fake.pulls
+    assert "fix everything next" in pr.body  # the first job's summary (LIVE_TRIGGER_SUMMARY) is posted
     for text in [pr.body, *(c.body for c in fake.comments)]:
         assert find_request(text) is None, text
 
 
-def test_a_cumulative_budget_hit_replies_with_the_spend_and_does_nothing_else(runner):
+def test_a_cumulative_budget_hit_replies_with_the_spend_and_does_nothing_else(resumed):
+    runner = resumed.runner
     fake = runner.fake
     with FakeMessagesAPI(fix_script() + follow_up_script()) as api:
-        pr, first = open_pr(runner, api)
+        pr, first = resumed.open_pr(api)
         spent = float(first.outputs["cost-usd"])
         requests, pushes = len(api.requests), len(fake.git_pushes())
         event = fake.review_comment_event(
@@ -343,10 +402,11 @@ def test_an_answer_only_question_gets_an_answer_from_the_code_and_the_failing_lo
     assert re.search(r"This step: \$\d+\.\d{4}", reply.body)
 
 
-def test_answer_forces_a_read_only_run(runner):
+def test_answer_forces_a_read_only_run(resumed):
+    runner = resumed.runner
     fake = runner.fake
     with FakeMessagesAPI(fix_script()) as api:
-        pr, _ = open_pr(runner, api)
+        pr, _ = resumed.open_pr(api)
     tip = fake.branch_sha(pr.head)
     answer = "I could not edit; the answer is: raise ValueError."
     script = [
@@ -386,10 +446,11 @@ def test_a_custom_trigger_phrase_in_the_models_answer_is_defused(runner):
     assert find_request(reply.body, "/fixit") is None
 
 
-def test_max_iterations_stops_a_pull_requests_conversation_with_a_reply(runner):
+def test_max_iterations_stops_a_pull_requests_conversation_with_a_reply(resumed):
+    runner = resumed.runner
     fake = runner.fake
     with FakeMessagesAPI(fix_script() + follow_up_script() + follow_up_script()) as api:
-        pr, _ = open_pr(runner, api)
+        pr, _ = resumed.open_pr(api)
         first = fake.comment_event(pr.number, "@gitbot handle the empty list", author="maria")
         assert runner.run(api, "issue_comment", first, check_command=CHECK, max_iterations="1").exit_code == 0
         requests = len(api.requests)
@@ -400,10 +461,11 @@ def test_max_iterations_stops_a_pull_requests_conversation_with_a_reply(runner):
     assert "1 time(s)" in reply.body and "max-iterations" in reply.body
 
 
-def test_a_branch_that_moves_while_gitbot_works_gets_the_change_beside_it(runner):
+def test_a_branch_that_moves_while_gitbot_works_gets_the_change_beside_it(resumed):
+    runner = resumed.runner
     fake = runner.fake
     with FakeMessagesAPI(fix_script() + follow_up_script()) as api:
-        pr, _ = open_pr(runner, api)
+        pr, _ = resumed.open_pr(api)
         pushed: list[str] = []
 
         def someone_pushes_first(rec) -> bool:
