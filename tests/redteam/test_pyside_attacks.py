@@ -8,6 +8,7 @@ ever would), so a stale cache would show here first."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -188,3 +189,48 @@ def test_a_secret_the_host_writes_through_a_symlink_a_command_planted_at_a_denie
         handle.write("KEY=SECRET_THROUGH_LINK_0a7\n")
     run = runner.run_shell("cat notes.txt", 30)
     assert "SECRET_THROUGH_LINK_0a7" not in run.output
+
+
+def test_a_nested_repositorys_config_symlinked_into_the_work_tree_cannot_be_given_a_hook(tmp_path):
+    # GOT THROUGH (main too; the bytes cache keeps it so). A vendored nested repository whose `.git/config` is a
+    # symlink to a work-tree file (a shared config): its `.git` is read-only in the sandbox, but the link
+    # leads out of it, so a command appends core.fsmonitor to the target. The guard stamps the config with
+    # lstat() (the link's own stamp, which never moves) and caches the bytes it read through the link by that
+    # stamp, so nothing is undone, and the user's `git status` in the nested repository runs the hook.
+    import subprocess
+
+    repo = make_repo(tmp_path / "repo", {"app.py": "x\n"})
+    nested = repo / "vendor" / "x"
+    nested.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(nested)], check=True)
+    config = nested / ".git" / "config"
+    (repo / "vendor" / "x.gitconfig").write_text(config.read_text())
+    config.unlink()
+    config.symlink_to("../../x.gitconfig")
+    pwned = tmp_path / "PWNED"
+    runner = sandboxed(repo)
+    with contextlib.suppress(Exception):  # refusing or undoing is a fix
+        runner.run_shell(f"printf '[core]\\n\\tfsmonitor = \"touch {pwned}; false\"\\n' >> vendor/x.gitconfig", 30)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    subprocess.run(["git", "status"], cwd=nested, capture_output=True, env=env, check=False)
+    assert not pwned.exists(), "the user's git ran a core.fsmonitor a sandboxed command wrote through a config link"
+
+
+def test_a_secret_committed_between_commands_is_hidden_from_the_history_after_the_state_was_cached(tmp_path, trusted):
+    # Held. The filtered store's state is parsed again only when its stamp moves. The host commits a new
+    # `.env` (and removes it from the work tree) between commands, twice, the second within the racy window
+    # of the first; each time the next command's `git log -p --all` must not show it.
+    repo = make_repo(tmp_path / "repo", {"app.py": "x\n"})
+    runner = sandboxed(repo)
+    settle(runner)
+    settle(runner)
+    for secret in ("SECRET_HISTORY_1b8", "SECRET_HISTORY_2c9"):
+        (repo / ".env").write_text(secret + "\n")
+        git(repo, "add", "-f", ".env")
+        git(repo, "commit", "-q", "-m", "oops")
+        git(repo, "rm", "-q", "--cached", ".env")
+        git(repo, "commit", "-q", "-m", "removed")
+        (repo / ".env").unlink()
+        run = runner.run_shell("git log -p --all | grep -c -e SECRET_ -e ^+++; git grep SECRET_ $(git rev-list --all)", 60)
+        assert run.output.split()[0] not in ("0", ""), run.output  # the log was read (the +++ lines)
+        assert secret not in run.output
