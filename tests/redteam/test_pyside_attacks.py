@@ -234,3 +234,37 @@ def test_a_secret_committed_between_commands_is_hidden_from_the_history_after_th
         run = runner.run_shell("git log -p --all | grep -c -e SECRET_ -e ^+++; git grep SECRET_ $(git rev-list --all)", 60)
         assert run.output.split()[0] not in ("0", ""), run.output  # the log was read (the +++ lines)
         assert secret not in run.output
+
+
+def test_the_config_link_attack_through_gitbot_run(tmp_path):
+    # GOT THROUGH (main too): the attack above as the agent does it, one execute_command of a `gitbot run` with
+    # the default policy (in the sandbox, commands run unless a deny rule refuses them).
+    import subprocess
+
+    from tests.conftest import run_gitbot
+    from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
+
+    require_bwrap()
+    repo = make_repo(tmp_path / "repo", {"app.py": "x\n"})
+    nested = repo / "vendor" / "x"
+    nested.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(nested)], check=True)
+    config = nested / ".git" / "config"
+    (repo / "vendor" / "x.gitconfig").write_text(config.read_text())
+    config.unlink()
+    config.symlink_to("../../x.gitconfig")
+    git(repo, "add", "vendor/x.gitconfig")
+    git(repo, "commit", "-q", "-m", "shared config")
+    pwned = tmp_path / "PWNED"
+    command = f"printf '[core]\\n\\tfsmonitor = \"touch {pwned}; false\"\\n' >> vendor/x.gitconfig"
+    script = [tool_turn(("execute_command", {"command": command})),
+              tool_turn(("attempt_completion", {"result": "done"})),
+              tool_turn(("attempt_completion", {"result": "done"}))]
+    with FakeMessagesAPI(script) as api:
+        run_gitbot(["run", "--task", "tidy the vendored config", "--repo", str(repo), "--json"], env=api.env(),
+                   timeout=120)
+    assert not pwned.exists(), "gitbot's own git ran the hook during the run"
+    assert "fsmonitor" in (repo / "vendor" / "x.gitconfig").read_text(), "the command did not run"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    subprocess.run(["git", "status"], cwd=nested, capture_output=True, env=env, check=False)
+    assert not pwned.exists(), "the user's git ran a core.fsmonitor the agent wrote through a config link"
