@@ -142,6 +142,8 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     nested_dirs = [rel for rel in present if os.path.isdir(os.path.join(repo, rel))
                    and not os.path.islink(os.path.join(repo, rel))]
     nested_files = [rel for rel in present if rel not in nested_dirs]
+    nested_files += [rel for rel in targets if not os.path.isdir(os.path.join(repo, rel))]
+    targets = [rel for rel in targets if os.path.isdir(os.path.join(repo, rel))]
     # Before the git directories: these pin directories of the work tree, and a later bind of a
     # directory would hide mounts made inside it before.
     args += layout.protected_arguments(repo, [*layout.ALWAYS_PROTECTED_DIRS, *read_only, *nested_dirs, *targets],

@@ -131,7 +131,8 @@ def gitfile_directories(dot_git: str) -> tuple[str | None, str | None]:
 def nested_git_arguments(repo: str, entries: list[str], visible: list[str]) -> tuple[list[str], list[str]]:
     """For the `.git` entries below the root (repository-relative): (bubblewrap arguments that hide
     each git directory's `gitbot/` and show its config without credentials, the git directories inside
-    the repository that their gitfiles point to, to be made read-only like the entries themselves).
+    the repository that their gitfiles point to and the work-tree files and directories their config,
+    commondir or hooks link to, to be made read-only like the entries themselves).
     `visible`: the directories the sandbox shows (the repository, its own git directories): a git
     directory anywhere else is not there to cover."""
     args: list[str] = []
@@ -156,7 +157,37 @@ def nested_git_arguments(repo: str, entries: list[str], visible: list[str]) -> t
                     sanitized = sanitized_copy(config)
                     if sanitized is not None:
                         args += ["--ro-bind", sanitized, config]
+            for link in _links_out(directory):
+                # What git reads through a link out of its (read-only) directory into the work tree, a command
+                # could write there (a core.fsmonitor the user's next `git status` runs): its target is made
+                # read-only too, and a config is shown without credentials like one in place.
+                real = os.path.realpath(link)
+                if real == repo or not under(real, repo) or under(real, top) or not os.path.exists(real):
+                    continue
+                if os.path.basename(link).startswith("config") and os.path.isfile(real):
+                    sanitized = sanitized_copy(real)
+                    if sanitized is not None:
+                        args += ["--ro-bind", sanitized, real]
+                targets.append(os.path.relpath(real, repo))
     return args, sorted(set(targets))
+
+
+# What git reads from a git directory that can make it run something or read another git directory.
+_EXECUTABLE_METADATA = ("config", "config.worktree", "commondir", "hooks")
+
+
+def _links_out(directory: str) -> list[str]:
+    """The symlinks among a git directory's config, config.worktree, commondir, hooks and hooks' entries."""
+    found = [os.path.join(directory, name) for name in _EXECUTABLE_METADATA
+             if os.path.islink(os.path.join(directory, name))]
+    hooks = os.path.join(directory, "hooks")
+    if os.path.isdir(hooks) and not os.path.islink(hooks):
+        try:
+            with os.scandir(hooks) as entries:
+                found += [entry.path for entry in entries if entry.is_symlink()]
+        except OSError:
+            pass
+    return found
 
 
 def _read_gitfile(dot_git: str) -> tuple[str | None, str | None]:

@@ -264,7 +264,24 @@ def test_the_config_link_attack_through_gitbot_run(tmp_path):
         run_gitbot(["run", "--task", "tidy the vendored config", "--repo", str(repo), "--json"], env=api.env(),
                    timeout=120)
     assert not pwned.exists(), "gitbot's own git ran the hook during the run"
-    assert "fsmonitor" in (repo / "vendor" / "x.gitconfig").read_text(), "the command did not run"
+    # The link's target is read-only in the sandbox: the write never lands (it did before).
+    assert "fsmonitor" not in (repo / "vendor" / "x.gitconfig").read_text(), "a command wrote through the config link"
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     subprocess.run(["git", "status"], cwd=nested, capture_output=True, env=env, check=False)
     assert not pwned.exists(), "the user's git ran a core.fsmonitor the agent wrote through a config link"
+
+
+def test_a_nested_repositorys_hook_symlinked_into_the_work_tree_cannot_be_rewritten(tmp_path):
+    # The same hole through hooks/: a hook of a vendored repository that links to a work-tree script.
+    import subprocess
+
+    repo = make_repo(tmp_path / "repo", {"app.py": "x\n", "tools/pre-commit": "#!/bin/sh\nexit 0\n"})
+    (repo / "tools" / "pre-commit").chmod(0o755)
+    nested = repo / "vendor" / "x"
+    nested.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(nested)], check=True)
+    (nested / ".git" / "hooks" / "pre-commit").symlink_to(repo / "tools" / "pre-commit")
+    runner = sandboxed(repo)
+    with contextlib.suppress(Exception):
+        runner.run_shell("printf '#!/bin/sh\\ntouch PWNED\\n' > tools/pre-commit", 30)
+    assert "PWNED" not in (repo / "tools" / "pre-commit").read_text()
