@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 
     from gitbot.policy import Policy
 
+# The longest path the system can name, with its terminating NUL (Linux's PATH_MAX).
+PATH_MAX_BYTES = 4096
 # More files the read_deny rules match than this: refuse the command instead of running it unmasked.
 MAX_MASKED_FILES = 2000
 # A directory changed less than this long before a walk began is read again on the next walk: the
@@ -297,6 +299,10 @@ class DeniedFiles:
                                 decided[name] = hidden
                             if hidden:
                                 denied.append(prefix + name)
+                                if len(os.fsencode(path)) + 1 + len(os.fsencode(name)) >= PATH_MAX_BYTES:
+                                    # No mount can cover a path the system cannot name: the directory,
+                                    # which it can, is hidden whole instead.
+                                    unreadable = True
                     except OSError:
                         unreadable = True  # (an entry gone while listed is neither, without an error)
         except (FileNotFoundError, NotADirectoryError):

@@ -177,6 +177,9 @@ def test_a_denied_file_whose_path_is_longer_than_path_max_is_hidden(tmp_path):
     assert "SECRET_TOO_LONG_f96" not in run.output
 
 
+@pytest.mark.xfail(strict=True, reason="open: a symlink a command plants at a read_deny name is neither masked nor "
+                   "undone (symlinks are judged by their target, so `link.key -> README.md` stays readable); the "
+                   "next step is to set aside denied-name symlinks a command made, as planted.py does hard links")
 def test_a_secret_the_host_writes_through_a_symlink_a_command_planted_at_a_denied_name_is_hidden(tmp_path):
     # GOT THROUGH (main too). read_deny judges names, and the walk only decides regular files: a command
     # plants `.env -> notes.txt` (a symlink is neither masked nor undone), and the host's ordinary
