@@ -137,14 +137,14 @@ def test_gitmodules_rewritten_in_place_with_its_size_and_mtime_kept_is_put_back_
 # -- got through (also on main, 52fe514: not the caches) -------------------------------------------------
 
 
-def _deep_directory(repo: Path, runner: Runner, name: str) -> tuple[str, int]:
-    """A chain of directories a command makes, whose deepest still has a name (< PATH_MAX) but whose
-    entries named `name` do not. Returns (its path relative to the repository, a descriptor for it)."""
+def _deep_directory(repo: Path, runner: Runner, prefix: str) -> tuple[str, int, str]:
+    """A chain of directories a command makes, whose deepest still has a name (< PATH_MAX), and a file name
+    starting with `prefix` that entries there cannot have. Returns (the chain relative to the repository, a
+    descriptor for its deepest directory, the file name)."""
     part = "d" * 200
-    room = 4096 - len(str(repo)) - len("/L") - len(name) - 2
-    depth = room // (len(part) + 1) + 1
-    while len(str(repo)) + 2 + depth * (len(part) + 1) >= 4096:
-        depth -= 1
+    depth = 0
+    while len(str(repo)) + 1 + len("L") + (depth + 1) * (len(part) + 1) < 4096:
+        depth += 1
     runner.run_shell(f"mkdir -p L && cd L && for i in $(seq 1 {depth}); do mkdir {part} && cd {part}; done", 30)
     fd = os.open(repo / "L", os.O_RDONLY | os.O_DIRECTORY)
     for _ in range(depth):
@@ -152,8 +152,11 @@ def _deep_directory(repo: Path, runner: Runner, name: str) -> tuple[str, int]:
         os.close(fd)
         fd = inner
     relative = "L" + f"/{part}" * depth
+    # Whatever the temporary directory's length (xdist adds to it): past PATH_MAX with the name, not without.
+    name = prefix + "p" * max(0, 4097 - (len(str(repo)) + 2 + len(relative) + len(prefix)))
     assert len(str(repo)) + 1 + len(relative) < 4096 < len(str(repo)) + 2 + len(relative) + len(name)
-    return relative, fd
+    assert len(name) <= 255
+    return relative, fd, name
 
 
 def test_a_denied_file_whose_path_is_longer_than_path_max_is_hidden(tmp_path):
@@ -163,8 +166,7 @@ def test_a_denied_file_whose_path_is_longer_than_path_max_is_hidden(tmp_path):
     # relative paths (cd step by step).
     repo = make_repo(tmp_path / "repo", {"app.py": "x\n"})
     runner = sandboxed(repo)
-    name = ".env.production-" + "p" * 100
-    relative, fd = _deep_directory(repo, runner, name)
+    relative, fd, name = _deep_directory(repo, runner, ".env.production-")
     try:  # the host (a setup script, a restore) writes a secret there
         handle = os.open(name, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
         os.write(handle, b"SECRET_TOO_LONG_f96\n")
