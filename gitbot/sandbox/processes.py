@@ -19,8 +19,6 @@ TYPE_CHECKING = False  # on the hook's fast path (through command.py): no typing
 if TYPE_CHECKING:
     from typing import Self
 
-    from gitbot.sandbox.launcher import Launcher
-
 # Per-file size cap for commands (RLIMIT_FSIZE), so a runaway writer cannot fill the disk.
 MAX_FILE_BYTES = 4 << 30
 # Processes one command may have at once (fork bombs).
@@ -77,9 +75,10 @@ class ProcessLimit:
     _numbers = itertools.count(1)  # next() on a count is atomic in CPython: no lock needed
 
     def __init__(self, max_processes: int = MAX_PROCESSES, max_file_bytes: int = MAX_FILE_BYTES, *,
-                 launcher: Launcher | None = None):
+                 launcher=None):
         self.max_processes = max_processes
-        # Started by the launcher (launcher.py): no shell in front, and the launcher's cgroup.
+        # Started by the launcher (a launcher.Launcher; not imported: launcher.py builds on this module):
+        # no shell in front, and the launcher's cgroup.
         self.launched_by = launcher
         self.max_file_bytes = max_file_bytes
         self.cgroup: str | None = None
