@@ -142,7 +142,7 @@ class Launcher:
             ready = b""
         ours.settimeout(None)
         if ready != b"ready\n":
-            why = self._process.stderr.read().decode("utf-8", "replace").strip() if not ready else ready.decode()
+            why = self._end(read_stderr=True) or ready.decode("utf-8", "replace").strip()
             self.close()
             raise LauncherUnavailable(why or "the launcher did not start")
 
@@ -193,20 +193,33 @@ class Launcher:
         launched._pending = rest
         return launched
 
+    def _end(self, *, read_stderr: bool = False) -> str:
+        """Wait for the launcher to go (its socket closed: it exits), killing it after a while; what it
+        wrote on stderr, when asked (read only once it is gone, so the read ends)."""
+        if self._process is None:
+            return ""
+        if self._control is not None:
+            self._control.close()
+            self._control = None
+        try:
+            self._process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        said = ""
+        if self._process.stderr is not None and not self._process.stderr.closed:
+            if read_stderr:
+                said = self._process.stderr.read().decode("utf-8", "replace").strip()
+            self._process.stderr.close()
+        return said
+
     def close(self) -> None:
         """End the launcher (commands still running are killed) and remove its cgroup."""
         with self._lock:
             control, self._control = self._control, None
         if control is not None:
             control.close()
-        if self._process is not None:
-            try:
-                self._process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-            if self._process.stderr is not None:
-                self._process.stderr.close()
+        self._end()
         if self.cgroup is not None:
             processes.remove_cgroup(self.cgroup)
             self.cgroup = None
