@@ -246,9 +246,17 @@ def confine(spec, argv):
         os.close(ruleset)
     if os.geteuid() == 0:
         drop_capabilities()
+    start(argv)
+
+
+def start(argv, program=None):
+    """Exec the command (`program`, else argv[0] looked up on PATH). When the command itself cannot start,
+    say so as a shell would (126, 127), not as a setup failure."""
     try:
-        os.execvp(argv[0], argv)
-    except OSError as exc:  # the command itself cannot start: say so as a shell would, not as a setup failure
+        if program is None:
+            os.execvp(argv[0], argv)
+        os.execv(program, argv)
+    except OSError as exc:
         sys.stderr.write(f"{argv[0]}: {exc.strerror}\n")
         sys.exit(126 if isinstance(exc, PermissionError) else 127)
 
@@ -425,11 +433,7 @@ def contain(spec, argv):
     check(libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0), "landlock_restrict_self")
     os.close(ruleset)
     install_seccomp(spec["network"])
-    try:
-        os.execv(program, argv)
-    except OSError as exc:
-        sys.stderr.write(f"{argv[0]}: {exc.strerror}\n")
-        sys.exit(126 if isinstance(exc, PermissionError) else 127)
+    start(argv, program)
 
 
 def parse_spec(mode, fields):
@@ -601,8 +605,8 @@ def serve(control_fd, stage):
                     confine(spec, argv)
                 elif mode == "contain":
                     contain(spec, argv)
-                elif mode == "exec":
-                    run(argv)
+                elif mode == "exec":  # bubblewrap started by a user that needs no helper
+                    start(argv, resolve(argv[0]))
                 else:
                     raise Failed(f"unknown mode {mode!r}")
             except SystemExit as exc:
@@ -645,16 +649,6 @@ def _place_fds(pairs):
         if number > low:
             os.closerange(low, number)
         low = number + 1
-
-
-def run(argv):
-    """Mode "exec": the command as it is (bubblewrap started by a user that needs no helper)."""
-    program = resolve(argv[0])
-    try:
-        os.execv(program, argv)
-    except OSError as exc:
-        sys.stderr.write(f"{argv[0]}: {exc.strerror}\n")
-        sys.exit(126 if isinstance(exc, PermissionError) else 127)
 
 
 def main(args):
