@@ -127,3 +127,44 @@ def test_when_gitbot_is_killed_its_launcher_and_commands_go(git_repo, tmp_path):
         time.sleep(0.05)
     assert not processes_with(marker)
     assert not live_processes([launcher_pid])
+
+
+def test_cgroups_left_by_killed_gitbot_processes_are_removed(runner):
+    from gitbot.sandbox import processes
+
+    parents = [parent for _kind, parent in processes._own_cgroup_dirs() if os.access(parent, os.W_OK)]
+    if not parents:
+        pytest.skip("no writable pids cgroup here")
+    with open("/proc/sys/kernel/pid_max") as handle:
+        dead = int(handle.read()) + 1  # no process can have it
+    stale = [os.path.join(parents[0], f"gitbot-launcher-{dead}"), os.path.join(parents[0], f"gitbot-{dead}-7")]
+    for directory in stale:
+        os.mkdir(directory)
+    try:
+        runner.run_shell("true", 30)  # starts the launcher, which sweeps
+        assert not any(os.path.exists(directory) for directory in stale)
+        assert os.path.isdir(runner._launcher.cgroup)  # its own stays
+    finally:
+        for directory in stale:
+            if os.path.exists(directory):
+                os.rmdir(directory)
+
+
+@pytest.mark.parametrize("mode", ["required", "off"])
+def test_commands_start_under_a_users_usual_open_file_limit(git_repo, mode):
+    # A user's soft RLIMIT_NOFILE is usually 1024 (root's here is higher): the launcher moved fds to
+    # 1024 and up, so as any ordinary user every command failed at once with status 125 and no word.
+    if mode == "required":
+        require_bwrap()
+    script = textwrap.dedent(f"""
+        import resource, sys
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+        from gitbot.policy import Policy
+        from gitbot.sandbox.runner import Runner
+        runner = Runner(Policy(sandbox_mode={mode!r}), sys.argv[1])
+        run = runner.run_shell("echo started-ok", 30)
+        print(run.exit_code, run.output.strip())
+    """)
+    done = subprocess.run([sys.executable, "-c", script, str(git_repo)], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.stdout.strip() == "0 started-ok", done.stdout + done.stderr
