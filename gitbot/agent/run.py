@@ -105,9 +105,8 @@ def drive(agent: Agent, record: RunRecord, checkpointer, *, policy: Policy, run_
     provider = agent.provider
     if agent.ctx.runner.sandboxed:
         # A sandboxed command writes the repository only through its paths and leaves no process behind:
-        # what it changed can be told from inotify (checkpoints/watch.py). The protected paths are mount
-        # points it cannot change, made (when missing) and removed around each command.
-        checkpointer.watch(agent.ctx.runner.protected_paths())
+        # what it changed can be told from inotify (checkpoints/watch.py).
+        checkpointer.watch()
     # What the run's checkpoints cannot bring back stays as it was: read-only for every command, and
     # refused to the file tools.
     runner = agent.ctx.runner

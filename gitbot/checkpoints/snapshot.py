@@ -242,12 +242,11 @@ class Checkpointer:
         capture_ignored(self.shadow, self.index, self.run_id, size_cap_bytes=self.size_cap_bytes, denied=self._denied,
                         listing=listing, rebuildable=self._rebuildable)
 
-    def watch(self, untouchable: Sequence[str] = ()) -> None:
+    def watch(self) -> None:
         """From now on, learn what commands change from inotify (watch.py), so that a checkpoint after one
-        asks git about those paths only. For sandboxed commands (see watch.py); `stop_watching()` at the end.
-        `untouchable`: the paths their sandbox makes and removes around each, which they cannot change."""
+        asks git about those paths only. For sandboxed commands (see watch.py); `stop_watching()` at the end."""
         if self._watcher is None:
-            self._watcher = watch_for(self.shadow, self.repo, untouchable)
+            self._watcher = watch_for(self.shadow, self.repo)
 
     def stop_watching(self) -> None:
         watcher, self._watcher = self._watcher, None

@@ -13,10 +13,7 @@ the caller scans the whole tree as before:
   the meantime (possibly as a link) that is then removed or renamed over, under any name it had (or may
   have had: a swap of two names looks like two renames), or a directory made or moved
   (what happened inside before it was watched, or under its old watch, is not seen), makes the answer
-  unknown, unless it is one of the `untouchable` paths the caller names (a sandbox's mount points,
-  which its commands cannot change: bubblewrap makes and the runner removes them around each command)
-  and was made where there was none (one that was there may not be a mount point) and is gone again
-  (one still there was made by something else: a file tool);
+  unknown (a sandbox's setup makes nothing in the tree: only what a command or a file tool did is seen);
 - nested repositories and submodules (their HEAD lives in a git directory nobody watches), a full event
   queue, a directory that cannot be read or watched, the root itself changing: unknown, and the watcher
   stops (every later checkpoint scans in full);
@@ -93,11 +90,9 @@ class Unknown(Exception):
 class TreeWatcher:
     """Changes under `repo` (its top-level `.git` aside), as repository-relative paths."""
 
-    def __init__(self, repo: str, fd: int, untouchable: frozenset[str] = frozenset(),
-                 rules: frozenset[str] = frozenset()):
+    def __init__(self, repo: str, fd: int, rules: frozenset[str] = frozenset()):
         self.repo = repo
         self._fd = fd
-        self._untouchable = untouchable
         self._rules = rules  # besides RULES_FILES, wherever they are
         self._lock = threading.Lock()
         self._paths: dict[int, str] = {}  # watch descriptor -> directory, relative ("" = the root)
@@ -109,20 +104,15 @@ class TreeWatcher:
         # the events do not tell everything that changed (see the module docstring).
         self._fresh: set[str] = set()
         self._unseen: str | None = None
-        # Untouchable paths named since the last answer -> whether that began with their making (see _placeholder).
-        self._placeholders: dict[str, bool] = {}
         self._closing = False
         self.stopped: str | None = None  # why the watcher gave up, once it has
         self._walker = threading.Thread(target=self._watch_tree, name="gitbot-watch", daemon=True)
         self._walker.start()
 
     @classmethod
-    def start(cls, repo: str | os.PathLike[str], untouchable: Iterable[str] = (),
-              rules: Iterable[str] = ()) -> TreeWatcher | None:
+    def start(cls, repo: str | os.PathLike[str], rules: Iterable[str] = ()) -> TreeWatcher | None:
         """A watcher for `repo`, which watches the tree's directories in the background (a walk of them);
-        None where inotify is unavailable. `untouchable`: repository-relative paths the commands cannot
-        change, only their sandbox's setup make and remove (its mount points); each of their parents too.
-        `rules`: repository-relative paths of more files like RULES_FILES (a global excludes file that
+        None where inotify is unavailable. `rules`: repository-relative paths of more files like RULES_FILES (a global excludes file that
         lies in the tree), after a change to which, or to a parent, the whole tree is looked at."""
         try:
             fd = _inotify().inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
@@ -130,7 +120,7 @@ class TreeWatcher:
             return None
         if fd < 0:
             return None
-        return cls(os.path.realpath(repo), fd, frozenset(_with_parents(untouchable)), frozenset(_with_parents(rules)))
+        return cls(os.path.realpath(repo), fd, frozenset(_with_parents(rules)))
 
     def _watch_tree(self) -> None:
         # Only this thread touches the watches until it sets _ready, under the lock.
@@ -158,17 +148,11 @@ class TreeWatcher:
             if self._fd < 0 or not self._ready:
                 return None
             try:
-                created: set[str] = set()
-                changed = self._read_events(created)
+                changed = self._read_events()
                 during_scan, self._during_scan = self._during_scan, set()
                 changed |= during_scan
                 unseen, self._unseen = self._unseen, None
-                # The sandbox removes each mount point it made when its command ends: one still there was
-                # made by something else (a file tool), and what happened in it before it was watched is unseen.
-                unseen = unseen or next((f"{path} made, and still there" for path, made in self._placeholders.items()
-                                         if made and self._exists(path)), None)
                 self._fresh.clear()
-                self._placeholders.clear()
                 # Even for the baseline: a link that outlives this answer must not be trusted later.
                 self._check_links(changed)
                 if not self._baseline:
@@ -176,10 +160,6 @@ class TreeWatcher:
                     return None
                 if unseen:
                     return None
-                # Made and removed since the last scan (a sandbox's mount point: anything else made and
-                # removed is unseen): absent then and now. Not if it changed while that scan ran: the scan
-                # may have seen it.
-                changed -= {path for path in created - during_scan if not self._exists(path)}
                 if "" in changed or len(changed) > MAX_PATHS or any(self._rules_file(path) for path in changed) \
                         or sum(len(os.fsencode(path)) + 1 for path in changed) > MAX_PATH_BYTES:
                     return None
@@ -195,7 +175,7 @@ class TreeWatcher:
             if self._fd < 0 or not self._ready:
                 return
             try:
-                self._during_scan |= self._read_events(set())
+                self._during_scan |= self._read_events()
             except Unknown as exc:
                 self._stop(str(exc))
 
@@ -278,9 +258,8 @@ class TreeWatcher:
             except OSError as exc:
                 raise Unknown(f"cannot look at {child}: {exc.strerror}") from None
 
-    def _read_events(self, created: set[str]) -> set[str]:
-        """The paths named by the queued events; `created` gets those whose first event was their
-        creation (so they did not exist before it)."""
+    def _read_events(self) -> set[str]:
+        """The paths named by the queued events."""
         changed: set[str] = set()
         while True:
             try:
@@ -293,9 +272,9 @@ class TreeWatcher:
                 offset += _EVENT.size
                 name = os.fsdecode(data[offset:offset + length].rstrip(b"\0"))
                 offset += length
-                self._event(wd, mask, name, changed, created)
+                self._event(wd, mask, name, changed)
 
-    def _event(self, wd: int, mask: int, name: str, changed: set[str], created: set[str]) -> None:
+    def _event(self, wd: int, mask: int, name: str, changed: set[str]) -> None:
         if mask & IN_Q_OVERFLOW:
             raise Unknown("the event queue overflowed")
         if mask & IN_UNMOUNT:
@@ -318,12 +297,8 @@ class TreeWatcher:
             if directory:
                 raise Unknown(f"a nested repository at {directory}")
             return  # the repository's own git directory: nothing a checkpoint captures
-        if path not in changed:
-            changed.add(path)
-            if mask & IN_CREATE:
-                created.add(path)
-        if not self._placeholder(path, mask):
-            self._note_binding(path, mask)
+        changed.add(path)
+        self._note_binding(path, mask)
         if not mask & IN_ISDIR:
             return
         if mask & IN_MOVED_FROM:
@@ -350,15 +325,6 @@ class TreeWatcher:
         # A name renamed away stays noted: swapped with another (renameat2's RENAME_EXCHANGE: from a, to b,
         # from b, to a, the events of `mv a b && mv b a`), it is still bound, to what the other name had.
 
-    def _placeholder(self, path: str, mask: int) -> bool:
-        """Whether the event is of a mount point a sandbox makes for a missing protected path, and removes,
-        around a command: an `untouchable` path whose events since the last answer began with its making.
-        One that was there is not a mount point when the sandbox does not bind it (a symlink, which a bind
-        would follow): then a command may remove it and make it again, as a link to another file."""
-        if path not in self._untouchable:
-            return False
-        return self._placeholders.setdefault(path, bool(mask & IN_CREATE))
-
     def _forget_below(self, relative: str) -> None:
         prefix = relative + "/"
         for wd, directory in list(self._paths.items()):
@@ -366,9 +332,6 @@ class TreeWatcher:
                 del self._paths[wd]
                 self._gone.add(wd)
                 _inotify().inotify_rm_watch(self._fd, wd)
-
-    def _exists(self, relative: str) -> bool:
-        return os.path.lexists(os.path.join(self.repo, relative))
 
     def _rules_file(self, path: str) -> bool:
         return path.rpartition("/")[2] in RULES_FILES or path in self._rules
@@ -425,7 +388,7 @@ def _no_hard_links(repo: str, closing) -> None:
         raise Unknown.hard_linked(linked)
 
 
-def watch_for(shadow, repo: str | os.PathLike[str], untouchable: Iterable[str]) -> TreeWatcher | None:
+def watch_for(shadow, repo: str | os.PathLike[str]) -> TreeWatcher | None:
     """A watcher for a checkpointed run's work tree (`shadow`: its ShadowRepo, whose git reads the user's
     settings), or None where git's view cannot be followed from events:
     - core.ignorecase: git matches index entries and untracked files without regard to case, but a
@@ -442,4 +405,4 @@ def watch_for(shadow, repo: str | os.PathLike[str], untouchable: Iterable[str]) 
         for spelling in (path, path and os.path.realpath(path)):
             if spelling and spelling.startswith(f"{top}/"):
                 rules.append(spelling.removeprefix(f"{top}/"))
-    return TreeWatcher.start(repo, untouchable, rules)
+    return TreeWatcher.start(repo, rules)

@@ -104,7 +104,7 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
 
     `read_only` and `protected_files`: directories and files inside the repository that are protected
     (the policy's edit_deny directories, in-repository toolchain directories; `.gitbot/` and AGENTS.md
-    always): read-only and pinned, or an empty placeholder when missing (layout.py). `hidden_files`:
+    always): read-only and pinned where they exist, nothing where they do not (layout.py). `hidden_files`:
     files inside the repository shown empty and read-only (read_deny matches, see `read_denied_files`).
     `hidden_directories`: directories inside the repository shown empty and read-only (those gitbot
     cannot look into, so cannot tell what they hold). `kept`: paths inside the repository that no
@@ -147,7 +147,7 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     # Before the git directories: these pin directories of the work tree, and a later bind of a
     # directory would hide mounts made inside it before.
     args += layout.protected_arguments(repo, [*layout.ALWAYS_PROTECTED_DIRS, *read_only, *nested_dirs, *targets],
-                                       [*layout.ALWAYS_PROTECTED_FILES, *protected_files, *nested_files], features,
+                                       [*layout.ALWAYS_PROTECTED_FILES, *protected_files, *nested_files],
                                        kept=kept, held=sorted(emptied_files))
     args += git_arguments(repo, *git_dirs)
     # Inside the read-only mounts just made (a nested .git; a submodule's git directory under .git/modules),

@@ -14,12 +14,12 @@ another user's home, /root, /opt, /srv, /var (a self-hosted runner's `.credentia
 docker's state), /run's sockets.
 
 Protected paths (the policy's `dir/**` edit_deny directories, in-repository toolchain directories,
-`.gitbot/` and AGENTS.md always) cannot be created, replaced, renamed or moved aside: an existing one
-is a read-only mount point (a mount point cannot be renamed or removed), and so is each directory
-between it and the repository root (bound onto itself), so no parent can be renamed away either. One
-that does not exist gets an empty read-only placeholder at its first missing component, which
-bubblewrap creates in the repository as the mount point; the runner removes it when the command is
-done (`placeholders`).
+`.gitbot/` and AGENTS.md always) cannot be replaced, renamed or moved aside: an existing one is a
+read-only mount point (a mount point cannot be renamed or removed), and so is each directory between it
+and the repository root (bound onto itself), so no parent can be renamed away either. One that does not
+exist gets no mount, and nothing is made in the repository for it (a mount point there would change the
+user's tree around every command): a command can create it, and the runner sets aside what it made right
+after the command (created.py).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import stat
 
-from gitbot import pids
 from gitbot.sandbox.env import under
 from gitbot.sandbox.toolchain import CREDENTIAL_FILES, SYSTEM_DIRS, ToolchainView
 
@@ -133,8 +132,8 @@ def credential_masks(view: ToolchainView, features: frozenset[str]) -> list[str]
 
 
 def first_missing(repo: str, relative: str) -> str | None:
-    """The first component of repo/relative that does not exist (where a placeholder goes), or None
-    when the whole path exists. A symlink on the way counts as existing (it is not followed)."""
+    """The first component of repo/relative that does not exist, or None when the whole path exists
+    (a symlink itself counts as existing; `created.missing` watches the component)."""
     path = repo
     for part in relative.split("/"):
         path = os.path.join(path, part)
@@ -155,9 +154,8 @@ def _clean_relative(repo: str, path: str | os.PathLike) -> str | None:
     return relative
 
 
-def protected_arguments(repo: str, directories, files, features: frozenset[str], *, kept=(),
-                        held=()) -> list[str]:
-    """Read-only mounts (or placeholders) for protected directories and files, their parents pinned.
+def protected_arguments(repo: str, directories, files, *, kept=(), held=()) -> list[str]:
+    """Read-only mounts for the protected directories and files that exist, their parents pinned.
 
     `kept`: paths that must survive every command (what no restore can bring back): read-only and
     pinned where they exist, nothing where they do not. `held`: files masked later (read_deny), whose
@@ -201,41 +199,22 @@ def protected_arguments(repo: str, directories, files, features: frozenset[str],
         if kind == "held":
             pin_parents(relative)
             continue
-        missing = first_missing(repo, relative)
-        if missing is None:
-            if os.path.islink(target) or os.path.realpath(target) != target:
-                # A bind would follow the link: pin what it leads to when that is inside the repository
-                # (the link itself no mount can pin; the runner puts it back if a command replaces it), and
-                # the directories above the link, so that none is swapped for a symlink leading elsewhere.
-                pin_parents(relative)
-                real = os.path.realpath(target)
-                inside = _clean_relative(repo, real) if under(real, repo) else None
-                if kind != "kept" and inside and (os.path.isfile(real) or os.path.isdir(real)):
-                    pin_parents(inside)
-                    bind_read_only(real, real)
-                continue
+        if first_missing(repo, relative) is not None:
+            continue  # missing: no mount, and no mount point made for it (created.py undoes what a command makes)
+        if os.path.islink(target) or os.path.realpath(target) != target:
+            # A bind would follow the link: pin what it leads to when that is inside the repository
+            # (the link itself no mount can pin; the runner puts it back if a command replaces it), and
+            # the directories above the link, so that none is swapped for a symlink leading elsewhere.
             pin_parents(relative)
-            if kind == "kept" or kind == "dir" and os.path.isdir(target) or kind == "file" and os.path.isfile(target):
-                bind_read_only(target, target)
+            real = os.path.realpath(target)
+            inside = _clean_relative(repo, real) if under(real, repo) else None
+            if kind != "kept" and inside and (os.path.isfile(real) or os.path.isdir(real)):
+                pin_parents(inside)
+                bind_read_only(real, real)
             continue
-        if kind == "kept":
-            continue  # gone already: nothing left to keep
-        if covered(missing):
-            continue  # inside a read-only directory: nothing can be made there, and no mount point either
-        blocker = os.path.dirname(missing)
-        if blocker != repo and not os.path.isdir(blocker):
-            # A file stands where a directory on the way must be (no mount point can go below it): pin the
-            # file instead, so that no command can swap it for the directory and write there.
-            if os.path.isfile(blocker) and not os.path.islink(blocker):
-                pin_parents(os.path.relpath(blocker, repo))
-                bind_read_only(blocker, blocker)
-            continue
-        pin_parents(os.path.relpath(missing, repo))
-        if missing == target and kind == "file":
-            bind_read_only("/dev/null", target)
-        else:
-            args += tmpfs(missing, SMALL_SIZE_BYTES, features) + ["--remount-ro", missing]
-            read_only.append(missing)
+        pin_parents(relative)
+        if kind == "kept" or kind == "dir" and os.path.isdir(target) or kind == "file" and os.path.isfile(target):
+            bind_read_only(target, target)
     return args
 
 
@@ -257,89 +236,3 @@ def fewer_mounts(paths, limit: int = MAX_KEPT_MOUNTS) -> list[str]:
         busiest = max(parents, key=lambda parent: (parents[parent], parent.count("/")))
         kept = sorted({p for p in kept if not under(p, busiest)} | {busiest})
     return kept
-
-
-def placeholders(repo: str, protected) -> list[str]:
-    """The paths `protected_arguments` makes bubblewrap create in the repository for the `protected`
-    directories and files (mount points for placeholders), to remove after the command when they were
-    not there before."""
-    found = []
-    for path in protected:
-        relative = _clean_relative(repo, path)
-        missing = first_missing(repo, relative) if relative else None
-        if missing is not None:
-            found.append(missing)
-    return sorted(set(found))
-
-
-PLACEHOLDER_RECORDS = "sandbox-placeholders"  # in the git directory's gitbot/ store (hidden from commands)
-
-
-def _records_dir(repo: str) -> str | None:
-    from gitbot.sandbox.mounts import git_directories
-
-    git_dir, _common = git_directories(repo)
-    return os.path.join(git_dir, "gitbot", PLACEHOLDER_RECORDS) if git_dir else None
-
-
-def record_placeholders(repo: str, paths: list[str]) -> str | None:
-    """Note the placeholders a command is about to get, so that they are removed even if gitbot is
-    killed before the command ends (`remove_stale_placeholders`, on the next start). Returns the note."""
-    directory = _records_dir(repo) if paths else None
-    if directory is None:
-        return None
-    import json
-
-    try:
-        os.makedirs(directory, exist_ok=True)
-        note = os.path.join(directory, f"{os.getpid()}.json")
-        with open(note, "w", encoding="utf-8") as handle:
-            json.dump(paths, handle)
-        return note
-    except OSError:
-        return None
-
-
-def remove_stale_placeholders(repo: str) -> None:
-    """Remove placeholders that commands of a gitbot process that no longer runs left behind."""
-    import json
-
-    directory = _records_dir(repo)
-    try:
-        notes = os.listdir(directory) if directory else []
-    except OSError:
-        return
-    for name in notes:
-        pid = name.removesuffix(".json")
-        if not pid.isdigit() or (int(pid) != os.getpid() and pids.alive(int(pid))):
-            continue
-        note = os.path.join(directory, name)
-        try:
-            with open(note, encoding="utf-8") as handle:
-                paths = [p for p in json.load(handle) if isinstance(p, str) and under(p, repo)]
-        except (OSError, ValueError):
-            paths = []
-        remove_placeholders(paths)
-        finished(note)
-
-
-def finished(note: str | None) -> None:
-    if note is not None:
-        try:
-            os.unlink(note)
-        except OSError:
-            pass
-
-
-def remove_placeholders(paths: list[str]) -> None:
-    """Remove placeholder mount points bubblewrap left in the repository: only an empty directory or
-    an empty regular file, so nothing anyone wrote is ever removed."""
-    for path in paths:
-        try:
-            st = os.lstat(path)
-            if stat.S_ISDIR(st.st_mode):
-                os.rmdir(path)  # fails unless empty
-            elif stat.S_ISREG(st.st_mode) and st.st_size == 0:
-                os.unlink(path)
-        except OSError:
-            continue

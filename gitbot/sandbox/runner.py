@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitbot.errors import ConfigError
-from gitbot.sandbox import bwrap, confine, contain, diagnose, layout, mounts, processes, remembered
+from gitbot.sandbox import bwrap, confine, contain, created, diagnose, layout, mounts, processes, remembered
 from gitbot.sandbox.command import (
     BoundedOutput,
     CannotStart,
@@ -85,8 +85,6 @@ class Runner:
         # Without bubblewrap, the confinement that needs no namespace (a container's usual lot).
         self.contained = self.mode != "off" and not self.sandboxed and contain.probe()[0]
         self.environ_protected = self.sandboxed or self.contained or confine.environ_protection()
-        if self.sandboxed:
-            layout.remove_stale_placeholders(os.path.realpath(self.repo))
         # What no checkpoint can bring back (ignored directories over the caps, large files, nested
         # repositories): read-only for every command of the run (`keep_read_only`).
         self.kept: tuple[str, ...] = ()
@@ -205,9 +203,7 @@ class Runner:
         view = self.toolchain if real == os.path.realpath(self.repo) else self.toolchain.elsewhere(self.repo)
         home = None if self.sandboxed else tempfile.mkdtemp(prefix="gitbot-home-")
         tmpdir = tempfile.mkdtemp(prefix="gitbot-tmp-") if self.contained else None
-        placeholders: list[str] = []
         links: dict[str, str] = {}
-        note = None
         guard = self._guards.get(real) or self._guards.setdefault(real, GitMetadataGuard(real))
         index = self._index(real)
         try:
@@ -228,12 +224,12 @@ class Runner:
                 if self.sandboxed or self.contained:
                     raise SandboxRefused(f"command refused: {exc}") from None
             nested_git = guard.before(index)
+            # Missing protected paths get no mount: what a command makes there is set aside after it (created.py).
+            missing = created.missing(real, self.protected_paths())
             if self.sandboxed:
                 directories = self.policy.file_rules.protected_directories()
                 store = self.store_view(where, hidden)
-                placeholders = layout.placeholders(real, self.protected_paths())
                 links = protected_links(real, self.protected_paths())
-                note = layout.record_placeholders(real, placeholders)
             launcher = self._launcher_for_command()
             with contextlib.ExitStack() as finish:
                 if launcher is not None:
@@ -255,25 +251,18 @@ class Runner:
                                       echo=echo, limit=limit, sandboxed=self.sandboxed)
                 except BaseException:
                     with contextlib.suppress(Exception):
-                        put_back_links(real, links, guard.aside)
-                    with contextlib.suppress(Exception):
-                        guard.after(index)  # interrupted: what the command planted still goes
+                        _undo(real, links, missing, guard, index)  # interrupted: what the command planted still goes
                     raise
         finally:
-            layout.remove_placeholders(placeholders)
-            layout.finished(note)
             for scratch in (home, tmpdir):
                 if scratch is not None:
                     shutil.rmtree(scratch, ignore_errors=True)
         if self.sandboxed and _setup_failed(run):
             bwrap.forget_probe()  # what worked when the probe ran does not now: the next process probes again
-        # Before anything else reads the work tree (the step's checkpoint, the user's git): raises
-        # GitMetadataPlanted when the command made git metadata, after undoing it.
+        # Before anything else reads the work tree (the step's checkpoint, the user's git, the next policy
+        # load): raises CommandUndone when the command made what it must not, after undoing it.
         try:
-            try:
-                put_back_links(real, links, guard.aside)
-            finally:
-                guard.after(index)
+            _undo(real, links, missing, guard, index)
         except UndoIncomplete as exc:
             self.refusal = str(exc)  # fail closed: what could not be undone may be run by the next command too
             raise
@@ -326,16 +315,16 @@ class Runner:
         what the run's checkpoints cannot restore. Many in one directory make it read-only whole. The
         file tools refuse them too, through `self.policy` (the caller's ToolContext must take it up)."""
         self.kept = tuple(layout.fewer_mounts(paths))
-        # `dir/**/*` and not `dir/**`: the latter would make it a protected directory, which gets a placeholder
-        # when missing; these are never missing while the run lasts (read-only).
+        # `dir/**/*` and not `dir/**`: the latter would make it a protected directory, which no command may
+        # create when missing (created.py); these are read-only while they exist, and nothing to keep once gone.
         wanted = [pattern for path in self.kept for pattern in (_literal_glob(path), f"{_literal_glob(path)}/**/*")]
         missing = tuple(pattern for pattern in wanted if pattern not in self.policy.edit_deny)
         if missing:
             self.policy = dataclasses.replace(self.policy, edit_deny=(*self.policy.edit_deny, *missing))
 
     def protected_paths(self) -> list[str]:
-        """Repository paths the sandbox pins read-only for every command; where one is missing, its
-        setup makes a mount point there, removed after the command (layout.py)."""
+        """Repository paths the sandbox pins read-only for every command; where one is missing, what a
+        command makes there is set aside after it (created.py)."""
         return [*layout.ALWAYS_PROTECTED_DIRS, *self.policy.file_rules.protected_directories(),
                 *layout.ALWAYS_PROTECTED_FILES]
 
@@ -379,6 +368,22 @@ def history_store(repo: Path, policy: Policy) -> FilteredStore | None:
     if common_dir is None or not os.path.isdir(os.path.join(common_dir, "objects")):
         return None
     return FilteredStore(real, common_dir, tuple(policy.read_deny), policy.file_rules.denies_read_by_name)
+
+
+def _undo(real: str, links: dict[str, str], missing: list[str], guard: GitMetadataGuard, index: DeniedFiles) -> None:
+    """Undo what a command must not have left: a protected symlink replaced, a missing protected path created,
+    git metadata or a denied-name link planted. Each is undone whatever the others found; then the command
+    fails with all they said (UndoIncomplete first: the run stops)."""
+    found: list[CommandUndone] = []
+    for undo in (lambda: put_back_links(real, links, guard.aside), lambda: created.undo_created(real, missing, guard.aside),
+                 lambda: guard.after(index)):
+        try:
+            undo()
+        except CommandUndone as exc:
+            found.append(exc)
+    if found:
+        first = next((exc for exc in found if isinstance(exc, UndoIncomplete)), found[0])
+        raise type(first)(" ".join(str(exc) for exc in [first, *(exc for exc in found if exc is not first)]))
 
 
 def _setup_failed(run: CommandRun) -> bool:

@@ -130,7 +130,7 @@ def test_what_no_restore_brings_back_is_refused_to_the_file_tools_too(tmp_path: 
     rules = runner.policy.file_rules
     assert not rules.check_edit("weird[1]*.bin").allowed and not rules.check_edit("vendor/lib/a/b.py").allowed
     assert rules.check_edit("weird1x.bin").allowed and rules.check_edit("vendor/lib2.py").allowed
-    # Kept paths are no protected directories: those get placeholders when missing, these are never missing.
+    # Kept paths are no protected directories: a command may not create those when missing, and these may come back.
     assert rules.protected_directories() == Policy().file_rules.protected_directories()
 
 

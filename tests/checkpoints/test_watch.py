@@ -27,8 +27,8 @@ def _quiet_git_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @contextmanager
-def watching(path: Path, untouchable: tuple[str, ...] = ()) -> Iterator[TreeWatcher]:
-    watcher = TreeWatcher.start(path, untouchable)
+def watching(path: Path) -> Iterator[TreeWatcher]:
+    watcher = TreeWatcher.start(path)
     assert watcher is not None and watcher.wait_ready(), watcher and watcher.stopped
     try:
         assert watcher.changes() is None  # the first answer: the scan that follows is the baseline
@@ -74,18 +74,11 @@ def test_every_kind_of_change_is_named_and_nothing_else(tmp_path: Path):
         assert watcher.changes() == []
 
 
-def test_a_path_made_and_removed_since_the_last_look_is_not_named_but_one_that_was_there_is(tmp_path: Path):
+def test_a_path_that_was_there_is_named_and_one_made_and_removed_since_the_last_look_means_unknown(tmp_path: Path):
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "was-there.txt").write_text("x")
-    with watching(tree, untouchable=(".gitbot", "AGENTS.md", "conf/secret")) as watcher:
-        # What a sandbox's setup does for missing protected paths (which its commands cannot change).
-        (tree / ".gitbot").mkdir()
-        (tree / "AGENTS.md").write_text("")
-        (tree / "conf").mkdir()
-        (tree / "AGENTS.md").unlink()
-        (tree / ".gitbot").rmdir()
-        (tree / "conf").rmdir()
+    with watching(tree) as watcher:
         # It was there at the last look, so it changed.
         (tree / "was-there.txt").unlink()
         (tree / "stays.txt").write_text("new")
@@ -165,11 +158,11 @@ class TwinRuns:
 
 
 @contextmanager
-def twin_runs(repo: Path, untouchable: tuple[str, ...] = ()) -> Iterator[TwinRuns]:
+def twin_runs(repo: Path) -> Iterator[TwinRuns]:
     """Both runs' first checkpoints taken, the watcher ready (the next checkpoint is its baseline)."""
     runs = TwinRuns(repo)
     runs.take(0)
-    runs.watched.watch(untouchable)
+    runs.watched.watch()
     try:
         assert runs.watched._watcher.wait_ready()
         yield runs
@@ -309,7 +302,7 @@ def test_a_sandboxed_command_that_writes_through_a_hard_link_it_removes_is_captu
 
     repo = make_repo(tmp_path / "repo", {"old.txt": "old\n"})
     runner = Runner(Policy(repo=repo, sandbox_mode="required"), repo)
-    with twin_runs(repo, tuple(runner.protected_paths())) as runs:
+    with twin_runs(repo) as runs:
         for step, command in enumerate(["echo made > made.txt", "echo again >> made.txt",
                                         "ln old.txt x && echo through the link >> x && rm x"], start=1):
             assert runner.run_shell(command, 30).exit_code == 0
@@ -361,7 +354,7 @@ def test_changed_paths_too_long_for_one_command_line_mean_a_whole_scan(tmp_path:
         runs.take(2)
 
 
-def test_a_protected_path_the_sandbox_does_not_mount_is_not_exempt(tmp_path: Path):
+def test_a_protected_symlink_replaced_and_written_through_is_seen(tmp_path: Path):
     # AGENTS.md as a symlink (to CLAUDE.md, say) gets no read-only bind (it would follow the link), so a command
     # can remove it and put a link to another file there, write through it and remove that again.
     tree = tmp_path / "tree"
@@ -369,7 +362,7 @@ def test_a_protected_path_the_sandbox_does_not_mount_is_not_exempt(tmp_path: Pat
     (tree / "old.txt").write_text("old\n")
     (tree / "CLAUDE.md").write_text("c\n")
     os.symlink("CLAUDE.md", tree / "AGENTS.md")
-    with watching(tree, untouchable=(".gitbot", "AGENTS.md")) as watcher:
+    with watching(tree) as watcher:
         (tree / "AGENTS.md").unlink()
         os.link(tree / "old.txt", tree / "AGENTS.md")
         with open(tree / "AGENTS.md", "a") as handle:
@@ -378,10 +371,6 @@ def test_a_protected_path_the_sandbox_does_not_mount_is_not_exempt(tmp_path: Pat
         os.symlink("CLAUDE.md", tree / "AGENTS.md")
         answer = watcher.changes()
         assert answer is None or covered(answer, "old.txt"), answer
-        # A placeholder the sandbox makes and removes around a command is still no reason for a whole scan.
-        (tree / ".gitbot").mkdir()
-        (tree / ".gitbot").rmdir()
-        assert watcher.changes() == []
 
 
 @pytest.mark.slow
@@ -393,7 +382,7 @@ def test_a_sandboxed_command_that_replaces_a_symlinked_protected_file_is_capture
     os.symlink("CLAUDE.md", repo / "AGENTS.md")
     subprocess.run(["git", "-C", str(repo), "add", "AGENTS.md"], check=True)
     runner = Runner(Policy(repo=repo, sandbox_mode="required"), repo)
-    with twin_runs(repo, tuple(runner.protected_paths())) as runs:
+    with twin_runs(repo) as runs:
         replace = "rm AGENTS.md && ln old.txt AGENTS.md && echo through >> AGENTS.md && rm AGENTS.md && ln -s CLAUDE.md AGENTS.md"
         for step, command in enumerate(["true", replace], start=1):
             assert runner.run_shell(command, 30).exit_code == 0
@@ -455,19 +444,3 @@ def test_a_file_made_by_a_file_tool_then_renamed_by_a_command_is_not_kept(tmp_pa
         assert runs.watched.last_tree == runs.scanning.last_tree
         (repo / "x.txt").rename(repo / "y.txt")
         runs.take(3, "mv x.txt y.txt")
-
-
-def test_a_protected_paths_parent_made_by_a_file_tool_is_no_mount_point(tmp_path: Path):
-    # .github is missing, so the sandbox makes it as the mount point for .github/workflows, and removes it.
-    # A file tool may make it too (per-response mode: no checkpoint, so its events are read at the end):
-    # a directory that stays, unwatched until then, where a command writes old.txt through a hard link.
-    repo = make_repo(tmp_path / "repo", {"old.txt": "old\n"})
-    with twin_runs(repo, untouchable=(".github/workflows",)) as runs:
-        runs.take(1)  # the baseline
-        (repo / ".github").mkdir()
-        (repo / ".github/notes.md").write_text("a file tool wrote this\n")
-        os.link(repo / "old.txt", repo / ".github/x")
-        with open(repo / ".github/x", "a") as handle:
-            handle.write("through the link\n")
-        (repo / ".github/x").unlink()
-        runs.take(2)

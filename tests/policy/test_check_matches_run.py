@@ -114,8 +114,10 @@ def test_policy_check_decides_what_a_run_decides(tmp_path: Path, capsys, policy_
 @pytest.mark.slow
 def test_with_no_policy_file_policy_check_allows_what_gitbot_run_adds(tmp_path: Path, capsys):
     """`gitbot run` with no policy file allows the test commands `policy init` would write: so does check."""
+    # (AGENTS.md exists: a missing one a command creates is set aside and the command fails, which is no
+    # policy decision; test_created_protected.py)
     repo = make_repo(tmp_path / "repo", {"app.py": "print(1)\n", "tests/test_app.py": "def test_x():\n    pass\n",
-                                         "pyproject.toml": "[project]\nname = 'app'\n"})
+                                         "pyproject.toml": "[project]\nname = 'app'\n", "AGENTS.md": "be nice\n"})
     commands = ["python -m pytest -q", "ls", "echo x > AGENTS.md", "ls", "vim notes.txt", "ls"]
     script = [tool_turn(("execute_command", {"command": c})) for c in commands]
     with FakeMessagesAPI(script + [tool_turn(("attempt_completion", {"result": "done"}))] * 2) as api:
@@ -128,7 +130,7 @@ def test_with_no_policy_file_policy_check_allows_what_gitbot_run_adds(tmp_path: 
 
     sandboxed = probe().available
     assert [ran for _, ran in decisions] == [True, True, sandboxed, True, False, True]
-    assert (repo / "AGENTS.md").exists() is False
+    assert (repo / "AGENTS.md").read_text() == "be nice\n"
     for tool_input, ran in decisions:
         code, out = _cli(capsys, "policy", "check", "--repo", str(repo), "--command", tool_input["command"])
         assert (code == 0) == ran, (tool_input, out)

@@ -30,7 +30,7 @@ def test_protected_paths_network_environ_and_leftover_processes_hold_against_one
     assert runner.sandboxed, runner.receipt_line
     marker = "gitbot-redteam-leftover-7731"
     run = runner.run_shell(
-        "echo x > AGENTS.md; echo x >> .github/workflows/ci.yml; mkdir -p .gitbot; echo x > .git/hooks/pre-commit;"
+        "echo x > AGENTS.md; echo x >> .github/workflows/ci.yml; echo x > .git/hooks/pre-commit;"
         "echo x >> .git/config; mv .github gh2; mv sub sub2; ln .env hard; ln -s .env soft;"
         "cat .env hard soft sub2/.env /proc/self/fd/0 < .env;"
         "cat /proc/1/environ | tr '\\0' '\\n' | grep -c -i -e anthropic -e api_key;"
@@ -39,7 +39,7 @@ def test_protected_paths_network_environ_and_leftover_processes_hold_against_one
     assert "envsecret-0451" not in run.output
     assert (repo / "AGENTS.md").read_text() == "be nice\n"
     assert (repo / ".github" / "workflows" / "ci.yml").read_text() == "on: push\n"
-    assert not (repo / ".gitbot").exists() and not (repo / ".git" / "hooks" / "pre-commit").exists()
+    assert not (repo / ".git" / "hooks" / "pre-commit").exists()  # (a missing .gitbot: test_created_protected.py)
     assert not (repo / "gh2").exists()
     assert "Network is unreachable" in run.output
     assert processes_with(marker) == []

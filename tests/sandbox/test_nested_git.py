@@ -66,13 +66,17 @@ def test_without_the_sandbox_a_changed_gitfile_and_a_risky_gitmodules_are_put_ba
 
 def test_a_file_where_a_protected_directory_belongs_does_not_lock_the_sandbox_out(tmp_path: Path):
     # Issue 20: with `.github` a file, the placeholder for .github/workflows could not be made, and every
-    # sandboxed command failed to start. Now the file itself is pinned read-only.
+    # sandboxed command failed to start. Now a missing protected path gets no mount at all: a command that
+    # swaps the file for the directory has what it made there set aside, and fails.
     require_bwrap()
     repo = make_repo(tmp_path / "repo", {"app.py": "print('app')\n", ".github": "not a directory\n"})
     runner = Runner(Policy(repo=repo, sandbox_mode="required"), repo)
     assert runner.run_shell("echo started", 60).output.strip() == "started"
-    run = runner.run_shell("rm -f .github; mkdir -p .github/workflows && echo on: push > .github/workflows/x.yml", 60)
-    assert run.exit_code != 0 and (repo / ".github").read_text() == "not a directory\n"
+    from gitbot.sandbox.created import ProtectedPathCreated
+
+    with pytest.raises(ProtectedPathCreated, match=r"\.github/workflows"):
+        runner.run_shell("rm -f .github; mkdir -p .github/workflows && echo on: push > .github/workflows/x.yml", 60)
+    assert not os.path.lexists(repo / ".github" / "workflows")
 
 
 def test_a_symlinked_agents_md_is_put_back_and_its_target_is_read_only(tmp_path: Path):

@@ -11,7 +11,7 @@ import pytest
 
 from gitbot.policy import Policy
 from gitbot.secrets import Secrets
-from gitbot.tools.base import ToolContext, ToolDenied
+from gitbot.tools.base import ToolContext, ToolDenied, ToolError
 from gitbot.tools.shell import EXECUTE_COMMAND
 from tests.conftest import make_repo
 from tests.sandbox.support import require_bwrap
@@ -41,9 +41,10 @@ def test_in_the_sandbox_scripts_run_scratch_files_go_and_secrets_stay_masked(rep
     # Allowed now, and the sandbox (not the judge) keeps the value out: .env is /dev/null inside.
     assert SECRET not in _run(repo, "cat .env; grep -R TOKEN .", "required")
     assert (repo / ".env").read_text() == f"TOKEN={SECRET}\n"
-    # Protected paths are read-only there: the write fails, the policy file is untouched.
-    out = _run(repo, "mkdir -p .gitbot; echo x > .gitbot/policy.toml; echo rc=$?", "required")
-    assert "rc=0" not in out and not (repo / ".gitbot" / "policy.toml").exists()
+    # A protected path the command creates is set aside after it, and the command fails, saying why.
+    with pytest.raises(ToolError, match="created .gitbot, a protected path"):
+        _run(repo, "mkdir -p .gitbot; echo x > .gitbot/policy.toml; echo rc=$?", "required")
+    assert not (repo / ".gitbot").exists()
     assert subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True,
                           check=True).stdout == ""
 
