@@ -159,6 +159,7 @@ class GitMetadataGuard:
         self.aside = os.path.join(own[0], "gitbot", SET_ASIDE) if own[0] else None
         self._before_dirs = None
         self._links_before: set[str] = set()
+        self._denied_links_before: dict[str, str] = {}
         self._began_ns = 0
         self.stuck: str | None = None  # set when an undo failed: every later command is refused
         # What the last snapshot read of each file, by its stamp (see `_content`).
@@ -173,6 +174,7 @@ class GitMetadataGuard:
         self._state = self._snapshot(index.git_metadata)
         self._before_dirs = index.directories
         self._links_before = set(index.hard_links)
+        self._denied_links_before = index.denied_links
         # A file system's clock lags the system's by up to a tick: what the command wrote at its start may
         # carry a change time a little before this.
         self._began_ns = time.time_ns() - CLOCK_TICK_NS
@@ -220,6 +222,11 @@ class GitMetadataGuard:
                 partner = index.hard_links[rel]
                 attempt(rel, lambda rel=rel, partner=partner: _remove(
                     os.path.join(self.root, rel if partner in denied_before else partner)) or [])
+        # A symlink at a denied name is not hidden (it is judged by where it leads), but the host writes through
+        # it: the user's `cp .env.example .env` would put the secret into whatever file the command chose.
+        redirected = [rel for rel, target in index.denied_links.items() if self._denied_links_before.get(rel) != target]
+        for rel in redirected:
+            attempt(rel, lambda rel=rel: self._undo_denied_link(rel))
         if failed:
             self.stuck = (
                 "gitbot could NOT undo all the git metadata a command made, which git on the user's machine "
@@ -232,12 +239,26 @@ class GitMetadataGuard:
                 f"the command made a hard link to a file the policy does not let you read ({', '.join(linked)}): "
                 f"a link shows that file's content under another name, so gitbot removed it and counts the "
                 f"command as failed" + (f"; it also made git metadata, undone: {'; '.join(undone)}" if undone else ""))
+        if redirected:
+            raise CommandUndone(
+                f"the command made a symlink at a name the policy does not let you read ({', '.join(redirected)}): "
+                f"whatever later writes that file would write through the link into a file you can read, so gitbot "
+                f"moved it out of the work tree and counts the command as failed"
+                + (f"; it also made git metadata, undone: {'; '.join(undone)}" if undone else ""))
         if undone:
             raise GitMetadataPlanted(
                 "the command made git metadata that git on the user's machine would read (and could run a "
                 "program from), so gitbot undid it and counts the command as failed: " + "; ".join(undone) +
                 ". Commands must not create `.git` files or directories, git directories, or `.gitmodules` "
                 "settings that run programs, nor change a git config.")
+
+    def _undo_denied_link(self, rel: str) -> list[str]:
+        path = os.path.join(self.root, rel)
+        how = set_aside(path, self.root, self.aside)
+        was = self._denied_links_before.get(rel)
+        if was is not None:  # the user's link, re-pointed: put back as it was
+            os.symlink(was, path)
+        return [f"{rel} (a symlink at a read-denied name, {how})"]
 
     # -- what is there ---------------------------------------------------------------------------
 

@@ -50,7 +50,7 @@ MAX_MASKED_FILES = 2000
 # coarsest timestamps in use (1 s on ext4 with small inodes, 2 s on FAT) and clock ticks fit in it.
 RACY_SECONDS = 2.5
 STORE_NAME = "read-deny-index.json"  # in <git dir>/gitbot/
-_STORE_VERSION = 3  # 2: a `.git` below the root is walked; 3: git metadata below the root is noted
+_STORE_VERSION = 4  # 2: a `.git` below the root is walked; 3: git metadata below the root is noted; 4: denied-name links
 
 
 _GIT_NAMES = frozenset((GIT_ENTRY, *GIT_DIR_MEMBERS))  # the names `looks_like_git_dir` and the `.git` check ask about
@@ -61,20 +61,24 @@ class SandboxRefusal(Exception):
 
 
 class _Directory:
-    __slots__ = ("children", "decided", "denied", "git", "stamp", "subdirs", "unreadable")
+    __slots__ = ("children", "decided", "denied", "git", "links", "stamp", "subdirs", "unreadable")
 
     def __init__(self, stamp: tuple[int, int, int, int] | None, subdirs: list[str], denied: list[str],
-                 unreadable: bool = False, git: list[str] | None = None, decided: dict[str, bool] | None = None):
+                 unreadable: bool = False, git: list[str] | None = None, decided: dict[str, bool] | None = None,
+                 links: list[list[str]] | None = None):
         self.stamp = stamp  # None: read it again on the next walk
         self.subdirs = subdirs
         self.denied = denied
         # Git metadata seen in the listing (gitmeta.py): a `.git` entry in it, or the directory itself
         # when it is shaped like a git directory. Noted by the same walk, so finding it costs nothing more.
         self.git = git or []
+        # Symlinks at names read_deny matches, as [relative, target]: not hidden (a link is judged by where it
+        # leads), but one a command makes is undone (planted.py): the host would write a secret through it.
+        self.links = links or []
         self.unreadable = unreadable  # not wholly listed (then stamp is None: looked at again each walk)
         self.children: list[tuple[str, str]] | None = None  # (relative, absolute) of the subdirectories
         # The read_deny decision for each file name of the listing, kept once a directory is read a second
-        # time (the repository root is, after every command that got placeholders): a decision depends only
+        # time (the directory a command wrote in is, after that command): a decision depends only
         # on the path and the rules, so a name listed again is not matched again. None on the first read,
         # so a first walk of a large tree keeps no name it will not need.
         self.decided = decided
@@ -101,6 +105,8 @@ class DeniedFiles:
         # Other names of denied files that have more than one (hard links), as of the last walk: hidden
         # too, since read_deny judges names and a link under another name shows the same content.
         self.hard_links: dict[str, str] = {}  # other name -> the denied name it shares a file with
+        # Symlinks at denied names, as of the last walk (see _Directory.links): relative -> target.
+        self.denied_links: dict[str, str] = {}
         self._found: list[str] = []  # the denied files as of the last walk (without their other names)
         # The last walk's directories (absolute paths, in the order it went) and their stamps (None: read it
         # again): what the next walk compares first.
@@ -166,13 +172,14 @@ class DeniedFiles:
             entry = known(relative)
             if relative in fresh:  # read just now, from this stamp
                 was, entry = entry, fresh.pop(relative)
-                changed = changed or was.subdirs != entry.subdirs or was.denied != entry.denied or was.git != entry.git
+                changed = changed or was.subdirs != entry.subdirs or was.denied != entry.denied or was.git != entry.git \
+                    or was.links != entry.links
             elif entry is None or entry.stamp != stamp:
                 was, entry = entry, self._read(relative, stamp if st.st_ctime_ns < racy_after else None, entry)
                 # The stored copy is rewritten only when what a directory holds changed: a stamp alone
-                # (placeholders made and removed by bubblewrap) only costs the next process one listing.
+                # (a file made and removed) only costs the next process one listing.
                 changed = changed or was is None or was.subdirs != entry.subdirs or was.denied != entry.denied \
-                    or was.git != entry.git
+                    or was.git != entry.git or was.links != entry.links
             new[relative] = entry
             order.append(absolute)
             if entry.unreadable:
@@ -209,7 +216,7 @@ class DeniedFiles:
                 return False
             entry.children = was.children
             stamps[position] = entry.stamp
-            changed = changed or entry.denied != was.denied or entry.git != was.git
+            changed = changed or entry.denied != was.denied or entry.git != was.git or entry.links != was.links
         new = dict(old)  # (a new mapping: a caller may hold the last one, see `directories`)
         new.update(fresh)
         self._stamps = stamps
@@ -224,6 +231,7 @@ class DeniedFiles:
         self.hard_links = self._other_names(self._found)
         self.unreadable = unreadable
         self.git_metadata = sorted(path for entry in new.values() if entry.git for path in entry.git)
+        self.denied_links = {path: target for entry in new.values() if entry.links for path, target in entry.links}
 
     def _result(self) -> list[str]:
         found = self._found + sorted(self.hard_links)
@@ -268,6 +276,7 @@ class DeniedFiles:
         """A listing of the directory; `was`: what the last one found, whose decisions are taken up."""
         subdirs: list[str] = []
         denied: list[str] = []
+        links: list[list[str]] = []
         names: set[str] = set()  # of those that make git metadata (all it is asked about below)
         prefix = f"{relative}/" if relative else ""
         path = f"{self.root}/{relative}" if relative else self.root
@@ -303,6 +312,14 @@ class DeniedFiles:
                                     # No mount can cover a path the system cannot name: the directory,
                                     # which it can, is hidden whole instead.
                                     unreadable = True
+                        elif entry.is_symlink():
+                            hidden = before.get(name)
+                            if hidden is None:
+                                hidden = matches(prefix + name)
+                            if decided is not None:
+                                decided[name] = hidden
+                            if hidden:
+                                links.append([prefix + name, os.readlink(entry.path)])
                     except OSError:
                         unreadable = True  # (an entry gone while listed is neither, without an error)
         except (FileNotFoundError, NotADirectoryError):
@@ -312,7 +329,7 @@ class DeniedFiles:
         git = [prefix + GIT_ENTRY] if relative and GIT_ENTRY in names else []
         if relative and looks_like_git_dir(names) and relative.rpartition("/")[2] != GIT_ENTRY:  # (noted above)
             git.append(relative)
-        return _Directory(None if unreadable else stamp, subdirs, denied, unreadable, git, decided)
+        return _Directory(None if unreadable else stamp, subdirs, denied, unreadable, git, decided, links)
 
     # -- the copy in the git directory -----------------------------------------------------------
 
@@ -328,8 +345,9 @@ class DeniedFiles:
                     data.get("rules") != list(self.rules) or \
                     _code_fingerprint() is None or data.get("code") != _code_fingerprint():
                 return {}
-            return {relative: _Directory(tuple(stamp) if stamp else None, list(subdirs), list(denied), git=list(git))
-                    for relative, (stamp, subdirs, denied, git) in data["dirs"].items()}
+            return {relative: _Directory(tuple(stamp) if stamp else None, list(subdirs), list(denied), git=list(git),
+                                         links=[[str(path), str(target)] for path, target in links])
+                    for relative, (stamp, subdirs, denied, git, links) in data["dirs"].items()}
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             return {}  # none yet, or unreadable: walk the tree once
 
@@ -339,7 +357,7 @@ class DeniedFiles:
         import json
 
         data = {"version": _STORE_VERSION, "root": self.root, "rules": list(self.rules), "code": _code_fingerprint(),
-                "dirs": {relative: [entry.stamp, entry.subdirs, entry.denied, entry.git]
+                "dirs": {relative: [entry.stamp, entry.subdirs, entry.denied, entry.git, entry.links]
                          for relative, entry in self._dirs.items()}}
         temporary = f"{self._store_path}.{os.getpid()}.tmp"
         try:

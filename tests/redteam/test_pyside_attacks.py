@@ -17,7 +17,7 @@ import pytest
 
 from gitbot.policy import Policy
 from gitbot.sandbox import readdeny
-from gitbot.sandbox.planted import GitMetadataPlanted
+from gitbot.sandbox.planted import CommandUndone, GitMetadataPlanted
 from gitbot.sandbox.runner import Runner
 from tests.conftest import git, make_repo
 from tests.sandbox.support import require_bwrap
@@ -179,17 +179,16 @@ def test_a_denied_file_whose_path_is_longer_than_path_max_is_hidden(tmp_path):
     assert "SECRET_TOO_LONG_f96" not in run.output
 
 
-@pytest.mark.xfail(strict=True, reason="open: a symlink a command plants at a read_deny name is neither masked nor "
-                   "undone (symlinks are judged by their target, so `link.key -> README.md` stays readable); the "
-                   "next step is to set aside denied-name symlinks a command made, as planted.py does hard links")
 def test_a_secret_the_host_writes_through_a_symlink_a_command_planted_at_a_denied_name_is_hidden(tmp_path):
-    # GOT THROUGH (main too). read_deny judges names, and the walk only decides regular files: a command
-    # plants `.env -> notes.txt` (a symlink is neither masked nor undone), and the host's ordinary
-    # `echo KEY=... > .env` (or `cp .env.example .env`) writes the secret into notes.txt, which the next
-    # command reads.
+    # Got through before: read_deny judges names, and a symlink is judged by its target, so a command
+    # planted `.env -> notes.txt`, and the host's ordinary `echo KEY=... > .env` (or `cp .env.example .env`)
+    # wrote the secret into notes.txt, which the next command read. Now the link is set aside right after
+    # the command that made it, which fails.
     repo = make_repo(tmp_path / "repo", {"app.py": "x\n", ".env.example": "KEY=\n"})
     runner = sandboxed(repo)
-    runner.run_shell("echo notes > notes.txt && ln -s notes.txt .env", 30)
+    with pytest.raises(CommandUndone, match=r"symlink at a name the policy does not let you read \(\.env\)"):
+        runner.run_shell("echo notes > notes.txt && ln -s notes.txt .env", 30)
+    assert not os.path.lexists(repo / ".env")
     with open(repo / ".env", "w") as handle:  # follows the symlink, as a shell redirection or cp would
         handle.write("KEY=SECRET_THROUGH_LINK_0a7\n")
     run = runner.run_shell("cat notes.txt", 30)

@@ -1,6 +1,6 @@
 """A missing protected path gets nothing in the user's repository around a command (no mount point); one a
-command creates is set aside right after it (sandbox/created.py). Real bubblewrap, real commands, throwaway
-repositories."""
+command creates is set aside right after it (sandbox/created.py), and so is a symlink it makes at a
+read_deny name (sandbox/planted.py). Real bubblewrap, real commands, throwaway repositories."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from gitbot.policy import Policy
 from gitbot.sandbox.created import ProtectedPathCreated
-from gitbot.sandbox.planted import SET_ASIDE
+from gitbot.sandbox.planted import SET_ASIDE, CommandUndone
 from gitbot.sandbox.runner import Runner
 from tests.conftest import make_repo
 from tests.sandbox.support import require_bwrap
@@ -110,3 +110,29 @@ def test_a_check_that_creates_a_protected_path_fails_and_says_why(repo):
     assert run.exit_code == 1 and "AGENTS.md, a protected path" in run.output
     assert not os.path.lexists(repo / "AGENTS.md")
 
+
+# -- symlinks at read_deny names --------------------------------------------------------------------------
+
+
+def test_a_users_own_symlink_at_a_denied_name_is_left_alone_and_readable(repo):
+    os.symlink("README.md", repo / "link.key")
+    runner = sandboxed(repo)
+    run = runner.run_shell("cat link.key && echo more >> notes.txt", 30)
+    assert run.output == "# project\n"
+    assert os.readlink(repo / "link.key") == "README.md"
+
+
+def test_a_symlink_a_command_makes_at_a_denied_name_in_a_subdirectory_is_set_aside(repo):
+    runner = sandboxed(repo)
+    with pytest.raises(CommandUndone, match=r"symlink at a name the policy does not let you read \(config/\.env\)"):
+        runner.run_shell("mkdir config && ln -s ../notes.txt config/.env", 30)
+    assert not os.path.lexists(repo / "config" / ".env")
+    assert any(path.name.endswith("config%.env") and path.is_symlink() for path in set_aside(repo))
+
+
+def test_a_users_symlink_at_a_denied_name_a_command_points_elsewhere_is_put_back(repo):
+    os.symlink("README.md", repo / "link.key")
+    runner = sandboxed(repo)
+    with pytest.raises(CommandUndone, match=r"\(link\.key\)"):
+        runner.run_shell("ln -sfn notes.txt link.key", 30)
+    assert os.readlink(repo / "link.key") == "README.md"
