@@ -250,8 +250,12 @@ class Runner:
                     run = run_command(argv, where, env=env, timeout=timeout, display=display, output=output,
                                       echo=echo, limit=limit, sandboxed=self.sandboxed)
                 except BaseException:
-                    with contextlib.suppress(Exception):
-                        _undo(real, links, missing, guard, index)  # interrupted: what the command planted still goes
+                    with contextlib.suppress(Exception):  # the interruption is what gets reported
+                        try:
+                            _undo(real, links, missing, guard, index)  # interrupted: what it planted still goes
+                        except UndoIncomplete as exc:
+                            self.refusal = str(exc)  # fail closed, as below
+                            raise
                     raise
         finally:
             for scratch in (home, tmpdir):
