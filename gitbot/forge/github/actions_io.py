@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 import secrets as _secrets
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
+from gitbot.forge.job_log import JobLog
 from gitbot.secrets import Secrets
 
 # The runner refuses a step summary over 1 MiB (1024 * 1024 bytes); keep a margin for the note.
@@ -35,7 +35,7 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-class ActionsIO:
+class ActionsIO(JobLog):
     def __init__(
         self,
         secrets: Secrets | None = None,
@@ -43,8 +43,7 @@ class ActionsIO:
         stdout: TextIO | None = None,
         environ: dict[str, str] | None = None,
     ):
-        self.secrets = secrets or Secrets()
-        self.stdout = stdout or sys.stdout
+        super().__init__(secrets, stdout=stdout)
         self.environ = os.environ if environ is None else environ
         self._masked: set[str] = set()
 
@@ -65,28 +64,6 @@ class ActionsIO:
             if line.strip():
                 self._write(f"::add-mask::{line}")
 
-    def info(self, text: str) -> None:
-        """One line gitbot wrote itself. Newlines are flattened so nothing embedded in it (a branch
-        name, a login) can start a line of its own and be read as a workflow command."""
-        self._write(self.secrets.redact(text).replace("\r", " ").replace("\n", " "))
-
-    def notice(self, message: str, *, title: str | None = None) -> None:
-        self._command("notice", message, title)
-
-    def warning(self, message: str, *, title: str | None = None) -> None:
-        self._command("warning", message, title)
-
-    def error(self, message: str, *, title: str | None = None) -> None:
-        self._command("error", message, title)
-
-    def untrusted(self, text: str, *, heading: str | None = None) -> None:
-        """Print text gitbot did not write, with workflow commands switched off around it."""
-        if heading:
-            self.info(heading)
-        with self.commands_stopped():
-            for line in self.secrets.redact(text).splitlines():
-                self._write(line)
-
     @contextmanager
     def commands_stopped(self) -> Iterator[None]:
         """Inside, the runner obeys no workflow command: for anything the model, a tool or a check prints.
@@ -106,13 +83,13 @@ class ActionsIO:
         finally:
             self._write("::endgroup::")
 
-    def _command(self, kind: str, message: str, title: str | None) -> None:
-        props = f" title={escape_property(self.secrets.redact(title))}" if title else ""
-        self._write(f"::{kind}{props}::{escape_data(self.secrets.redact(message))}")
+    def _annotation(self, kind: str, message: str, title: str | None) -> str:
+        props = f" title={escape_property(title)}" if title else ""
+        return f"::{kind}{props}::{escape_data(message)}"
 
-    def _write(self, line: str) -> None:
-        self.stdout.write(line + "\n")
-        self.stdout.flush()
+    def _untrusted_lines(self, text: str) -> list[str]:
+        # Printed inside commands_stopped, so a line is shown as it is.
+        return text.splitlines()
 
     # ---------------------------------------------------------------- environment files
 
