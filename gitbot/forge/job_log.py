@@ -10,8 +10,8 @@ annotation into a workflow command; GitLab, whose log has no commands, makes eve
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
 from typing import TextIO
 
@@ -24,11 +24,21 @@ def one_line(text: str) -> str:
 
 
 class JobLog:
-    """The log lines of a CI job on stdout. A forge's JobIO says how a line is made safe to print."""
+    """The log lines of a CI job on stdout, and the job's environment as gitbot found it (secrets are out of
+    os.environ while it works; a provider's cloud credentials are read from here). A forge's JobIO adds
+    `_annotation(kind, message, title)` (the line of a notice, warning or error; message and title already
+    redacted) and `_untrusted_lines(text)` (redacted text gitbot did not write, as the lines to print)."""
 
-    def __init__(self, secrets: Secrets | None = None, *, stdout: TextIO | None = None):
+    def __init__(
+        self,
+        secrets: Secrets | None = None,
+        *,
+        stdout: TextIO | None = None,
+        environ: dict[str, str] | None = None,
+    ):
         self.secrets = secrets or Secrets()
         self.stdout = stdout or sys.stdout
+        self.environ = dict(os.environ if environ is None else environ)
 
     def info(self, text: str) -> None:
         """One line gitbot wrote itself."""
@@ -60,14 +70,6 @@ class JobLog:
     def _own_line(self, line: str) -> str:
         """One of gitbot's own lines, already redacted and on one line, as printed."""
         return line
-
-    def _annotation(self, kind: str, message: str, title: str | None) -> str:
-        """The line for a notice, warning or error; message and title are redacted already."""
-        raise NotImplementedError
-
-    def _untrusted_lines(self, text: str) -> Iterable[str]:
-        """Redacted text gitbot did not write, as the lines to print."""
-        raise NotImplementedError
 
     def _annotate(self, kind: str, message: str, title: str | None) -> None:
         redacted_title = self.secrets.redact(title) if title else None

@@ -10,15 +10,13 @@ contain. The job summary stays under the runner's 1 MiB limit.
 
 from __future__ import annotations
 
-import os
 import secrets as _secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import Any
 
 from gitbot.forge.job_log import JobLog
-from gitbot.secrets import Secrets
 
 # The runner refuses a step summary over 1 MiB (1024 * 1024 bytes); keep a margin for the note.
 SUMMARY_LIMIT_BYTES = 1024 * 1024 - 4096
@@ -36,15 +34,8 @@ def escape_property(text: str) -> str:
 
 
 class ActionsIO(JobLog):
-    def __init__(
-        self,
-        secrets: Secrets | None = None,
-        *,
-        stdout: TextIO | None = None,
-        environ: dict[str, str] | None = None,
-    ):
-        super().__init__(secrets, stdout=stdout)
-        self.environ = os.environ if environ is None else environ
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
         self._masked: set[str] = set()
 
     # ---------------------------------------------------------------- log lines

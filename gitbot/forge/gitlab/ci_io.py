@@ -24,17 +24,15 @@ job fails unexpectedly.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Any
 
 from gitbot.forge.gitlab import out_dir as files
 from gitbot.forge.gitlab.out_dir import IGNORE_FILE, OUTPUTS_FILE, SUMMARY_FILE
 from gitbot.forge.job_log import JobLog, one_line
-from gitbot.secrets import Secrets
 from gitbot.textsafe import printable
 
 DEFAULT_OUTPUT_DIR = ".gitbot-out"
@@ -72,16 +70,8 @@ def output_name(name: str) -> str:
 
 
 class GitLabIO(JobLog):
-    def __init__(
-        self,
-        secrets: Secrets | None = None,
-        *,
-        stdout: TextIO | None = None,
-        environ: dict[str, str] | None = None,
-    ):
-        super().__init__(secrets, stdout=stdout)
-        # The job's environment as it started: the flow reads cloud credentials from it (Bedrock, Vertex).
-        self.environ = dict(os.environ if environ is None else environ)
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
         self.out_dir = output_dir(self.environ)
         self._outputs: dict[str, str] = {}
         self._summary = ""
