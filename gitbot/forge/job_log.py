@@ -18,7 +18,7 @@ from typing import TextIO
 from gitbot.secrets import Secrets
 
 
-def one_line(text: str) -> str:
+def flattened(text: str) -> str:
     """Carriage returns and newlines as spaces: a log viewer starts, or rewrites, a line at either."""
     return text.replace("\r", " ").replace("\n", " ")
 
@@ -42,7 +42,7 @@ class JobLog:
 
     def info(self, text: str) -> None:
         """One line gitbot wrote itself."""
-        self._write(self._own_line(one_line(self.secrets.redact(text))))
+        self._write(self._own_line(flattened(self.secrets.redact(text))))
 
     def notice(self, message: str, *, title: str | None = None) -> None:
         self._annotate("notice", message, title)

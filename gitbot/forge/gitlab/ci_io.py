@@ -32,7 +32,7 @@ from typing import Any
 
 from gitbot.forge.gitlab import out_dir as files
 from gitbot.forge.gitlab.out_dir import IGNORE_FILE, OUTPUTS_FILE, SUMMARY_FILE
-from gitbot.forge.job_log import JobLog, one_line
+from gitbot.forge.job_log import JobLog, flattened
 from gitbot.textsafe import printable
 
 DEFAULT_OUTPUT_DIR = ".gitbot-out"
@@ -84,7 +84,7 @@ class GitLabIO(JobLog):
 
     def _annotation(self, kind: str, message: str, title: str | None) -> str:
         words = f"{title}: {message}" if title else message
-        return f"{_COLOURS[kind]}{kind}{_RESET} {inert(one_line(words))}"
+        return f"{_COLOURS[kind]}{kind}{_RESET} {inert(flattened(words))}"
 
     def _untrusted_lines(self, text: str) -> Iterator[str]:
         for line in text.split("\n"):
