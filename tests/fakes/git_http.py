@@ -13,6 +13,14 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 
+def bare_repository(path: Path, default_branch: str) -> Path:
+    """A new bare repository at `path` that http-backend serves and lets a client push to."""
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", "--bare", "-b", default_branch, str(path)], check=True)
+    subprocess.run(["git", "-C", str(path), "config", "http.receivepack", "true"], check=True)
+    return path
+
+
 def read_body(handler: BaseHTTPRequestHandler) -> bytes:
     """The request body, whether sent with a length or chunked (git sends large pushes chunked)."""
     if handler.headers.get("Transfer-Encoding", "").lower() == "chunked":

@@ -44,10 +44,10 @@ from pathlib import Path
 from typing import Any, Self
 
 from tests.fakes import github_graphql
-from tests.fakes.git_http import http_backend, read_body
+from tests.fakes.git_http import bare_repository, http_backend
 from tests.fakes.github_graphql import GRAPHQL_PATH
 from tests.fakes.github_pulls import PullsMixin
-from tests.fakes.loopback import LoopbackServer, send
+from tests.fakes.loopback import FakeHandler, LoopbackServer, Recorded, utcnow
 
 SPEC_PATH = Path(__file__).resolve().parent.parent / "openapi" / "github-rest-subset.json"
 SPEC_HOST = "https://api.github.com"
@@ -77,27 +77,6 @@ def openapi() -> Any:
 
 def iso(when: dt.datetime) -> str:
     return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(microsecond=0)
-
-
-@dataclass
-class Recorded:
-    method: str
-    path: str  # without the /api/v3 prefix and the query
-    query: dict[str, list[str]]
-    headers: dict[str, str]  # lower-cased names
-    body: Any  # parsed JSON, raw bytes for git, or None
-    status: int = 0
-    at: float = field(
-        default_factory=time.monotonic
-    )  # when it arrived (CLOCK_MONOTONIC: comparable across processes)
-
-    @property
-    def route(self) -> str:
-        return f"{self.method} {self.path}"
 
 
 @dataclass
@@ -192,10 +171,7 @@ class FakeGitHub(LoopbackServer, PullsMixin):
         self._log_urls: dict[str, tuple[int, float]] = {}
         self._lock = threading.RLock()
         self.git_project_root = self.root / "git-server"
-        self.bare_repo = self.git_project_root / owner / f"{name}.git"
-        self.bare_repo.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["git", "init", "-q", "--bare", "-b", default_branch, str(self.bare_repo)], check=True)
-        subprocess.run(["git", "-C", str(self.bare_repo), "config", "http.receivepack", "true"], check=True)
+        self.bare_repo = bare_repository(self.git_project_root / owner / f"{name}.git", default_branch)
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -829,23 +805,14 @@ class FakeGitHub(LoopbackServer, PullsMixin):
 
 
 def _make_handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
-            pass
-
-        def _handle(self) -> None:
-            raw = read_body(self)
-            url = urllib.parse.urlsplit(self.path)
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
-            if url.path == GRAPHQL_PATH and self.command == "POST":
+    class Handler(FakeHandler):
+        def answer(self, raw: bytes, path: str, query: dict[str, list[str]], headers: dict[str, str]) -> None:
+            if path == GRAPHQL_PATH and self.command == "POST":
                 try:
                     body = json.loads(raw) if raw else None
                 except ValueError:
                     body = raw
-                rec = Recorded(self.command, url.path, query, headers, body)
+                rec = Recorded(self.command, path, query, headers, body)
                 with fake._lock:
                     fake.requests.append(rec)
                     if headers.get("authorization", "") not in (
@@ -859,27 +826,26 @@ def _make_handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 self._send(
                     status, {"Content-Type": "application/json; charset=utf-8"}, json.dumps(payload).encode()
                 )
-            elif url.path.startswith(API_PREFIX + "/"):
-                path = url.path[len(API_PREFIX) :]
+            elif path.startswith(API_PREFIX + "/"):
                 try:
                     body = json.loads(raw) if raw else None
                 except ValueError:
                     body = raw
-                rec = Recorded(self.command, path, query, headers, body)
+                rec = Recorded(self.command, path[len(API_PREFIX) :], query, headers, body)
                 with fake._lock:
                     fake.requests.append(rec)
                     status, extra, payload = fake._answer_api(rec, raw)
                 rec.status = status
                 data = b"" if payload is None else json.dumps(payload).encode()
                 self._send(status, {"Content-Type": "application/json; charset=utf-8", **extra}, data)
-            elif url.path.startswith("/_logs/"):
-                rec = Recorded(self.command, url.path, query, headers, None)
+            elif path.startswith("/_logs/"):
+                rec = Recorded(self.command, path, query, headers, None)
                 with fake._lock:
-                    status, extra, data = fake._answer_log_blob(rec, url.path[len("/_logs/") :])
+                    status, extra, data = fake._answer_log_blob(rec, path[len("/_logs/") :])
                 rec.status = status
                 self._send(status, extra, data)
-            elif url.path.startswith(f"/{fake.full_name}.git/"):
-                rec = Recorded(self.command, url.path, query, headers, raw)
+            elif path.startswith(f"/{fake.full_name}.git/"):
+                rec = Recorded(self.command, path, query, headers, raw)
                 with fake._lock:
                     fake.requests.append(rec)
                     hooks = [hook for hook in fake.git_hooks if hook(rec)]
@@ -890,9 +856,6 @@ def _make_handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             else:
                 self._send(404, {"Content-Type": "text/plain"}, b"not found")
 
-        def _send(self, status: int, headers: dict[str, str], data: bytes) -> None:
-            send(self, status, headers, data)
-
-        do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _handle
+        do_PATCH = FakeHandler._handle  # GitHub edits with PATCH
 
     return Handler

@@ -17,9 +17,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(microsecond=0)
+from tests.fakes.loopback import utcnow
 
 
 @dataclass
@@ -36,8 +34,8 @@ class ReviewComment:
     in_reply_to: int | None = None
     review_id: int | None = None
     author_type: str = "User"
-    created_at: dt.datetime = field(default_factory=_now)
-    updated_at: dt.datetime = field(default_factory=_now)
+    created_at: dt.datetime = field(default_factory=utcnow)
+    updated_at: dt.datetime = field(default_factory=utcnow)
 
     @property
     def node_id(self) -> str:
@@ -52,7 +50,7 @@ class Review:
     author: str
     state: str
     commit_id: str
-    submitted_at: dt.datetime = field(default_factory=_now)
+    submitted_at: dt.datetime = field(default_factory=utcnow)
 
     @property
     def node_id(self) -> str:
@@ -188,7 +186,7 @@ class PullsMixin:
 
     def _add_review(self, pr, body: str, author: str, state: str, at: dt.datetime | None) -> Review:
         review = Review(
-            next(self._ids), pr.number, body, author, state.upper(), self.head_sha(pr), at or _now()
+            next(self._ids), pr.number, body, author, state.upper(), self.head_sha(pr), at or utcnow()
         )
         self.reviews.append(review)
         return review
@@ -198,7 +196,7 @@ class PullsMixin:
     ) -> ReviewComment:
         sha = self.head_sha(pr)
         hunk = self.diff_hunk(pr, path, line) if in_reply_to is None else self._comment(in_reply_to).diff_hunk
-        created = at or _now()
+        created = at or utcnow()
         comment = ReviewComment(
             next(self._ids),
             pr.number,
@@ -401,7 +399,7 @@ class PullsMixin:
         if comment.author != self.bot_login:
             return 403, {}, {"message": "Resource not accessible by integration"}
         comment.body = rec.body["body"]
-        comment.updated_at = _now()
+        comment.updated_at = utcnow()
         return 200, {}, self.review_comment_json(comment)
 
     def _reaction(self, kind: str, item_id: int, content: str):

@@ -35,15 +35,13 @@ import re
 import secrets
 import subprocess
 import threading
-import time
 import urllib.parse
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 from tests.fakes import gitlab_ops
-from tests.fakes.git_http import http_backend, read_body
+from tests.fakes.git_http import bare_repository, http_backend
 from tests.fakes.gitlab_hooks import WebhookBodies
 from tests.fakes.gitlab_state import (
     Award,
@@ -58,7 +56,7 @@ from tests.fakes.gitlab_state import (
     User,
     utcnow,
 )
-from tests.fakes.loopback import LoopbackServer, send
+from tests.fakes.loopback import FakeHandler, LoopbackServer, Recorded
 
 API = "/api/v4"
 MAX_PER_PAGE = 100
@@ -68,21 +66,6 @@ AWARD_TAKEN = "404 Award Emoji Name has already been taken Not Found"
 
 def iso(when: dt.datetime) -> str:
     return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-
-
-@dataclass
-class Recorded:
-    method: str
-    path: str  # without the prefix, /api/v4 and the query; still URL-encoded (the project's path)
-    query: dict[str, list[str]]
-    headers: dict[str, str]  # lower-cased names
-    body: Any  # parsed JSON, raw bytes for git, or None
-    status: int = 0
-    at: float = field(default_factory=time.monotonic)
-
-    @property
-    def route(self) -> str:
-        return f"{self.method} {self.path}"
 
 
 class FakeGitLab(LoopbackServer, WebhookBodies):
@@ -144,10 +127,7 @@ class FakeGitLab(LoopbackServer, WebhookBodies):
         self._ops = gitlab_ops.operations()
         self._lock = threading.RLock()
         self.git_project_root = self.root / "git-server"
-        self.bare_repo = self.git_project_root / namespace / f"{name}.git"
-        self.bare_repo.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["git", "init", "-q", "--bare", "-b", default_branch, str(self.bare_repo)], check=True)
-        subprocess.run(["git", "-C", str(self.bare_repo), "config", "http.receivepack", "true"], check=True)
+        self.bare_repo = bare_repository(self.git_project_root / namespace / f"{name}.git", default_branch)
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -1022,18 +1002,8 @@ def _truthy(value: Any) -> bool:
 
 
 def _make_handler(fake: FakeGitLab) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
-            pass
-
-        def _handle(self) -> None:
-            raw = read_body(self)
-            url = urllib.parse.urlsplit(self.path)
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
-            path = url.path
+    class Handler(FakeHandler):
+        def answer(self, raw: bytes, path: str, query: dict[str, list[str]], headers: dict[str, str]) -> None:
             if fake.prefix and not path.startswith(fake.prefix + "/"):
                 self._send(404, {"Content-Type": "text/plain"}, b"not found")
                 return
@@ -1070,10 +1040,5 @@ def _make_handler(fake: FakeGitLab) -> type[BaseHTTPRequestHandler]:
                 self._send(status, extra, data)
             else:
                 self._send(404, {"Content-Type": "text/plain"}, b"not found")
-
-        def _send(self, status: int, headers: dict[str, str], data: bytes) -> None:
-            send(self, status, headers, data)
-
-        do_GET = do_POST = do_PUT = do_DELETE = _handle
 
     return Handler

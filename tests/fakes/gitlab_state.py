@@ -7,12 +7,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.fakes.loopback import utcnow
+
 # GitLab's MergeRequest::DRAFT_REGEX: a title starting with one of these makes the merge request a draft.
 DRAFT_TITLE = re.compile(r"\A\s*(?:\[draft\]|draft:|\(draft\)|draft\s-\s|draft\s)+\s*", re.IGNORECASE)
-
-
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(microsecond=0)
 
 
 @dataclass

@@ -1,11 +1,17 @@
 """What every forge fake shares: an HTTP server on 127.0.0.1 in a thread, started and stopped with the fake,
-and the way a handler sends an answer."""
+the handler's reading of a request, the request as recorded, and the way a handler sends an answer."""
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
+import time
+import urllib.parse
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Self
+from typing import Any, Self
+
+from tests.fakes.git_http import read_body
 
 
 class LoopbackServer:
@@ -38,6 +44,52 @@ class LoopbackServer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def utcnow() -> dt.datetime:
+    """A fake's clock: whole seconds, as the forges' timestamps have them."""
+    return dt.datetime.now(dt.UTC).replace(microsecond=0)
+
+
+@dataclass
+class Recorded:
+    """One request as a fake saw it, kept in the fake's `requests` for a test to inspect."""
+
+    method: str
+    path: str  # without the API's prefix and the query; still URL-encoded
+    query: dict[str, list[str]]
+    headers: dict[str, str]  # lower-cased names
+    body: Any  # parsed JSON, raw bytes for git, or None
+    status: int = 0
+    at: float = field(default_factory=time.monotonic)  # CLOCK_MONOTONIC: comparable across processes
+
+    @property
+    def route(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+class FakeHandler(BaseHTTPRequestHandler):
+    """A fake forge's handler: HTTP/1.1 with keep-alive, quiet, each request read whole (the body, the path,
+    the query, lower-cased header names) before the fake's `answer` sees it."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+        pass
+
+    def answer(self, raw: bytes, path: str, query: dict[str, list[str]], headers: dict[str, str]) -> None:
+        raise NotImplementedError
+
+    def _handle(self) -> None:
+        raw = read_body(self)
+        url = urllib.parse.urlsplit(self.path)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self.answer(raw, url.path, urllib.parse.parse_qs(url.query, keep_blank_values=True), headers)
+
+    def _send(self, status: int, headers: dict[str, str], data: bytes) -> None:
+        send(self, status, headers, data)
+
+    do_GET = do_POST = do_PUT = do_DELETE = _handle
 
 
 def send(handler: BaseHTTPRequestHandler, status: int, headers: dict[str, str], data: bytes) -> None:

@@ -92,3 +92,13 @@ def test_the_label_time_is_the_triggering_events_not_a_later_ones(seeded_github,
     assert forge.label_added_at(7, "gitbot", "ada", not_after=snapshot) == t1
     assert forge.label_added_at(7, "gitbot", "ada") == t1 + dt.timedelta(hours=1)
     assert forge.label_added_at(7, "gitbot", "ada", not_after=t1 - dt.timedelta(seconds=1)) is None
+
+
+@pytest.mark.slow
+def test_links_quote_a_branch_that_holds_a_hash(seeded_github, forge):
+    """A person's branch may be named `fix/#12-empty`: unquoted, its link would end at the `#`."""
+    web = f"https://github.com/{seeded_github.full_name}"
+    assert forge.branch_url("fix/#12-empty") == f"{web}/tree/fix/%2312-empty"
+    assert forge.commit_url("abc") == f"{web}/commit/abc"
+    assert forge.blob_url("abc", "src/a b.py") == f"{web}/blob/abc/src/a%20b.py"
+    assert forge.issue_url(3) == f"{web}/issues/3"

@@ -10,15 +10,13 @@ contain. The job summary stays under the runner's 1 MiB limit.
 
 from __future__ import annotations
 
-import os
 import secrets as _secrets
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import Any
 
-from gitbot.secrets import Secrets
+from gitbot.forge.job_log import JobLog
 
 # The runner refuses a step summary over 1 MiB (1024 * 1024 bytes); keep a margin for the note.
 SUMMARY_LIMIT_BYTES = 1024 * 1024 - 4096
@@ -35,17 +33,9 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-class ActionsIO:
-    def __init__(
-        self,
-        secrets: Secrets | None = None,
-        *,
-        stdout: TextIO | None = None,
-        environ: dict[str, str] | None = None,
-    ):
-        self.secrets = secrets or Secrets()
-        self.stdout = stdout or sys.stdout
-        self.environ = os.environ if environ is None else environ
+class ActionsIO(JobLog):
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
         self._masked: set[str] = set()
 
     # ---------------------------------------------------------------- log lines
@@ -64,28 +54,6 @@ class ActionsIO:
         for line in value.splitlines():
             if line.strip():
                 self._write(f"::add-mask::{line}")
-
-    def info(self, text: str) -> None:
-        """One line gitbot wrote itself. Newlines are flattened so nothing embedded in it (a branch
-        name, a login) can start a line of its own and be read as a workflow command."""
-        self._write(self.secrets.redact(text).replace("\r", " ").replace("\n", " "))
-
-    def notice(self, message: str, *, title: str | None = None) -> None:
-        self._command("notice", message, title)
-
-    def warning(self, message: str, *, title: str | None = None) -> None:
-        self._command("warning", message, title)
-
-    def error(self, message: str, *, title: str | None = None) -> None:
-        self._command("error", message, title)
-
-    def untrusted(self, text: str, *, heading: str | None = None) -> None:
-        """Print text gitbot did not write, with workflow commands switched off around it."""
-        if heading:
-            self.info(heading)
-        with self.commands_stopped():
-            for line in self.secrets.redact(text).splitlines():
-                self._write(line)
 
     @contextmanager
     def commands_stopped(self) -> Iterator[None]:
@@ -106,13 +74,13 @@ class ActionsIO:
         finally:
             self._write("::endgroup::")
 
-    def _command(self, kind: str, message: str, title: str | None) -> None:
-        props = f" title={escape_property(self.secrets.redact(title))}" if title else ""
-        self._write(f"::{kind}{props}::{escape_data(self.secrets.redact(message))}")
+    def _annotation(self, kind: str, message: str, title: str | None) -> str:
+        props = f" title={escape_property(title)}" if title else ""
+        return f"::{kind}{props}::{escape_data(message)}"
 
-    def _write(self, line: str) -> None:
-        self.stdout.write(line + "\n")
-        self.stdout.flush()
+    def _untrusted_lines(self, text: str) -> list[str]:
+        # Printed inside commands_stopped, so a line is shown as it is.
+        return text.splitlines()
 
     # ---------------------------------------------------------------- environment files
 

@@ -29,6 +29,7 @@ from gitbot.forge.interface import (
     Terms,
 )
 from gitbot.forge.triggers import REPLY_PATTERN, CommentTrigger
+from gitbot.forge.web_links import WebLinks
 
 # Retries for 403/429 rate limits and 5xx answers: at most this many, each wait at most this long.
 RETRY_TOTAL = 5
@@ -92,7 +93,7 @@ def workflow_file(path: str) -> str | None:
     return "workflow files cannot be pushed with the workflow token" if path.startswith(WORKFLOWS) else None
 
 
-class GitHubForge:
+class GitHubForge(WebLinks):
     """One repository (interface.Forge); every method is one or a few REST or GraphQL calls and returns
     plain data."""
 
@@ -104,7 +105,7 @@ class GitHubForge:
         self._exc = GithubException
         self.gh = gh
         self.full_name = full_name
-        self.web = f"{server_url.rstrip('/')}/{full_name}"
+        self.pages = f"{server_url.rstrip('/')}/{full_name}"  # WebLinks
         try:
             self.repo = gh.get_repo(full_name)
         except GithubException as exc:
@@ -448,17 +449,3 @@ class GitHubForge:
 
     def unpushable(self, path: str) -> str | None:
         return workflow_file(path)
-
-    # ---------------------------------------------------------------- links people follow
-
-    def branch_url(self, branch: str) -> str:
-        return f"{self.web}/tree/{branch}"
-
-    def commit_url(self, sha: str) -> str:
-        return f"{self.web}/commit/{sha}"
-
-    def blob_url(self, sha: str, path: str) -> str:
-        return f"{self.web}/blob/{sha}/{urllib.parse.quote(path)}"
-
-    def issue_url(self, number: int) -> str:
-        return f"{self.web}/issues/{number}"

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +38,7 @@ from gitbot.forge.interface import (
     parse_time,
 )
 from gitbot.forge.triggers import REPLY_PATTERN, CommentTrigger
+from gitbot.forge.web_links import WebLinks
 
 LOG_MAX_BYTES = 4 * 1024 * 1024  # the head of a trace is dropped past this; failures are near the end
 EYES = "eyes"
@@ -131,7 +131,7 @@ class UserData:
     state: str  # "active", "blocked", …
 
 
-class GitLabForge:
+class GitLabForge(WebLinks):
     """One GitLab project; every method is one or a few API calls and returns plain data."""
 
     terms = TERMS
@@ -160,6 +160,10 @@ class GitLabForge:
         self.project = self._call(lambda: self.gl.projects.get(project_ref), f"reading project {project_ref}")
         self.path = self.project.path_with_namespace
         self.web_url = self.project.web_url.rstrip("/")
+
+    @property
+    def pages(self) -> str:  # WebLinks: GitLab's pages of a project are below `/-`
+        return f"{self.web_url}/-"
 
     def _call(self, fn, doing: str):
         try:
@@ -694,17 +698,3 @@ class GitLabForge:
     def unpushable(self, path: str) -> str | None:
         """CI/CD configuration (ci_config.py: the entry reads it from the work tree before the agent runs)."""
         return ci_config.REASON if self.ci_configuration.holds(path) else None
-
-    # ---------------------------------------------------------------- links people follow
-
-    def branch_url(self, branch: str) -> str:
-        return f"{self.web_url}/-/tree/{urllib.parse.quote(branch)}"
-
-    def commit_url(self, sha: str) -> str:
-        return f"{self.web_url}/-/commit/{sha}"
-
-    def blob_url(self, sha: str, path: str) -> str:
-        return f"{self.web_url}/-/blob/{sha}/{urllib.parse.quote(path)}"
-
-    def issue_url(self, number: int) -> str:
-        return f"{self.web_url}/-/issues/{number}"

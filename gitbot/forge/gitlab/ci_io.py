@@ -24,17 +24,15 @@ job fails unexpectedly.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import sys
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Any
 
 from gitbot.forge.gitlab import out_dir as files
 from gitbot.forge.gitlab.out_dir import IGNORE_FILE, OUTPUTS_FILE, SUMMARY_FILE
-from gitbot.secrets import Secrets
+from gitbot.forge.job_log import JobLog, flattened
 from gitbot.textsafe import printable
 
 DEFAULT_OUTPUT_DIR = ".gitbot-out"
@@ -71,60 +69,26 @@ def output_name(name: str) -> str:
     return OUTPUT_PREFIX + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
 
 
-class GitLabIO:
-    def __init__(
-        self,
-        secrets: Secrets | None = None,
-        *,
-        stdout: TextIO | None = None,
-        environ: dict[str, str] | None = None,
-    ):
-        self.secrets = secrets or Secrets()
-        self.stdout = stdout or sys.stdout
-        # The job's environment as it started: the flow reads cloud credentials from it (Bedrock, Vertex).
-        self.environ = dict(os.environ if environ is None else environ)
+class GitLabIO(JobLog):
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
         self.out_dir = output_dir(self.environ)
         self._outputs: dict[str, str] = {}
         self._summary = ""
         self._written: set[str] = set()
 
-    # ---------------------------------------------------------------- the log
+    # ---------------------------------------------------------------- the log: every line inert
 
-    def info(self, text: str) -> None:
-        """One line: newlines flattened, so nothing embedded in it starts a line of its own."""
-        self._write(self._clean(text.replace("\r", " ").replace("\n", " ")))
+    def _own_line(self, line: str) -> str:
+        return inert(line)
 
-    def notice(self, message: str, *, title: str | None = None) -> None:
-        self._annotated("notice", message, title)
-
-    def warning(self, message: str, *, title: str | None = None) -> None:
-        self._annotated("warning", message, title)
-
-    def error(self, message: str, *, title: str | None = None) -> None:
-        self._annotated("error", message, title)
-
-    def untrusted(self, text: str, *, heading: str | None = None) -> None:
-        """Text gitbot did not write, line by line, each made inert."""
-        if heading:
-            self.info(heading)
-        for line in self.secrets.redact(text).split("\n"):
-            self._write(inert(line.removesuffix("\r")))  # a CRLF line ending rewrites nothing
-
-    def commands_stopped(self) -> AbstractContextManager[None]:
-        """GitLab's log obeys no commands, and every line printed here is made inert already."""
-        return nullcontext()
-
-    def _annotated(self, kind: str, message: str, title: str | None) -> None:
+    def _annotation(self, kind: str, message: str, title: str | None) -> str:
         words = f"{title}: {message}" if title else message
-        flat = words.replace("\r", " ").replace("\n", " ")
-        self._write(f"{_COLOURS[kind]}{kind}{_RESET} {self._clean(flat)}")
+        return f"{_COLOURS[kind]}{kind}{_RESET} {inert(flattened(words))}"
 
-    def _clean(self, text: str) -> str:
-        return inert(self.secrets.redact(text))
-
-    def _write(self, line: str) -> None:
-        self.stdout.write(line + "\n")
-        self.stdout.flush()
+    def _untrusted_lines(self, text: str) -> Iterator[str]:
+        for line in text.split("\n"):
+            yield inert(line.removesuffix("\r"))  # a CRLF line ending rewrites nothing
 
     # ---------------------------------------------------------------- the files
 

@@ -126,3 +126,16 @@ def test_reports_planted_in_the_output_dir_never_survive(tmp_path):
     gl.set_outputs({"status": "error"})
     assert dotenv(out / "gitbot.env") == {"GITBOT_STATUS": "error"}
     assert (out / "summary.md").read_text() == "## gitbot could not finish\n"
+
+
+def test_a_known_secret_that_spans_lines_is_redacted_in_gitbots_own_lines_too(tmp_path):
+    """A cloud credential's JSON or a PEM key is a known value over several lines: it is only found whole,
+    before a line of gitbot's own is flattened onto one line (GitHub's and GitLab's logs alike)."""
+    spanning = "Zq8xLm2pW4vB9nKt\nRf7yHc3dJ6sA1eUo"
+    gl = GitLabIO(Secrets({spanning}), stdout=(out := io.StringIO()), environ={})
+    gl.info(f"key {spanning}")
+    gl.error(f"refused {spanning}", title=f"about {spanning}")
+    gl.warning(spanning)
+    log = out.getvalue()
+    assert "Zq8xLm2pW4vB9nKt" not in log and "Rf7yHc3dJ6sA1eUo" not in log
+    assert log.count("[REDACTED]") == 4
