@@ -37,7 +37,7 @@ KNOWN_SECRET = "known-secret"  # the kind of a finding that is one of the values
 # How much text `Secrets` remembers as already found clean (see Secrets.scrub): a run's history is
 # scrubbed again in every record event and request, and rescanning what did not change was most of a
 # step's own cost. Past this many characters the memory starts over.
-CLEAN_MEMORY_CHARS = 16_000_000
+CLEAN_MEMORY_CHARS = 4_000_000  # several times a full context window
 
 
 def _base64_cores(data: bytes) -> set[str]:
