@@ -34,6 +34,10 @@ MIN_SECRET_LENGTH = 8  # shorter values would redact ordinary words
 # `AUTHORIZATION: basic base64("x-access-token:" + token)`; git credential URLs use `user:token`.
 ENCODED_PREFIXES = ("", "x-access-token:", "x:")
 KNOWN_SECRET = "known-secret"  # the kind of a finding that is one of the values gitbot was given
+# How much text `Secrets` remembers as already found clean (see Secrets.scrub): a run's history is
+# scrubbed again in every record event and request, and rescanning what did not change was most of a
+# step's own cost. Past this many characters the memory starts over.
+CLEAN_MEMORY_CHARS = 4_000_000  # several times a full context window
 
 
 def _base64_cores(data: bytes) -> set[str]:
@@ -102,6 +106,10 @@ class Secrets:
     def __post_init__(self) -> None:
         self._pattern: re.Pattern[str] | None = None
         self._built_from: frozenset[str] | None = None
+        # Texts in which scrub found nothing, under the values the pattern was built from: scrubbing one
+        # again gives the same answer, so it is not scanned again. Forgotten whenever the values change.
+        self._clean: set[str] = set()
+        self._clean_chars = 0
 
     @classmethod
     def from_environment(cls, environ: dict[str, str] | None = None) -> Secrets:
@@ -129,7 +137,21 @@ class Secrets:
                     words |= encoded_forms(value)
             self._pattern = re.compile(_trie_regex(words)) if words else None
             self._built_from = frozenset(self.values)
+            self._forget_clean()  # a new value may be in a text found clean before
         return self._pattern
+
+    def _forget_clean(self) -> None:
+        self._clean = set()
+        self._clean_chars = 0
+
+    def _remember_clean(self, text: str, clean: set[str]) -> None:
+        """`clean` is the set scrub started with: if the values changed meanwhile (another thread), the
+        text goes into the set just forgotten, not into the new one."""
+        if self._clean_chars + len(text) > CLEAN_MEMORY_CHARS:
+            self._forget_clean()
+            return
+        clean.add(text)
+        self._clean_chars += len(text)
 
     def redact(self, text: str) -> str:
         return self.scrub(text)[0]
@@ -141,7 +163,10 @@ class Secrets:
         (a directory named after it, and `grep -H` prints it on every line). forge/leaks.py alone
         excuses a marked line the change moved unchanged."""
         known: list[Finding] = []
-        pattern = self.pattern()
+        pattern = self.pattern()  # first: it forgets the clean texts when the values changed
+        clean = self._clean
+        if text in clean:
+            return text, []
         if pattern is not None:
             line, last = 1, 0
             for match in pattern.finditer(text):
@@ -151,6 +176,8 @@ class Secrets:
             if known:
                 text = secretscan.replace(text, known)
         text, shaped = secretscan.redact(text, honour_markers=False)
+        if not known and not shaped:
+            self._remember_clean(text, clean)
         return text, known + shaped
 
     def scrub_data(self, data: Any) -> tuple[Any, list[Finding]]:

@@ -9,11 +9,15 @@ the four allowed.
 Eliding happens in batches: when the estimate nears the budget, every tool result except the
 newest few is replaced by a one-line stub at once. The cached prefix is invalidated once per
 batch, not at every step.
+
+A message in the history is never changed in place: adding to the last message or eliding an old
+observation puts a new message in its place. So a request can share the history's messages rather
+than copy them all (the SDK copies what it is given before sending it), and each message's size is
+measured once.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -35,36 +39,60 @@ class Conversation:
         self.elided_ids: set[str] = set()
         # Calibration from the last reply: real prompt tokens for a known size in characters.
         self._tokens_per_char: float | None = None
+        # size_chars' measures: id(message) -> (message, characters); the tools' (tools, characters).
+        self._sizes: dict[int, tuple[dict[str, Any], int]] = {}
+        self._tools_size: tuple[Any, int] = (None, 0)
 
-    # -- history ----------------------------------------------------------------------------
+    # -- history ---------------------------------------------------------------------------
     def add_assistant(self, content: list[dict[str, Any]]) -> None:
         if self.messages and self.messages[-1]["role"] == "assistant":
             # The continuation of a paused turn (pause_turn): the same assistant message goes on.
-            self.messages[-1]["content"].extend(content)
+            self._extend_last(content)
         else:
             self.messages.append({"role": "assistant", "content": content})
 
     def add_user(self, blocks: list[dict[str, Any]]) -> None:
         if self.messages and self.messages[-1]["role"] == "user":
-            self.messages[-1]["content"].extend(blocks)  # keep roles alternating
+            self._extend_last(blocks)  # keep roles alternating
         else:
             self.messages.append({"role": "user", "content": blocks})
+
+    def _extend_last(self, blocks: list[dict[str, Any]]) -> None:
+        last = self.messages[-1]
+        self.messages[-1] = {**last, "content": [*last["content"], *blocks]}
 
     # -- requests ---------------------------------------------------------------------------
     def system_blocks(self) -> list[dict[str, Any]]:
         return [{"type": "text", "text": self.system_text, "cache_control": EPHEMERAL}]
 
     def request_messages(self) -> list[dict[str, Any]]:
-        messages = copy.deepcopy(self.messages)
+        """The history with the rolling cache breakpoints: the last two user messages are new copies
+        that carry them, every other message is the history's own (never changed in place)."""
+        messages = list(self.messages)
         user_indexes = [i for i, m in enumerate(messages) if m["role"] == "user"]
         for i in user_indexes[-2:]:
             content = messages[i]["content"]
             if isinstance(content, list) and content:
-                content[-1]["cache_control"] = EPHEMERAL
+                marked = {**content[-1], "cache_control": EPHEMERAL}
+                messages[i] = {**messages[i], "content": [*content[:-1], marked]}
         return messages
 
     def size_chars(self) -> int:
-        return _chars(self.tools) + len(self.system_text) + _chars(self.messages)
+        """The characters of the tools, the system prompt and the messages as JSON. Each message is
+        measured once (it never changes), and a list's JSON is its items' joined by ", " in brackets."""
+        sizes, total = {}, 0
+        for message in self.messages:
+            known = self._sizes.get(id(message))
+            if known is None or known[0] is not message:
+                # The message itself is kept with its size: its id cannot be reused while it is held.
+                known = (message, _chars(message))
+            sizes[id(message)] = known
+            total += known[1]
+        self._sizes = sizes  # only the messages still in the history
+        messages_chars = total + 2 + 2 * max(len(self.messages) - 1, 0)
+        if self._tools_size[0] is not self.tools:
+            self._tools_size = (self.tools, _chars(self.tools))
+        return self._tools_size[1] + len(self.system_text) + messages_chars
 
     def calibrate(self, prompt_tokens: int, chars: int) -> None:
         if prompt_tokens > 0 and chars > 0:
@@ -95,24 +123,34 @@ class Conversation:
                    for b in m["content"] if b.get("type") == "tool_result"]
         old = results[:-keep] if keep else results
         names = self._tool_names()
-        count = 0
+        stubs = {}
         for block in old:
             tool_id = block["tool_use_id"]
-            if tool_id in self.elided_ids:
-                continue
-            self.elided_ids.add(tool_id)
-            name = names.get(tool_id, "tool")
-            block["content"] = f"[output of {name} elided to save context; run the tool again if you need it]"
-            count += 1
-        for message in self.messages:
-            if message["role"] != "assistant":
-                continue
-            for block in message["content"]:
-                if block.get("type") == "tool_use" and block["id"] in self.elided_ids \
-                        and isinstance(block.get("input"), dict):
-                    block["input"] = {k: (v if _chars(v) <= LARGE_INPUT_CHARS else "[elided]")
-                                      for k, v in block["input"].items()}
-        return count
+            if tool_id not in self.elided_ids:
+                self.elided_ids.add(tool_id)
+                name = names.get(tool_id, "tool")
+                stubs[tool_id] = f"[output of {name} elided to save context; run the tool again if you need it]"
+        if stubs:
+            self.messages = [self._elided(message, stubs) for message in self.messages]
+        return len(stubs)
+
+    @staticmethod
+    def _elided(message: dict[str, Any], stubs: dict[str, str]) -> dict[str, Any]:
+        """The message with the named tool results replaced by their stubs and the long inputs of those
+        calls cut; the message itself when none of them is in it (messages are never changed in place)."""
+        content = message["content"]
+        if not isinstance(content, list):
+            return message
+        blocks, changed = [], False
+        for block in content:
+            if message["role"] == "user" and block.get("type") == "tool_result" and block["tool_use_id"] in stubs:
+                block, changed = {**block, "content": stubs[block["tool_use_id"]]}, True
+            elif message["role"] == "assistant" and block.get("type") == "tool_use" and block["id"] in stubs \
+                    and isinstance(block.get("input"), dict):
+                short = {k: (v if _chars(v) <= LARGE_INPUT_CHARS else "[elided]") for k, v in block["input"].items()}
+                block, changed = {**block, "input": short}, True
+            blocks.append(block)
+        return {**message, "content": blocks} if changed else message
 
     def _tool_names(self) -> dict[str, str]:
         return {b["id"]: b["name"] for m in self.messages if m["role"] == "assistant"

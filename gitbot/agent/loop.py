@@ -4,6 +4,7 @@ or a limit. Headless: it never waits for a human, never loops forever, never spe
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 import traceback
@@ -39,33 +40,61 @@ class Stop:
     summary: str
 
 
+class CheckpointWorker:
+    """The one thread that takes a run's background checkpoints, started with the first. A thread per
+    command step cost the loop more than the rest of its own work in that step: starting one waits until
+    it runs."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue | None = None
+
+    def run_later(self, job) -> None:
+        """Run `job()` (which must not raise) in the thread, after the jobs given before it."""
+        if self._jobs is None:
+            self._jobs = queue.SimpleQueue()
+            threading.Thread(target=self._serve, args=(self._jobs,), name="gitbot-checkpoints", daemon=True).start()
+        self._jobs.put(job)
+
+    def stop(self) -> None:
+        """The thread ends once the jobs already given are done; a later run_later starts another."""
+        if self._jobs is not None:
+            self._jobs.put(None)
+            self._jobs = None
+
+    @staticmethod
+    def _serve(jobs: queue.SimpleQueue) -> None:
+        while (job := jobs.get()) is not None:
+            job()
+
+
 class PendingCheckpoint:
     """The checkpoint after a command, taken while the next model request is out: on a large tree it is
     most of a command step's own cost, and nothing changes files while the model thinks. It is finished
     before anything else touches the work tree or the checkpoints: the next tool call, a checkpoint at
     the end of a response, the end of the run."""
 
-    def __init__(self, step: int, entry: StepRecord, take):
+    def __init__(self, entry: StepRecord, take, worker: CheckpointWorker):
         self.entry = entry  # the step's StepRecord, given its commit once taken
         self._taken = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(take,), name=f"gitbot-checkpoint-{step}",
-                                        daemon=True)
-        self._thread.start()
+        self._done = threading.Event()
+        worker.run_later(lambda: self._run(take))
 
     def _run(self, take) -> None:
         try:
             self._taken = take()
         except BaseException as exc:  # noqa: BLE001 - raised in the loop's thread by result()
             self._error = exc
+        finally:
+            self._done.set()
 
     def result(self):
         """The Checkpoint, once taken. A Ctrl-C meanwhile is held back until it is: a run must not end (and
         release its lock) while git still writes its checkpoint."""
         interrupted = False
-        while self._thread.is_alive():
+        while not self._done.is_set():
             try:
-                self._thread.join()
+                self._done.wait()
             except KeyboardInterrupt:
                 interrupted = True
         if self._error is not None:
@@ -115,6 +144,7 @@ class Agent:
         self.state = state or LoopState()
         self.last_checkpoint: str | None = None
         self.pending_checkpoint: PendingCheckpoint | None = None
+        self.checkpoint_worker = CheckpointWorker()
         self.warnings: list[str] = []
         if prices.price(provider.model, provider.endpoint) is None:
             self.state.cost = None
@@ -136,7 +166,10 @@ class Agent:
             self.record.event("error", message="interrupted")
             return Stop(Status.ERROR, "interrupted (Ctrl-C or SIGTERM); the record is complete up to here")
         finally:
-            self._finish_pending_checkpoint()
+            try:
+                self._finish_pending_checkpoint()
+            finally:
+                self.checkpoint_worker.stop()
 
     def _limit_reached(self) -> Stop | None:
         s, limits = self.state, self.limits
@@ -353,7 +386,7 @@ class Agent:
                            checkpoint=checkpoint.get("checkpoint"), request=s.steps)
         s.step_log.append(entry)
         if take_later is not None:
-            self.pending_checkpoint = PendingCheckpoint(step, entry, take_later)
+            self.pending_checkpoint = PendingCheckpoint(entry, take_later, self.checkpoint_worker)
         self.reporter.tool(step, name, target, outcome, s.cost)
         block = {"type": "tool_result", "tool_use_id": tool_use["id"], "content": text}
         if is_error:
