@@ -208,9 +208,8 @@ class Runner:
              checking: bool = False, shell_command: str | None = None) -> CommandRun:
         if self.refusal:
             raise SandboxRefused(self.refusal)
-        # Before any walk: the preparation walks the same indexes. Ours now, with `_launch_lock`.
-        warm = self._take_warm()
         inner = argv
+        warm = None
         real = os.path.realpath(where)
         view = self.toolchain if real == os.path.realpath(self.repo) else self.toolchain.elsewhere(self.repo)
         home = None if self.sandboxed else tempfile.mkdtemp(prefix="gitbot-home-")
@@ -221,6 +220,8 @@ class Runner:
         guard = self._guards.get(real) or self._guards.setdefault(real, GitMetadataGuard(real))
         index = self._index(real)
         try:
+            # Before any walk: the preparation walks the same indexes. Ours now, with `_launch_lock`.
+            warm = self._take_warm()
             if self.sandboxed:
                 env = build_env(repo=where, toolchain=view, home=bwrap.sandbox_home(view, real))
             else:
@@ -255,6 +256,8 @@ class Runner:
                 candidate, warm = warm, None  # the lock is released by `finish` from here on
                 limit = finish.enter_context(processes.ProcessLimit(max_processes or processes.MAX_PROCESSES,
                                                                     launcher=launcher))
+                if candidate is not None:
+                    finish.callback(candidate.discard)  # unless it ran the command
                 if self.sandboxed:
                     argv = self._wrap(argv, where, env, hidden, unreadable, directories, view, limit, nested_git,
                                       store)

@@ -92,6 +92,7 @@ class WarmSandbox:
         self._request = wanted
         self._pinned = pinned
         self._limit = limit
+        self._over = False  # handed its command, or discarded
 
     @classmethod
     def start(cls, launcher: Launcher, argv: list[str], cwd, env: dict[str, str],
@@ -130,11 +131,15 @@ class WarmSandbox:
             return None
         finally:
             os.close(pipe)
+        self._over = True
         return self.process
 
     def discard(self) -> None:
         """Kill it whole (its process group, and whatever is in the launcher's cgroup but the launcher)
-        and reap it."""
+        and reap it; nothing once it ran its command or was discarded."""
+        if self._over:
+            return
+        self._over = True
         if self._pipe is not None:
             os.close(self._pipe)
             self._pipe = None
