@@ -27,6 +27,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -365,6 +366,7 @@ class Runner:
     def _prepare(self, argv: list[str], max_processes: int | None) -> None:
         # What `_run` does for a command in the root up to its start; nothing here may touch the repository.
         # Any failure leaves no warm sandbox: the next command starts cold, and meets it there if it lasts.
+        time.sleep(0)  # the GIL back to the command's thread, waiting in start() for this one (5 ms otherwise)
         if not self._launch_lock.acquire(blocking=False):
             return  # another command runs (it would share the launcher's cgroup)
         warm = None
