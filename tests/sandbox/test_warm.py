@@ -83,7 +83,7 @@ def waiting_in(repo) -> list[int]:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         found = in_repo(repo)
-        if any(warm.WAITER.encode() in _cmdline(pid) for pid in found):
+        if any(_cmdline(pid).split(b"\0")[1:3] == [b"-c", warm.WAITER.encode()] for pid in found):  # not bwrap's
             return found
         time.sleep(0.02)
     return []
