@@ -356,6 +356,8 @@ class Agent:
                 # The index refresh started by the first checkpoint runs while the first request is out; a
                 # tool must not change files while git is still reading them into the index.
                 self.checkpointer.settle()
+            if tool.changes_files and name != "execute_command":
+                self.ctx.files_changing()
             output = tool.function(self.ctx, args)
             if isinstance(output, ToolResult):
                 text, completed, touched = output.text, output.completed, output.touched

@@ -220,24 +220,21 @@ def startability_problem(program: str, cwd: str | os.PathLike, path: str,
 
 def run_command(argv: list[str], cwd: str | os.PathLike, *, env: dict[str, str] | None, timeout: float | None,
         display: str, output: BoundedOutput | None = None, echo: TextIO | None = None,
-        limit: ProcessLimit | None = None, sandboxed: bool = False) -> CommandRun:
+        limit: ProcessLimit | None = None, sandboxed: bool = False, process=None) -> CommandRun:
     """Run `argv` in `cwd` until it exits or `timeout` seconds pass. Its output (stdout and stderr
     through one pipe, in the order written) goes into `output` and, as it arrives, to `echo`.
     `limit`: the command's process budget (its launcher prefixes argv; with `limit.launched_by`, that
-    long-lived helper starts it: launcher.py). A non-zero exit is a normal outcome; failing to start
-    raises OSError (LauncherUnavailable: the launcher is gone, and the command did not start)."""
+    long-lived helper starts it: launcher.py). `process`: the command already started (a warm sandbox
+    just handed it, warm.py), followed from now exactly as one started here. A non-zero exit is a
+    normal outcome; failing to start raises OSError (LauncherUnavailable: the launcher is gone, and
+    the command did not start)."""
     output = output if output is not None else BoundedOutput(CHECK_HEAD_BYTES, CHECK_TAIL_BYTES)
     started = time.monotonic()
     deadline = started + timeout if timeout is not None else None
-    if limit is not None and limit.launched_by is not None:
-        process = limit.launched_by.spawn(argv, cwd, env if env is not None else dict(os.environ), limit)
-    else:
-        process = subprocess.Popen(limit.launcher(argv) if limit is not None else argv, cwd=cwd, env=env,
-                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   start_new_session=True, close_fds=True,
-                                   pass_fds=limit.pass_fds if limit is not None else ())
+    if process is None:
+        process = _start(argv, cwd, env, limit)
     if limit is not None:
-        limit.started(process.pid)
+        limit.started(process.pid)  # for a warm sandbox's, this limit's own fds: its own were given then
     pgid = process.pid  # start_new_session: the process leads its own group
     notes: list[str] = []
     try:
@@ -261,6 +258,15 @@ def run_command(argv: list[str], cwd: str | os.PathLike, *, env: dict[str, str] 
     return CommandRun(display, None if timed_out else exit_code, output.text(), time.monotonic() - started,
                       timed_out=timed_out, output_bytes=output.total_bytes, timeout=timeout,
                       truncated=output.truncated, notes=notes, sandboxed=sandboxed)
+
+
+def _start(argv: list[str], cwd, env: dict[str, str] | None, limit: ProcessLimit | None):
+    if limit is not None and limit.launched_by is not None:
+        return limit.launched_by.spawn(argv, cwd, env if env is not None else dict(os.environ), limit)
+    return subprocess.Popen(limit.launcher(argv) if limit is not None else argv, cwd=cwd, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True, close_fds=True,
+                            pass_fds=limit.pass_fds if limit is not None else ())
 
 
 def _pidfd(pid: int) -> int | None:

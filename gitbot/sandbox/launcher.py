@@ -146,21 +146,20 @@ class Launcher:
             self.close()
             raise LauncherUnavailable(why or "the launcher did not start")
 
-    def spawn(self, argv: list[str], cwd: str | os.PathLike, env: dict[str, str], limit) -> LaunchedProcess:
+    def spawn(self, argv: list[str], cwd: str | os.PathLike, env: dict[str, str], limit, *,
+              stdin: int | None = None) -> LaunchedProcess:
         """Start `argv` (a helper command line from confine/contain/bwrap, or a plain one) in `cwd` with
         exactly `env`, its output (stdout and stderr) on a pipe, the fds `limit` passes under their
-        numbers. Raises LauncherUnavailable when the launcher is gone (the command did not start)."""
-        args = confine.helper_arguments(argv)
-        if args is None:
-            args = ["exec", *limit.helper_fields(), "--", *argv]
-        request = json.dumps({"args": args, "cwd": os.fspath(cwd), "env": env,
+        numbers, and `stdin` (default /dev/null; a warm sandbox's command pipe, warm.py) as its fd 0.
+        Raises LauncherUnavailable when the launcher is gone (the command did not start)."""
+        request = json.dumps({"args": request_args(argv, limit), "cwd": os.fspath(cwd), "env": env,
                               "fds": list(limit.pass_fds)}).encode("utf-8", "surrogateescape")
         memfd = os.memfd_create("gitbot-request", os.MFD_CLOEXEC)
         os.write(memfd, request)
         os.lseek(memfd, 0, os.SEEK_SET)
         read_end, write_end = os.pipe2(os.O_CLOEXEC)
         answer, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        stdin = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        stdin = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC) if stdin is None else os.dup(stdin)
         try:
             with self._lock:
                 if self._control is None:
@@ -223,3 +222,9 @@ class Launcher:
         if self.cgroup is not None:
             processes.remove_cgroup(self.cgroup)
             self.cgroup = None
+
+
+def request_args(argv: list[str], limit) -> list[str]:
+    """The helper arguments (MODE SPEC... -- ARGV...) the launcher is asked to start `argv` with."""
+    args = confine.helper_arguments(argv)
+    return args if args is not None else ["exec", *limit.helper_fields(), "--", *argv]

@@ -27,6 +27,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -53,6 +54,7 @@ from gitbot.sandbox.planted import (
 )
 from gitbot.sandbox.readdeny import DeniedFiles, SandboxRefusal
 from gitbot.sandbox.toolchain import ToolchainView, build_view
+from gitbot.sandbox.warm import WarmSandbox, waiting
 
 if TYPE_CHECKING:
     from typing import TextIO
@@ -101,6 +103,11 @@ class Runner:
         self._launcher: Launcher | None = None
         self._launcher_failed = False
         self._launch_lock = threading.Lock()
+        # The sandbox made ready for the next command while the model thinks (warm.py): it holds
+        # `_launch_lock` until a command takes it over or it is discarded. Made by `_preparing`.
+        self._warm: WarmSandbox | None = None
+        self._preparing: threading.Thread | None = None
+        self._warm_lock = threading.Lock()
         self.refusal: str | None = None
         if self.mode == "required" and not self.sandboxed and not self.contained:
             self.refusal = (f"commands must run in the sandbox ([sandbox] mode = \"required\"), but "
@@ -165,7 +172,8 @@ class Runner:
         cannot start."""
         bash = shutil.which("bash", path="/usr/bin:/bin") or "/bin/bash"
         return self._run([bash, "-c", command], self.repo, timeout, display=command, echo=None,
-                         output=BoundedOutput.in_chars(TOOL_HEAD_CHARS, TOOL_TAIL_CHARS), max_processes=max_processes)
+                         output=BoundedOutput.in_chars(TOOL_HEAD_CHARS, TOOL_TAIL_CHARS), max_processes=max_processes,
+                         shell_command=command)
 
     def run_check(self, cmd: list[str] | str, timeout: float | None, *, echo: TextIO | None = None,
                   cwd: Path | None = None, display: str | None = None) -> CommandRun:
@@ -196,9 +204,11 @@ class Runner:
 
     def _run(self, argv: list[str], where: Path, timeout: float | None, *, display: str, echo,
              output: BoundedOutput | None, max_processes: int | None = None,
-             checking: bool = False) -> CommandRun:
+             checking: bool = False, shell_command: str | None = None) -> CommandRun:
         if self.refusal:
             raise SandboxRefused(self.refusal)
+        inner = argv
+        warm = None
         real = os.path.realpath(where)
         view = self.toolchain if real == os.path.realpath(self.repo) else self.toolchain.elsewhere(self.repo)
         home = None if self.sandboxed else tempfile.mkdtemp(prefix="gitbot-home-")
@@ -207,6 +217,8 @@ class Runner:
         guard = self._guards.get(real) or self._guards.setdefault(real, GitMetadataGuard(real))
         index = self._index(real)
         try:
+            # Before any walk: the preparation walks the same indexes. Ours now, with `_launch_lock`.
+            warm = self._take_warm()
             if self.sandboxed:
                 env = build_env(repo=where, toolchain=view, home=bwrap.sandbox_home(view, real))
             else:
@@ -230,25 +242,31 @@ class Runner:
                 directories = self.policy.file_rules.protected_directories()
                 store = self.store_view(where, hidden)
                 links = protected_links(real, self.protected_paths())
-            launcher = self._launcher_for_command()
+            in_root = shell_command is not None and self.sandboxed and real == os.path.realpath(self.repo)
+            if warm is not None and not (in_root and warm.launcher.alive()):
+                self._drop(warm)
+                warm = None
+            launcher = warm.launcher if warm is not None else self._launcher_for_command()
             with contextlib.ExitStack() as finish:
                 if launcher is not None:
                     finish.callback(self._launch_lock.release)
+                candidate, warm = warm, None  # the lock is released by `finish` from here on
                 limit = finish.enter_context(processes.ProcessLimit(max_processes or processes.MAX_PROCESSES,
                                                                     launcher=launcher))
+                if candidate is not None:
+                    finish.callback(candidate.discard)  # unless it ran the command
                 if self.sandboxed:
-                    argv = bwrap.wrap(argv, where, network=self.network, env=env, hidden_files=tuple(hidden),
-                                      hidden_directories=tuple(unreadable), read_only=tuple(directories),
-                                      status=self.status, toolchain=view, limit=limit, nested_git=nested_git,
-                                      store=store, kept=self.kept if where.resolve() == self.repo.resolve() else ())
+                    argv = self._wrap(argv, where, env, hidden, unreadable, directories, view, limit, nested_git,
+                                      store)
                 elif self.contained:
                     argv = contain.wrap(argv, self.grants(real, view, home, tmpdir, [*hidden, *unreadable],
                                                           nested_git), limit)
                 else:
                     argv = confine.unsandboxed(argv, limit)
+                started = self._hand_over(candidate, argv, where, env, limit, shell_command)
                 try:
                     run = run_command(argv, where, env=env, timeout=timeout, display=display, output=output,
-                                      echo=echo, limit=limit, sandboxed=self.sandboxed)
+                                      echo=echo, limit=limit, sandboxed=self.sandboxed, process=started)
                 except BaseException:
                     with contextlib.suppress(Exception):  # the interruption is what gets reported
                         try:
@@ -258,6 +276,8 @@ class Runner:
                             raise
                     raise
         finally:
+            if warm is not None:  # taken, and something failed before the command started
+                self._drop(warm)
             for scratch in (home, tmpdir):
                 if scratch is not None:
                     shutil.rmtree(scratch, ignore_errors=True)
@@ -273,8 +293,103 @@ class Runner:
         if run.exit_code == confine.EXIT_FAILED and run.output.startswith(confine.FAILURE_PREFIX):
             raise SandboxRefused(f"the sandbox could not be set up for this command: "
                                  f"{run.output.strip().removeprefix(confine.FAILURE_PREFIX).strip()}")
+        if in_root and launcher is not None:
+            self._prepare_next(inner, max_processes)
         return run
 
+
+    def _wrap(self, argv: list[str], where: Path, env: dict[str, str], hidden, unreadable, directories,
+              view: ToolchainView, limit: processes.ProcessLimit, nested_git, store) -> list[str]:
+        return bwrap.wrap(argv, where, network=self.network, env=env, hidden_files=tuple(hidden),
+                          hidden_directories=tuple(unreadable), read_only=tuple(directories), status=self.status,
+                          toolchain=view, limit=limit, nested_git=nested_git, store=store,
+                          kept=self.kept if where.resolve() == self.repo.resolve() else ())
+
+    # -- the sandbox made ready while the model thinks (warm.py) ---------------------------------
+
+    def _hand_over(self, warm: WarmSandbox | None, argv: list[str], where: Path, env: dict[str, str],
+                   limit: processes.ProcessLimit, command: str | None):
+        """The warm sandbox running `command`, when it is exactly what a cold start of `argv` would be;
+        None (and the warm one killed) otherwise: then it starts cold."""
+        if warm is None:
+            return None
+        started = warm.go(command) if warm.fits(argv, where, env, limit) else None
+        if started is None:
+            warm.discard()
+        return started
+
+    def _take_warm(self) -> WarmSandbox | None:
+        """The warm sandbox, once its preparation is over; whoever takes it holds `_launch_lock` with it,
+        and must use it or `_drop` it."""
+        self._prepared()
+        with self._warm_lock:
+            warm, self._warm = self._warm, None
+        return warm
+
+    def _prepared(self) -> None:
+        """Wait for the preparation, which walks the indexes the caller is about to (they are not shared
+        between threads)."""
+        with self._warm_lock:
+            preparing, self._preparing = self._preparing, None
+        if preparing is not None:
+            preparing.join()
+
+    def _drop(self, warm: WarmSandbox) -> None:
+        try:
+            warm.discard()
+        finally:
+            self._launch_lock.release()
+
+    def discard_warm(self) -> None:
+        """Something other than a command may change the tree (a file tool, a restore, the policy): the
+        sandbox made ready for the next command goes. Not what keeps it safe (the checks before the
+        hand-over are, `WarmSandbox.fits`), but it would only be discarded then."""
+        warm = self._take_warm()
+        if warm is not None:
+            self._drop(warm)
+
+    def _prepare_next(self, inner: list[str], max_processes: int | None) -> None:
+        """Start making the next command's sandbox ready, in the background (the model thinks meanwhile)."""
+        thread = threading.Thread(target=self._prepare, args=(waiting(inner), max_processes),
+                                  name="gitbot-warm-sandbox", daemon=True)
+        with self._warm_lock:
+            self._preparing = thread
+        thread.start()
+
+    def _prepare(self, argv: list[str], max_processes: int | None) -> None:
+        # What `_run` does for a command in the root up to its start; nothing here may touch the repository.
+        # Any failure leaves no warm sandbox: the next command starts cold, and meets it there if it lasts.
+        time.sleep(0)  # the GIL back to the command's thread, waiting in start() for this one (5 ms otherwise)
+        if not self._launch_lock.acquire(blocking=False):
+            return  # another command runs (it would share the launcher's cgroup)
+        warm = None
+        try:
+            launcher = self._launcher
+            real = os.path.realpath(self.repo)
+            if launcher is None or not launcher.alive():
+                return
+            view = self.toolchain
+            env = build_env(repo=self.repo, toolchain=view, home=bwrap.sandbox_home(view, real))
+            index = self._index(real)
+            hidden, unreadable = index.current(), index.unreadable
+            nested_git = self._guards[real].before(index)
+            store = self.store_view(self.repo, hidden)
+            limit = processes.ProcessLimit(max_processes or processes.MAX_PROCESSES, launcher=launcher).__enter__()
+            try:
+                wrapped = self._wrap(argv, self.repo, env, hidden, unreadable,
+                                     self.policy.file_rules.protected_directories(), view, limit, nested_git, store)
+                roots = [real, *(d for d in mounts.git_directories(real) if d)]
+                warm = WarmSandbox.start(launcher, wrapped, self.repo, env, limit, roots)
+            finally:
+                if warm is None:
+                    limit.__exit__(None, None, None)
+        except Exception:  # noqa: BLE001 - see above
+            warm = None
+        finally:
+            if warm is None:
+                self._launch_lock.release()
+        with self._warm_lock:
+            self._warm = warm
 
     def _launcher_for_command(self) -> Launcher | None:
         """The launcher, started if need be and held for one command (release `_launch_lock` after
@@ -298,7 +413,9 @@ class Runner:
         return launcher
 
     def close(self) -> None:
-        """Stop this runner's launcher (also done when the runner is collected, or gitbot exits)."""
+        """Stop this runner's launcher and its warm sandbox (also done when the runner is collected, or
+        gitbot exits: the launcher kills what it started when gitbot's socket closes)."""
+        self.discard_warm()
         if self._launcher is not None:
             self._launcher.close()
             self._launcher = None
@@ -318,6 +435,7 @@ class Runner:
         """From now on, commands cannot delete, move or change these repository paths (relative to it):
         what the run's checkpoints cannot restore. Many in one directory make it read-only whole. The
         file tools refuse them too, through `self.policy` (the caller's ToolContext must take it up)."""
+        self.discard_warm()
         self.kept = tuple(layout.fewer_mounts(paths))
         # `dir/**/*` and not `dir/**`: the latter would make it a protected directory, which no command may
         # create when missing (created.py); these are read-only while they exist, and nothing to keep once gone.
@@ -352,6 +470,7 @@ class Runner:
     def denied_files(self, where: Path) -> tuple[list[str], list[str]]:
         """(the files under `where` the policy hides from commands, the directories there hidden whole
         because gitbot cannot look into them), as of now (readdeny.py)."""
+        self._prepared()
         index = self._index(os.path.realpath(where))
         return index.current(), index.unreadable
 

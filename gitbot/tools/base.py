@@ -72,9 +72,18 @@ class ToolContext:
 
             # A policy built without a repository (Policy()) gets this one, so absolute paths resolve.
             policy = self.policy if self.policy.repo is not None else replace(self.policy, repo=self.repo)
+            if runner is not None:
+                runner.discard_warm()  # made ready under the old policy
             runner = Runner(policy, self.repo)
             self.state["runner"] = (self.policy, runner)
         return runner
+
+    def files_changing(self) -> None:
+        """A file tool is about to change the tree: the sandbox made ready for the next command goes
+        (sandbox/warm.py). No runner is made for it."""
+        _built_for, runner = self.state.get("runner", (None, None))
+        if runner is not None:
+            runner.discard_warm()
 
 
 @dataclass(frozen=True)
