@@ -25,7 +25,7 @@ import stat
 from gitbot.sandbox import processes
 from gitbot.sandbox.confine import BIND_OPTIONS, OPTION_ARITY
 from gitbot.sandbox.env import under
-from gitbot.sandbox.launcher import Launcher, LaunchedProcess, request_args
+from gitbot.sandbox.launcher import LaunchedProcess, Launcher, request_args
 
 # No interpreter: its start-up is what a warm start saves. `exec "$0"` runs the command in a bash started
 # as the cold start's is (same argv[0]); a read that meets the end of the pipe first means gitbot went.
