@@ -44,10 +44,18 @@ def repo(tmp_path: Path) -> Path:
                                          ".gitignore": "__pycache__/\n"})
 
 
-def fix_check(repo: Path, *args: str, env: dict[str, str] | None = None, cmd: list[str] | None = None):
-    proc = run_gitbot(["fix-check", "--repo", str(repo), "--json", *args, "--", *(cmd or CHECK)], env=env)
+def fix_check_with(runner, repo: Path, *args: str, env: dict[str, str] | None = None,
+                   cmd: list[str] | None = None):
+    proc = runner(["fix-check", "--repo", str(repo), "--json", *args, "--", *(cmd or CHECK)], env=env)
     data = json.loads(proc.stdout) if proc.stdout.strip() else None
     return proc, data
+
+
+@pytest.fixture
+def fix_check(gitbot_in_process):
+    """fix-check in this worker: what these tests ask is what it decides and does to the repository; one
+    test (a correct fix) runs it as the real subprocess a user starts."""
+    return lambda repo, *args, **kwargs: fix_check_with(gitbot_in_process, repo, *args, **kwargs)
 
 
 def completion_turns(text: str = "fixed mean()") -> list[dict]:
@@ -74,7 +82,7 @@ def counter_check(repo: Path, fail_times: int) -> list[str]:
 
 
 @pytest.mark.slow
-def test_a_passing_check_needs_no_key_and_makes_no_request(repo, tmp_path):
+def test_a_passing_check_needs_no_key_and_makes_no_request(repo, tmp_path, fix_check):
     (repo / "stats.py").write_text(BUGGY_MODULE.replace("(len(values) - 1)", "len(values)"))
     summary = tmp_path / "summary.md"
     with FakeMessagesAPI([]) as api:
@@ -90,7 +98,7 @@ def test_a_passing_check_needs_no_key_and_makes_no_request(repo, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_command_that_does_not_exist_is_a_config_error_without_a_request(repo):
+def test_a_command_that_does_not_exist_is_a_config_error_without_a_request(repo, fix_check):
     with FakeMessagesAPI(completion_turns()) as api:
         proc, data = fix_check(repo, env=api.env(), cmd=["no-such-test-runner", "-q"])
         assert api.requests == []
@@ -98,13 +106,13 @@ def test_a_command_that_does_not_exist_is_a_config_error_without_a_request(repo)
     assert "`no-such-test-runner` is not found" in proc.stderr
 
 
-def test_no_command(repo):
-    proc = run_gitbot(["fix-check", "--repo", str(repo)])
+def test_no_command(repo, gitbot_in_process):
+    proc = gitbot_in_process(["fix-check", "--repo", str(repo)])
     assert proc.returncode == 2 and "no check command given" in proc.stderr
 
 
 @pytest.mark.slow
-def test_a_hanging_check_times_out(repo):
+def test_a_hanging_check_times_out(repo, fix_check):
     hang = [SANDBOX_PY, "-c", "import time; print('hanging'); time.sleep(60)"]
     proc, data = fix_check(repo, "--timeout", "1", cmd=hang)
     assert "timed out after 1 s" in proc.stderr
@@ -115,7 +123,7 @@ def test_a_hanging_check_times_out(repo):
 
 
 @pytest.mark.slow
-def test_a_failing_check_without_a_key_reports_the_failure(repo):
+def test_a_failing_check_without_a_key_reports_the_failure(repo, fix_check):
     proc, data = fix_check(repo)
     assert proc.returncode == 2
     assert "AssertionError: 3.0 != 2" in proc.stderr  # the check's own output, shown live
@@ -124,7 +132,7 @@ def test_a_failing_check_without_a_key_reports_the_failure(repo):
 
 
 @pytest.mark.slow
-def test_a_flaky_check_is_reported_as_flaky_without_a_request(repo, tmp_path):
+def test_a_flaky_check_is_reported_as_flaky_without_a_request(repo, tmp_path, fix_check):
     with FakeMessagesAPI(completion_turns()) as api:
         proc, data = fix_check(repo, env=api.env(), cmd=counter_check(repo, fail_times=1))
         assert api.requests == []
@@ -135,7 +143,7 @@ def test_a_flaky_check_is_reported_as_flaky_without_a_request(repo, tmp_path):
 
 
 @pytest.mark.slow
-def test_refuses_a_repository_in_the_middle_of_a_merge(repo):
+def test_refuses_a_repository_in_the_middle_of_a_merge(repo, fix_check):
     git(repo, "checkout", "-q", "-b", "other")
     (repo / "stats.py").write_text(BUGGY_MODULE + "\n# other\n")
     git(repo, "commit", "-q", "-am", "other")
@@ -150,7 +158,7 @@ def test_refuses_a_repository_in_the_middle_of_a_merge(repo):
 
 
 @pytest.mark.slow
-def test_refuses_a_repository_in_the_middle_of_a_rebase(repo):
+def test_refuses_a_repository_in_the_middle_of_a_rebase(repo, fix_check):
     git(repo, "checkout", "-q", "-b", "topic")
     (repo / "stats.py").write_text(BUGGY_MODULE + "\n# topic\n")
     git(repo, "commit", "-q", "-am", "topic")
@@ -164,7 +172,7 @@ def test_refuses_a_repository_in_the_middle_of_a_rebase(repo):
 
 
 @pytest.mark.slow
-def test_outside_a_git_repository(tmp_path):
+def test_outside_a_git_repository(tmp_path, fix_check):
     proc, _ = fix_check(tmp_path)
     assert proc.returncode == 2 and "is not inside a git work tree" in proc.stderr
 
@@ -179,7 +187,7 @@ def test_a_correct_fix_is_verified(repo, tmp_path):
     script = [tool_turn(("read_file", {"path": "stats.py"})),
               tool_turn(("replace_in_file", {"path": "stats.py", "diff": FIX_DIFF})), *completion_turns()]
     with FakeMessagesAPI(script) as api:
-        proc, data = fix_check(repo, env={**api.env(), "GITHUB_STEP_SUMMARY": str(summary)})
+        proc, data = fix_check_with(run_gitbot, repo, env={**api.env(), "GITHUB_STEP_SUMMARY": str(summary)})
         assert api.errors == [] and api.remaining_turns == 0
         first_prompt = json.dumps(api.requests[0]["body"]["messages"][0])
     assert proc.returncode == 0, proc.stderr
@@ -197,7 +205,7 @@ def test_a_correct_fix_is_verified(repo, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_wrong_fix_stays_unverified(repo):
+def test_a_wrong_fix_stays_unverified(repo, fix_check):
     script = [tool_turn(("replace_in_file", {"path": "stats.py", "diff": WRONG_DIFF})), *completion_turns()]
     with FakeMessagesAPI(script) as api:
         proc, data = fix_check(repo, env=api.env())
@@ -209,7 +217,7 @@ def test_a_wrong_fix_stays_unverified(repo):
 
 
 @pytest.mark.slow
-def test_a_fix_that_edits_the_test_is_flagged(repo):
+def test_a_fix_that_edits_the_test_is_flagged(repo, fix_check):
     script = [tool_turn(("replace_in_file", {"path": "test_stats.py", "diff": TEST_EDIT_DIFF})),
               *completion_turns("adjusted the expectation")]
     with FakeMessagesAPI(script) as api:
@@ -221,7 +229,7 @@ def test_a_fix_that_edits_the_test_is_flagged(repo):
 
 
 @pytest.mark.slow
-def test_passing_without_changes_is_not_a_fix(repo, tmp_path):
+def test_passing_without_changes_is_not_a_fix(repo, tmp_path, fix_check):
     # Fails on the first run and on the confirmation re-run, then passes although nothing changed.
     with FakeMessagesAPI(completion_turns("nothing to change")) as api:
         proc, data = fix_check(repo, env=api.env(), cmd=counter_check(repo, fail_times=2))
@@ -232,7 +240,7 @@ def test_passing_without_changes_is_not_a_fix(repo, tmp_path):
 
 
 @pytest.mark.slow
-def test_commit_puts_the_fix_on_a_new_branch_and_touches_nothing_else(repo):
+def test_commit_puts_the_fix_on_a_new_branch_and_touches_nothing_else(repo, fix_check):
     head = git(repo, "rev-parse", "HEAD").strip()
     (repo / "NOTES").write_text("my own uncommitted work\n")
     git(repo, "add", "NOTES")
@@ -262,7 +270,7 @@ def test_commit_puts_the_fix_on_a_new_branch_and_touches_nothing_else(repo):
 
 
 @pytest.mark.slow
-def test_megabytes_of_output_are_capped_in_the_task(repo):
+def test_megabytes_of_output_are_capped_in_the_task(repo, fix_check):
     noisy = BUGGY_MODULE.replace('    if not values:', '    print("noise " * 400_000)\n    if not values:')
     (repo / "stats.py").write_text(noisy)
     with FakeMessagesAPI(completion_turns("gave up")) as api:
@@ -291,7 +299,7 @@ CALC_FIX = "<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>>
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "off"])
-def test_no_run_of_the_check_sees_the_api_key_or_tokens(tmp_path, mode):
+def test_no_run_of_the_check_sees_the_api_key_or_tokens(tmp_path, mode, fix_check):
     """Before, confirmation and verification all run like the agent's commands: sandbox (unless off) and
     the allow-listed environment, so agent-written code never runs with the keys."""
     files = {"check.py": ENV_RECORDING_CHECK, "calc.py": "def add(a, b):\n    return a - b\n",
@@ -312,7 +320,7 @@ def test_no_run_of_the_check_sees_the_api_key_or_tokens(tmp_path, mode):
 
 
 @pytest.mark.slow
-def test_agent_written_check_code_runs_without_secrets_and_the_edit_is_flagged(tmp_path):
+def test_agent_written_check_code_runs_without_secrets_and_the_edit_is_flagged(tmp_path, fix_check):
     repo = make_repo(tmp_path / "repo", {"check.py": "import sys\nsys.exit(1)\n", ".gitignore": "__pycache__/\n"})
     evil = ("import os, sys\n"
             "open('leak.txt', 'w').write(repr({k: v for k, v in os.environ.items()\n"
@@ -329,7 +337,7 @@ def test_agent_written_check_code_runs_without_secrets_and_the_edit_is_flagged(t
 
 
 @pytest.mark.slow
-def test_silencing_the_check_is_flagged(repo):
+def test_silencing_the_check_is_flagged(repo, fix_check):
     skip = ("<<<<<<< SEARCH\n    def test_mean(self):\n=======\n    @unittest.skip(\"later\")\n"
             "    def test_mean(self):\n>>>>>>> REPLACE")
     script = [tool_turn(("replace_in_file", {"path": "test_stats.py", "diff": skip})), *completion_turns("skipped")]
@@ -342,7 +350,7 @@ def test_silencing_the_check_is_flagged(repo):
 
 
 @pytest.mark.slow
-def test_commit_is_verified_on_the_commit_alone_and_says_so_when_it_fails(repo):
+def test_commit_is_verified_on_the_commit_alone_and_says_so_when_it_fails(repo, fix_check):
     head = git(repo, "rev-parse", "HEAD").strip()
     # The fix needs a file only the user's work tree has (untracked): the commit alone still fails.
     (repo / "helpers.py").write_text("def count(values):\n    return len(values)\n")
@@ -363,7 +371,7 @@ def test_commit_is_verified_on_the_commit_alone_and_says_so_when_it_fails(repo):
 
 
 @pytest.mark.slow
-def test_commit_on_a_sha256_repository_with_diff_noprefix(tmp_path):
+def test_commit_on_a_sha256_repository_with_diff_noprefix(tmp_path, fix_check):
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main", "--object-format=sha256")
@@ -383,7 +391,7 @@ def test_commit_on_a_sha256_repository_with_diff_noprefix(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_repository_locked_by_another_run_is_exit_2_without_a_traceback(repo):
+def test_a_repository_locked_by_another_run_is_exit_2_without_a_traceback(repo, fix_check):
     code = ("import time\nfrom gitbot.checkpoints import RunLock\n"
             f"RunLock({str(repo)!r}, run_id='other').acquire()\nprint('held', flush=True)\ntime.sleep(60)")
     holder = subprocess.Popen([PY, "-c", code], stdout=subprocess.PIPE, text=True,
@@ -403,7 +411,7 @@ def test_a_repository_locked_by_another_run_is_exit_2_without_a_traceback(repo):
 
 
 @pytest.mark.slow
-def test_a_nested_repository_and_untracked_files_neither_break_it_nor_enter_the_object_store(repo):
+def test_a_nested_repository_and_untracked_files_neither_break_it_nor_enter_the_object_store(repo, fix_check):
     (repo / "scratch").mkdir()
     git(repo / "scratch", "init", "-q")  # a nested repository without commits
     big = os.urandom(256 * 1024)
