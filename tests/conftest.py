@@ -82,6 +82,37 @@ def run_gitbot(args: list[str], *, env: dict[str, str] | None = None, cwd: Path 
                           env=gitbot_env(env), cwd=cwd, timeout=timeout, check=False)
 
 
+@pytest.fixture
+def gitbot_in_process(monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture):
+    """`run_gitbot`'s twin for tests about what a command decides, not about its process: `gitbot.cli.main`
+    in this worker, with the environment `run_gitbot` would give the subprocess and the output captured at
+    the file descriptors (the checks it runs write there). A subprocess spends most of its time importing
+    the provider SDKs; the import is paid once per worker here."""
+    from gitbot.cli import main
+
+    def run(args: list[str], *, env: dict[str, str] | None = None,
+            cwd: Path | None = None) -> subprocess.CompletedProcess:
+        wanted = gitbot_env(env)
+        with monkeypatch.context() as scoped:
+            for name in set(os.environ) - set(wanted):
+                scoped.delenv(name)
+            for name, value in wanted.items():
+                scoped.setenv(name, value)
+            if cwd is not None:
+                scoped.chdir(cwd)
+            capfd.readouterr()  # what an earlier call printed is not this one's output
+            try:
+                code = main(list(args))
+            except SystemExit as exit_:  # argparse's errors exit 2, as the command line does
+                code = exit_.code if isinstance(exit_.code, int) else 2
+            sys.stdout.flush()
+            sys.stderr.flush()
+            out, err = capfd.readouterr()
+        return subprocess.CompletedProcess(["gitbot", *args], code, out, err)
+
+    return run
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _own_cache_home(tmp_path_factory):
     """gitbot remembers the sandbox probe under $XDG_CACHE_HOME: the tests' own, probed for real once."""

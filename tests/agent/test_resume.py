@@ -76,7 +76,7 @@ def reference(tmp_path_factory) -> tuple[str, int]:
 # random from the same three only repeated one of them: the kill is triggered by the step's record, not by time.)
 @pytest.mark.slow
 @pytest.mark.parametrize("kill_at", [1, 3, 5])
-def test_sigkill_then_resume_ends_with_the_same_diff(tmp_path: Path, kill_at: int, reference):
+def test_sigkill_then_resume_ends_with_the_same_diff(tmp_path: Path, kill_at: int, reference, gitbot_in_process):
     expected_diff, reference_calls = reference
     repo, policy = repo_and_policy(tmp_path / "killed")
     with FakeMessagesAPI(script()) as api:
@@ -104,9 +104,10 @@ def test_sigkill_then_resume_ends_with_the_same_diff(tmp_path: Path, kill_at: in
         assert (repo / "notes.txt").read_text() == "first half\n"  # the kill left a half-written file
 
     # The model, told its last call was interrupted, issues it again: the script resumes at that turn.
+    # (The killed run is the real process; the resume is what gitbot decides from its record, asked here.)
     with FakeMessagesAPI(script()[replies_before - 1:]) as api:
-        resumed = run_gitbot(["resume", run_id, "--repo", str(repo), "--policy", str(policy), "--json"],
-                             env=api.env())
+        resumed = gitbot_in_process(["resume", run_id, "--repo", str(repo), "--policy", str(policy), "--json"],
+                                    env=api.env())
         assert api.errors == []
         second_usage = [r["usage"] for r in api.requests if r["usage"]]
         told = api.requests[0]["body"]["messages"][-1]["content"][0]
@@ -133,12 +134,12 @@ def test_sigkill_then_resume_ends_with_the_same_diff(tmp_path: Path, kill_at: in
 
 
 @pytest.mark.slow
-def test_resume_refuses_unknown_and_completed_runs(buggy_repo: Path):
-    proc = run_gitbot(["resume", "20990101-000000-abcdef", "--repo", str(buggy_repo)],
-                      env={"ANTHROPIC_API_KEY": "sk-unused-000"})
+def test_resume_refuses_unknown_and_completed_runs(buggy_repo: Path, gitbot_in_process):
+    proc = gitbot_in_process(["resume", "20990101-000000-abcdef", "--repo", str(buggy_repo)],
+                             env={"ANTHROPIC_API_KEY": "sk-unused-000"})
     assert proc.returncode == 2 and "no run" in proc.stderr
     with FakeMessagesAPI([tool_turn(("attempt_completion", {"result": "ok"}))] * 2) as api:
-        done = run_gitbot(["run", "--task", "x", "--repo", str(buggy_repo), "--json"], env=api.env())
+        done = gitbot_in_process(["run", "--task", "x", "--repo", str(buggy_repo), "--json"], env=api.env())
     run_id = json.loads(done.stdout)["run_id"]
-    proc = run_gitbot(["resume", run_id, "--repo", str(buggy_repo)], env={"ANTHROPIC_API_KEY": "sk-unused-000"})
+    proc = gitbot_in_process(["resume", run_id, "--repo", str(buggy_repo)], env={"ANTHROPIC_API_KEY": "sk-unused-000"})
     assert proc.returncode == 2 and "already completed" in proc.stderr

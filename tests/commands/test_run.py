@@ -1,4 +1,8 @@
-"""`gitbot run` as a user runs it: a real subprocess, the real SDK, the loopback Messages API."""
+"""`gitbot run` as a user runs it: a real subprocess, the real SDK, the loopback Messages API.
+
+Where the outcome is only the command's decision (a limit, a config error), it runs in the worker
+(gitbot_in_process); a real subprocess where the process is the point: one JSON object on stdout,
+signals, what a child process can read."""
 
 from __future__ import annotations
 
@@ -39,37 +43,37 @@ def test_run_json_prints_exactly_one_object_and_fixes_the_bug(buggy_repo: Path):
 
 
 @pytest.mark.slow
-def test_limit_exit_code_is_one(buggy_repo: Path):
+def test_limit_exit_code_is_one(buggy_repo: Path, gitbot_in_process):
     with FakeMessagesAPI([tool_turn(("read_file", {"path": "stats.py"}))] * 3) as api:
-        proc = run_gitbot(["run", "--task", "x", "--repo", str(buggy_repo), "--max-steps", "2", "--json"],
-                          env=api.env())
+        proc = gitbot_in_process(["run", "--task", "x", "--repo", str(buggy_repo), "--max-steps", "2", "--json"],
+                                 env=api.env())
     assert proc.returncode == 1
     assert json.loads(proc.stdout)["status"] == "step_limit"
 
 
-def test_missing_api_key_is_a_clear_error_before_any_work(buggy_repo: Path):
-    proc = run_gitbot(["run", "--task", "x", "--repo", str(buggy_repo)])
+def test_missing_api_key_is_a_clear_error_before_any_work(buggy_repo: Path, gitbot_in_process):
+    proc = gitbot_in_process(["run", "--task", "x", "--repo", str(buggy_repo)])
     assert proc.returncode == 2
     assert "ANTHROPIC_API_KEY" in proc.stderr
     assert not runs_dir(buggy_repo).exists()
 
 
 @pytest.mark.slow
-def test_missing_task_file_and_not_a_repository(tmp_path: Path, buggy_repo: Path):
+def test_missing_task_file_and_not_a_repository(tmp_path: Path, buggy_repo: Path, gitbot_in_process):
     env = {"ANTHROPIC_API_KEY": "sk-test-unused"}
-    proc = run_gitbot(["run", "--task-file", str(tmp_path / "nope.md"), "--repo", str(buggy_repo)], env=env)
+    proc = gitbot_in_process(["run", "--task-file", str(tmp_path / "nope.md"), "--repo", str(buggy_repo)], env=env)
     assert proc.returncode == 2 and "does not exist" in proc.stderr
     plain = tmp_path / "plain"
     plain.mkdir()
-    proc = run_gitbot(["run", "--task", "x", "--repo", str(plain)], env=env)
+    proc = gitbot_in_process(["run", "--task", "x", "--repo", str(plain)], env=env)
     assert proc.returncode == 2 and "not inside a git work tree" in proc.stderr
 
 
 @pytest.mark.slow
-def test_unknown_model_warns_and_reports_unknown_cost(buggy_repo: Path):
+def test_unknown_model_warns_and_reports_unknown_cost(buggy_repo: Path, gitbot_in_process):
     with FakeMessagesAPI([tool_turn(("attempt_completion", {"result": "ok"}))] * 2) as api:
-        proc = run_gitbot(["run", "--task", "x", "--repo", str(buggy_repo), "--model", "claude-nope-1", "--json"],
-                          env=api.env())
+        proc = gitbot_in_process(["run", "--task", "x", "--repo", str(buggy_repo), "--model", "claude-nope-1",
+                                  "--json"], env=api.env())
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["cost_usd"] is None
     assert "not in the price table" in proc.stderr

@@ -119,21 +119,22 @@ def test_openai_model_without_a_price_runs_with_unknown_cost(buggy_repo: Path):
     assert "not in the price table" in stderr and "[model] table" in stderr
 
 
-def test_a_provider_without_its_model_or_credentials_is_a_config_error(buggy_repo: Path):
-    proc = run_gitbot(["run", "--task", "x", "--repo", str(buggy_repo), "--provider", "bedrock"])
+def test_a_provider_without_its_model_or_credentials_is_a_config_error(buggy_repo: Path, gitbot_in_process):
+    # What the command decides before any request; the five starts are in this worker, not five SDK imports.
+    proc = gitbot_in_process(["run", "--task", "x", "--repo", str(buggy_repo), "--provider", "bedrock"])
     assert proc.returncode == 2 and "needs a model id" in proc.stderr
     nowhere = {"AWS_CONFIG_FILE": "/nonexistent/config", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/creds",
                "CLOUDSDK_CONFIG": "/nonexistent/gcloud"}
-    proc = run_gitbot(["run", "--task", "x", "--repo", str(buggy_repo), "--provider", "bedrock", "--model", "m"],
-                      env={**nowhere, "AWS_REGION": "us-east-1"})
+    proc = gitbot_in_process(["run", "--task", "x", "--repo", str(buggy_repo), "--provider", "bedrock", "--model", "m"],
+                             env={**nowhere, "AWS_REGION": "us-east-1"})
     assert proc.returncode == 2 and "no AWS credentials found" in proc.stderr
-    proc = run_gitbot(["run", "--task", "x", "--repo", str(buggy_repo), "--provider", "vertex", "--model", "m"],
-                      env=nowhere)
+    proc = gitbot_in_process(["run", "--task", "x", "--repo", str(buggy_repo), "--provider", "vertex", "--model", "m"],
+                             env=nowhere)
     assert proc.returncode == 2 and "CLOUD_ML_REGION" in proc.stderr
-    proc = run_gitbot(["run", "--task", "x", "--repo", str(buggy_repo), "--provider", "vertex", "--model", "m"],
-                      env={**nowhere, "CLOUD_ML_REGION": "global"})
+    proc = gitbot_in_process(["run", "--task", "x", "--repo", str(buggy_repo), "--provider", "vertex", "--model", "m"],
+                             env={**nowhere, "CLOUD_ML_REGION": "global"})
     assert proc.returncode == 2 and "no usable Google credentials" in proc.stderr
-    proc = run_gitbot(["run", "--task", "x", "--repo", str(buggy_repo), "--provider", "openai", "--model", "m"])
+    proc = gitbot_in_process(["run", "--task", "x", "--repo", str(buggy_repo), "--provider", "openai", "--model", "m"])
     assert proc.returncode == 2 and "OPENAI_API_KEY is not set" in proc.stderr
     assert not runs_dir(buggy_repo).exists()
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, make_repo, run_gitbot
+from tests.conftest import git, make_repo
 from tests.eval import demo_set
 from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
 
@@ -48,7 +48,7 @@ def rows(out: Path) -> dict[str, dict]:
 
 
 @pytest.mark.slow
-def test_gitbot_judges_resolution_not_the_agent(tmp_path):
+def test_gitbot_judges_resolution_not_the_agent(tmp_path, gitbot_in_process):
     repo = make_repo(tmp_path / "stats", {"stats.py": STATS, "test_stats.py": TESTS, ".gitignore": "__pycache__/\n"})
     base = git(repo, "rev-parse", "HEAD").strip()
     (repo / "test_stats.py").write_text(TESTS + HELD_BACK)
@@ -67,8 +67,8 @@ def test_gitbot_judges_resolution_not_the_agent(tmp_path):
               git(repo, "for-each-ref"))
     out = tmp_path / "out"
     with FakeMessagesAPI(script) as api:
-        proc = run_gitbot(["eval", "run", str(instances), "--repo", str(repo), "-o", str(out)],
-                          env={"ANTHROPIC_API_KEY": api.api_key, "ANTHROPIC_BASE_URL": api.url}, timeout=300)
+        proc = gitbot_in_process(["eval", "run", str(instances), "--repo", str(repo), "-o", str(out)],
+                                 env={"ANTHROPIC_API_KEY": api.api_key, "ANTHROPIC_BASE_URL": api.url})
     assert proc.returncode == 0, proc.stderr
     assert api.errors == [] and len(api.requests) == len(script)  # no model call for the bad instances
     found = rows(out)
@@ -111,15 +111,15 @@ def small_set(tmp_path) -> Path:
     return where / "instances.jsonl"
 
 
-def replay_run(instances: Path, out: Path, *more: str) -> None:
-    proc = run_gitbot(["eval", "run", str(instances), "--replay", "-o", str(out), *more], timeout=300)
+def replay_run(gitbot_in_process, instances: Path, out: Path, *more: str) -> None:
+    proc = gitbot_in_process(["eval", "run", str(instances), "--replay", "-o", str(out), *more])
     assert proc.returncode == 0, proc.stderr
 
 
 @pytest.mark.slow
-def test_the_bundled_set_runs_offline_without_a_key(tmp_path):
+def test_the_bundled_set_runs_offline_without_a_key(tmp_path, gitbot_in_process):
     out = tmp_path / "out"
-    proc = run_gitbot(["eval", "run", "--replay", "-o", str(out)], timeout=300)  # the default: the bundled set
+    proc = gitbot_in_process(["eval", "run", "--replay", "-o", str(out)])  # the default: the bundled set
     assert proc.returncode == 0, proc.stderr
     report = read_report(out)
     assert report["overall"]["total"] == report["overall"]["resolved"] >= 5
@@ -127,9 +127,9 @@ def test_the_bundled_set_runs_offline_without_a_key(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_budget_stops_new_instances_and_resume_finishes_only_what_was_left(tmp_path, small_set):
+def test_the_budget_stops_new_instances_and_resume_finishes_only_what_was_left(tmp_path, small_set, gitbot_in_process):
     out = tmp_path / "out"
-    replay_run(small_set, out, "--max-cost", "0.02")
+    replay_run(gitbot_in_process, small_set, out, "--max-cost", "0.02")
     first = read_report(out)
     done = {row["instance_id"]: row for row in first["instances"]}
     cost = max(row["cost_usd"] for row in done.values())
@@ -141,12 +141,12 @@ def test_the_budget_stops_new_instances_and_resume_finishes_only_what_was_left(t
     interrupted = first["not_run"][0]["instance_id"]
     (out / "instances" / interrupted / "record").mkdir(parents=True)
 
-    replay_run(small_set, out)
+    replay_run(gitbot_in_process, small_set, out)
     second = read_report(out)
     assert second["overall"]["resolved"] == second["overall"]["total"] == 3 and second["not_run"] == []
     assert {i: (out / "instances" / i / "result.json").read_bytes() for i in done} == kept
 
-    proc = run_gitbot(["eval", "compare", str(stopped_at_budget), str(out), "--json"])
+    proc = gitbot_in_process(["eval", "compare", str(stopped_at_budget), str(out), "--json"])
     compared = json.loads(proc.stdout)
     assert compared["gained"] == sorted(set(first["instance_ids"]) - set(done)) and compared["lost"] == []
     assert compared["method"] == "paired (Newcombe)"
@@ -156,14 +156,14 @@ def test_the_budget_stops_new_instances_and_resume_finishes_only_what_was_left(t
 
 
 @pytest.mark.slow
-def test_shards_split_without_overlap_and_merge_joins_them(tmp_path, small_set):
+def test_shards_split_without_overlap_and_merge_joins_them(tmp_path, small_set, gitbot_in_process):
     ids = [json.loads(line)["instance_id"] for line in small_set.read_text().splitlines()]
     one, two, merged = tmp_path / "1", tmp_path / "2", tmp_path / "all"
-    replay_run(small_set, one, "--shard", "1/2", "--workers", "2")
-    replay_run(small_set, two, "--shard", "2/2")
+    replay_run(gitbot_in_process, small_set, one, "--shard", "1/2", "--workers", "2")
+    replay_run(gitbot_in_process, small_set, two, "--shard", "2/2")
     ran = [set(read_report(out)["instance_ids"]) for out in (one, two)]
     assert not ran[0] & ran[1] and ran[0] | ran[1] == set(ids)
-    proc = run_gitbot(["eval", "merge", str(one), str(two), "-o", str(merged)])
+    proc = gitbot_in_process(["eval", "merge", str(one), str(two), "-o", str(merged)])
     assert proc.returncode == 0, proc.stderr
     report = read_report(merged)
     assert report["overall"]["total"] == report["overall"]["resolved"] == len(ids)
@@ -172,11 +172,11 @@ def test_shards_split_without_overlap_and_merge_joins_them(tmp_path, small_set):
 
 
 @pytest.mark.slow
-def test_with_check_from_tests_the_task_is_the_failing_check(tmp_path, small_set):
+def test_with_check_from_tests_the_task_is_the_failing_check(tmp_path, small_set, gitbot_in_process):
     small_set.write_text(small_set.read_text().splitlines()[0] + "\n")
     chosen = json.loads(small_set.read_text())
     out = tmp_path / "out"
-    replay_run(small_set, out, "--check-from-tests")
+    replay_run(gitbot_in_process, small_set, out, "--check-from-tests")
     row = rows(out)[chosen["instance_id"]]
     assert row["resolved"], row
     start = next(json.loads(line) for line in
@@ -192,9 +192,9 @@ def test_with_check_from_tests_the_task_is_the_failing_check(tmp_path, small_set
 
 
 @pytest.mark.slow
-def test_without_a_key_nothing_is_kept_as_done_and_a_resume_runs_it(tmp_path, small_set):
+def test_without_a_key_nothing_is_kept_as_done_and_a_resume_runs_it(tmp_path, small_set, gitbot_in_process):
     out = tmp_path / "out"
-    proc = run_gitbot(["eval", "run", str(small_set), "-o", str(out), "--shard", "1/2"])
+    proc = gitbot_in_process(["eval", "run", str(small_set), "-o", str(out), "--shard", "1/2"])
     assert proc.returncode == 0, proc.stderr
     report = read_report(out)
     assert report["instances"] == [] and report["not_run"]
@@ -203,7 +203,7 @@ def test_without_a_key_nothing_is_kept_as_done_and_a_resume_runs_it(tmp_path, sm
 
 
 @pytest.mark.slow
-def test_a_cancelled_evaluation_keeps_what_finished_and_resumes_the_rest(tmp_path, small_set):
+def test_a_cancelled_evaluation_keeps_what_finished_and_resumes_the_rest(tmp_path, small_set, gitbot_in_process):
     import signal
     import subprocess
     import sys
@@ -225,6 +225,6 @@ def test_a_cancelled_evaluation_keeps_what_finished_and_resumes_the_rest(tmp_pat
     assert proc.returncode == 3 and "interrupted; run the same command again" in stderr
     source = next((out / "repos").iterdir())
     assert git(source, "worktree", "list").count("\n") == 1  # the clone itself; no worktree left behind
-    replay_run(small_set, out)
+    replay_run(gitbot_in_process, small_set, out)
     report = read_report(out)
     assert report["overall"]["resolved"] == report["overall"]["total"] == 3

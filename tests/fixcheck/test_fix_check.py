@@ -44,10 +44,23 @@ def repo(tmp_path: Path) -> Path:
                                          ".gitignore": "__pycache__/\n"})
 
 
-def fix_check(repo: Path, *args: str, env: dict[str, str] | None = None, cmd: list[str] | None = None):
-    proc = run_gitbot(["fix-check", "--repo", str(repo), "--json", *args, "--", *(cmd or CHECK)], env=env)
+def fix_check_with(runner, repo: Path, *args: str, env: dict[str, str] | None = None,
+                   cmd: list[str] | None = None):
+    proc = runner(["fix-check", "--repo", str(repo), "--json", *args, "--", *(cmd or CHECK)], env=env)
     data = json.loads(proc.stdout) if proc.stdout.strip() else None
     return proc, data
+
+
+def fix_check(repo: Path, *args: str, env: dict[str, str] | None = None, cmd: list[str] | None = None):
+    """fix-check as the real subprocess a user starts."""
+    return fix_check_with(run_gitbot, repo, *args, env=env, cmd=cmd)
+
+
+@pytest.fixture
+def fix_check_here(gitbot_in_process):
+    """fix-check in this worker: what most tests here ask is what it decides and does to the repository,
+    not how its process starts (that is test_a_correct_fix_is_verified's, through `fix_check`)."""
+    return lambda repo, *args, **kwargs: fix_check_with(gitbot_in_process, repo, *args, **kwargs)
 
 
 def completion_turns(text: str = "fixed mean()") -> list[dict]:
@@ -74,11 +87,11 @@ def counter_check(repo: Path, fail_times: int) -> list[str]:
 
 
 @pytest.mark.slow
-def test_a_passing_check_needs_no_key_and_makes_no_request(repo, tmp_path):
+def test_a_passing_check_needs_no_key_and_makes_no_request(repo, tmp_path, fix_check_here):
     (repo / "stats.py").write_text(BUGGY_MODULE.replace("(len(values) - 1)", "len(values)"))
     summary = tmp_path / "summary.md"
     with FakeMessagesAPI([]) as api:
-        proc, data = fix_check(repo, env={**api.env(), "GITHUB_STEP_SUMMARY": str(summary)})
+        proc, data = fix_check_here(repo, env={**api.env(), "GITHUB_STEP_SUMMARY": str(summary)})
         assert api.requests == []
     assert proc.returncode == 0, proc.stderr
     assert data["outcome"] == "check_passed" and data["verified"] is True and data["steps"] == 0
@@ -86,27 +99,27 @@ def test_a_passing_check_needs_no_key_and_makes_no_request(repo, tmp_path):
     assert "passes" in proc.stderr
     assert "check passes" in summary.read_text()
     # And without any key at all.
-    assert fix_check(repo)[0].returncode == 0
+    assert fix_check_here(repo)[0].returncode == 0
 
 
 @pytest.mark.slow
-def test_a_command_that_does_not_exist_is_a_config_error_without_a_request(repo):
+def test_a_command_that_does_not_exist_is_a_config_error_without_a_request(repo, fix_check_here):
     with FakeMessagesAPI(completion_turns()) as api:
-        proc, data = fix_check(repo, env=api.env(), cmd=["no-such-test-runner", "-q"])
+        proc, data = fix_check_here(repo, env=api.env(), cmd=["no-such-test-runner", "-q"])
         assert api.requests == []
     assert proc.returncode == 2 and data is None
     assert "`no-such-test-runner` is not found" in proc.stderr
 
 
-def test_no_command(repo):
-    proc = run_gitbot(["fix-check", "--repo", str(repo)])
+def test_no_command(repo, gitbot_in_process):
+    proc = gitbot_in_process(["fix-check", "--repo", str(repo)])
     assert proc.returncode == 2 and "no check command given" in proc.stderr
 
 
 @pytest.mark.slow
-def test_a_hanging_check_times_out(repo):
+def test_a_hanging_check_times_out(repo, fix_check_here):
     hang = [SANDBOX_PY, "-c", "import time; print('hanging'); time.sleep(60)"]
-    proc, data = fix_check(repo, "--timeout", "1", cmd=hang)
+    proc, data = fix_check_here(repo, "--timeout", "1", cmd=hang)
     assert "timed out after 1 s" in proc.stderr
     # It failed (by timing out), and with no key gitbot stops there: exit 2, saying what is missing.
     assert proc.returncode == 2 and "ANTHROPIC_API_KEY" in proc.stderr
@@ -115,8 +128,8 @@ def test_a_hanging_check_times_out(repo):
 
 
 @pytest.mark.slow
-def test_a_failing_check_without_a_key_reports_the_failure(repo):
-    proc, data = fix_check(repo)
+def test_a_failing_check_without_a_key_reports_the_failure(repo, fix_check_here):
+    proc, data = fix_check_here(repo)
     assert proc.returncode == 2
     assert "AssertionError: 3.0 != 2" in proc.stderr  # the check's own output, shown live
     assert "ANTHROPIC_API_KEY is not set" in proc.stderr
@@ -124,9 +137,9 @@ def test_a_failing_check_without_a_key_reports_the_failure(repo):
 
 
 @pytest.mark.slow
-def test_a_flaky_check_is_reported_as_flaky_without_a_request(repo, tmp_path):
+def test_a_flaky_check_is_reported_as_flaky_without_a_request(repo, tmp_path, fix_check_here):
     with FakeMessagesAPI(completion_turns()) as api:
-        proc, data = fix_check(repo, env=api.env(), cmd=counter_check(repo, fail_times=1))
+        proc, data = fix_check_here(repo, env=api.env(), cmd=counter_check(repo, fail_times=1))
         assert api.requests == []
     assert proc.returncode == 1
     assert data["outcome"] == "flaky" and data["flaky"] is True and data["verified"] is False
@@ -135,7 +148,7 @@ def test_a_flaky_check_is_reported_as_flaky_without_a_request(repo, tmp_path):
 
 
 @pytest.mark.slow
-def test_refuses_a_repository_in_the_middle_of_a_merge(repo):
+def test_refuses_a_repository_in_the_middle_of_a_merge(repo, fix_check_here):
     git(repo, "checkout", "-q", "-b", "other")
     (repo / "stats.py").write_text(BUGGY_MODULE + "\n# other\n")
     git(repo, "commit", "-q", "-am", "other")
@@ -144,13 +157,13 @@ def test_refuses_a_repository_in_the_middle_of_a_merge(repo):
     git(repo, "commit", "-q", "-am", "main")
     assert git_status(repo, "merge", "-q", "other") != 0
     with FakeMessagesAPI(completion_turns()) as api:
-        proc, _ = fix_check(repo, env=api.env())
+        proc, _ = fix_check_here(repo, env=api.env())
         assert api.requests == []
     assert proc.returncode == 2 and "in the middle of a merge" in proc.stderr
 
 
 @pytest.mark.slow
-def test_refuses_a_repository_in_the_middle_of_a_rebase(repo):
+def test_refuses_a_repository_in_the_middle_of_a_rebase(repo, fix_check_here):
     git(repo, "checkout", "-q", "-b", "topic")
     (repo / "stats.py").write_text(BUGGY_MODULE + "\n# topic\n")
     git(repo, "commit", "-q", "-am", "topic")
@@ -159,13 +172,13 @@ def test_refuses_a_repository_in_the_middle_of_a_rebase(repo):
     git(repo, "commit", "-q", "-am", "main")
     git(repo, "checkout", "-q", "topic")
     assert git_status(repo, "rebase", "main") != 0  # stops on the conflict
-    proc, _ = fix_check(repo)
+    proc, _ = fix_check_here(repo)
     assert proc.returncode == 2 and "in the middle of a rebase" in proc.stderr
 
 
 @pytest.mark.slow
-def test_outside_a_git_repository(tmp_path):
-    proc, _ = fix_check(tmp_path)
+def test_outside_a_git_repository(tmp_path, fix_check_here):
+    proc, _ = fix_check_here(tmp_path)
     assert proc.returncode == 2 and "is not inside a git work tree" in proc.stderr
 
 
@@ -197,10 +210,10 @@ def test_a_correct_fix_is_verified(repo, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_wrong_fix_stays_unverified(repo):
+def test_a_wrong_fix_stays_unverified(repo, fix_check_here):
     script = [tool_turn(("replace_in_file", {"path": "stats.py", "diff": WRONG_DIFF})), *completion_turns()]
     with FakeMessagesAPI(script) as api:
-        proc, data = fix_check(repo, env=api.env())
+        proc, data = fix_check_here(repo, env=api.env())
         assert api.remaining_turns == 0
     assert proc.returncode == 1
     assert data["outcome"] == "not_fixed" and data["verified"] is False
@@ -209,11 +222,11 @@ def test_a_wrong_fix_stays_unverified(repo):
 
 
 @pytest.mark.slow
-def test_a_fix_that_edits_the_test_is_flagged(repo):
+def test_a_fix_that_edits_the_test_is_flagged(repo, fix_check_here):
     script = [tool_turn(("replace_in_file", {"path": "test_stats.py", "diff": TEST_EDIT_DIFF})),
               *completion_turns("adjusted the expectation")]
     with FakeMessagesAPI(script) as api:
-        proc, data = fix_check(repo, env=api.env())
+        proc, data = fix_check_here(repo, env=api.env())
     assert proc.returncode == 0  # the check passes, so it is verified; the warning is what protects
     assert data["tests_modified"] == ["test_stats.py"]
     assert any("a fix that edits the test" in w for w in data["warnings"])
@@ -221,10 +234,10 @@ def test_a_fix_that_edits_the_test_is_flagged(repo):
 
 
 @pytest.mark.slow
-def test_passing_without_changes_is_not_a_fix(repo, tmp_path):
+def test_passing_without_changes_is_not_a_fix(repo, tmp_path, fix_check_here):
     # Fails on the first run and on the confirmation re-run, then passes although nothing changed.
     with FakeMessagesAPI(completion_turns("nothing to change")) as api:
-        proc, data = fix_check(repo, env=api.env(), cmd=counter_check(repo, fail_times=2))
+        proc, data = fix_check_here(repo, env=api.env(), cmd=counter_check(repo, fail_times=2))
         assert len(api.requests) == 2
     assert proc.returncode == 1
     assert data["outcome"] == "passed_without_changes" and data["flaky"] is True and data["verified"] is False
@@ -232,7 +245,7 @@ def test_passing_without_changes_is_not_a_fix(repo, tmp_path):
 
 
 @pytest.mark.slow
-def test_commit_puts_the_fix_on_a_new_branch_and_touches_nothing_else(repo):
+def test_commit_puts_the_fix_on_a_new_branch_and_touches_nothing_else(repo, fix_check_here):
     head = git(repo, "rev-parse", "HEAD").strip()
     (repo / "NOTES").write_text("my own uncommitted work\n")
     git(repo, "add", "NOTES")
@@ -240,7 +253,7 @@ def test_commit_puts_the_fix_on_a_new_branch_and_touches_nothing_else(repo):
     index_before = staged(repo)
     script = [tool_turn(("replace_in_file", {"path": "stats.py", "diff": FIX_DIFF})), *completion_turns()]
     with FakeMessagesAPI(script) as api:
-        proc, data = fix_check(repo, "--commit", env=api.env())
+        proc, data = fix_check_here(repo, "--commit", env=api.env())
     assert proc.returncode == 0, proc.stderr
     branch, commit = data["branch"], data["commit"]
     assert branch == "gitbot/fix-stats"  # the module the failure is in (test_stats.py)
@@ -262,11 +275,11 @@ def test_commit_puts_the_fix_on_a_new_branch_and_touches_nothing_else(repo):
 
 
 @pytest.mark.slow
-def test_megabytes_of_output_are_capped_in_the_task(repo):
+def test_megabytes_of_output_are_capped_in_the_task(repo, fix_check_here):
     noisy = BUGGY_MODULE.replace('    if not values:', '    print("noise " * 400_000)\n    if not values:')
     (repo / "stats.py").write_text(noisy)
     with FakeMessagesAPI(completion_turns("gave up")) as api:
-        proc, data = fix_check(repo, env=api.env())
+        proc, data = fix_check_here(repo, env=api.env())
         first = api.requests[0]["body"]["messages"][0]["content"]
     text = first if isinstance(first, str) else "".join(block.get("text", "") for block in first)
     task = text.split("<task>", 1)[1].split("</task>", 1)[0]
@@ -291,7 +304,7 @@ CALC_FIX = "<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>>
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "off"])
-def test_no_run_of_the_check_sees_the_api_key_or_tokens(tmp_path, mode):
+def test_no_run_of_the_check_sees_the_api_key_or_tokens(tmp_path, mode, fix_check_here):
     """Before, confirmation and verification all run like the agent's commands: sandbox (unless off) and
     the allow-listed environment, so agent-written code never runs with the keys."""
     files = {"check.py": ENV_RECORDING_CHECK, "calc.py": "def add(a, b):\n    return a - b\n",
@@ -301,7 +314,7 @@ def test_no_run_of_the_check_sees_the_api_key_or_tokens(tmp_path, mode):
     repo = make_repo(tmp_path / "repo", files)
     script = [tool_turn(("replace_in_file", {"path": "calc.py", "diff": CALC_FIX})), *completion_turns()]
     with FakeMessagesAPI(script) as api:
-        proc, data = fix_check(repo, env={**api.env(), "GITHUB_TOKEN": "ghs_secret_token_value",
+        proc, data = fix_check_here(repo, env={**api.env(), "GITHUB_TOKEN": "ghs_secret_token_value",
                                           "GIT_INDEX_FILE": str(repo / ".git/index")},
                                cmd=[SANDBOX_PY, "check.py"])
     assert proc.returncode == 0, proc.stderr
@@ -312,7 +325,7 @@ def test_no_run_of_the_check_sees_the_api_key_or_tokens(tmp_path, mode):
 
 
 @pytest.mark.slow
-def test_agent_written_check_code_runs_without_secrets_and_the_edit_is_flagged(tmp_path):
+def test_agent_written_check_code_runs_without_secrets_and_the_edit_is_flagged(tmp_path, fix_check_here):
     repo = make_repo(tmp_path / "repo", {"check.py": "import sys\nsys.exit(1)\n", ".gitignore": "__pycache__/\n"})
     evil = ("import os, sys\n"
             "open('leak.txt', 'w').write(repr({k: v for k, v in os.environ.items()\n"
@@ -320,7 +333,7 @@ def test_agent_written_check_code_runs_without_secrets_and_the_edit_is_flagged(t
             "sys.exit(0)\n")
     script = [tool_turn(("write_to_file", {"path": "check.py", "content": evil})), *completion_turns("fixed")]
     with FakeMessagesAPI(script) as api:
-        proc, data = fix_check(repo, env={**api.env(), "GITHUB_TOKEN": "ghs_secret_token_value"},
+        proc, data = fix_check_here(repo, env={**api.env(), "GITHUB_TOKEN": "ghs_secret_token_value"},
                                cmd=[SANDBOX_PY, "check.py"])
     assert (repo / "leak.txt").read_text() == "{}"
     assert data["outcome"] == "fixed"  # the check passes: the warning is what protects
@@ -329,12 +342,12 @@ def test_agent_written_check_code_runs_without_secrets_and_the_edit_is_flagged(t
 
 
 @pytest.mark.slow
-def test_silencing_the_check_is_flagged(repo):
+def test_silencing_the_check_is_flagged(repo, fix_check_here):
     skip = ("<<<<<<< SEARCH\n    def test_mean(self):\n=======\n    @unittest.skip(\"later\")\n"
             "    def test_mean(self):\n>>>>>>> REPLACE")
     script = [tool_turn(("replace_in_file", {"path": "test_stats.py", "diff": skip})), *completion_turns("skipped")]
     with FakeMessagesAPI(script) as api:
-        proc, data = fix_check(repo, env=api.env())
+        proc, data = fix_check_here(repo, env=api.env())
     assert proc.returncode == 0
     assert data["suppressions_added"] == ["test_stats.py:7 (@unittest.skip)"]
     assert data["tests_modified"] == ["test_stats.py"]
@@ -342,7 +355,7 @@ def test_silencing_the_check_is_flagged(repo):
 
 
 @pytest.mark.slow
-def test_commit_is_verified_on_the_commit_alone_and_says_so_when_it_fails(repo):
+def test_commit_is_verified_on_the_commit_alone_and_says_so_when_it_fails(repo, fix_check_here):
     head = git(repo, "rev-parse", "HEAD").strip()
     # The fix needs a file only the user's work tree has (untracked): the commit alone still fails.
     (repo / "helpers.py").write_text("def count(values):\n    return len(values)\n")
@@ -350,7 +363,7 @@ def test_commit_is_verified_on_the_commit_alone_and_says_so_when_it_fails(repo):
                    "    from helpers import count\n    return sum(values) / count(values)\n>>>>>>> REPLACE")
     script = [tool_turn(("replace_in_file", {"path": "stats.py", "diff": uses_helper})), *completion_turns()]
     with FakeMessagesAPI(script) as api:
-        proc, data = fix_check(repo, "--commit", env=api.env())
+        proc, data = fix_check_here(repo, "--commit", env=api.env())
     assert data["outcome"] == "fixed" and data["verified"] is True  # in the work tree, it is fixed
     assert proc.returncode == 1, "a commit on which the check fails is a failed --commit"
     assert data["commit_verified"] is False and data["branch"] == "gitbot/fix-stats"
@@ -363,7 +376,7 @@ def test_commit_is_verified_on_the_commit_alone_and_says_so_when_it_fails(repo):
 
 
 @pytest.mark.slow
-def test_commit_on_a_sha256_repository_with_diff_noprefix(tmp_path):
+def test_commit_on_a_sha256_repository_with_diff_noprefix(tmp_path, fix_check_here):
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main", "--object-format=sha256")
@@ -375,7 +388,7 @@ def test_commit_on_a_sha256_repository_with_diff_noprefix(tmp_path):
     git(repo, "branch", "gitbot/fix-stats")  # taken: the new branch gets another name
     script = [tool_turn(("replace_in_file", {"path": "stats.py", "diff": FIX_DIFF})), *completion_turns()]
     with FakeMessagesAPI(script) as api:
-        proc, data = fix_check(repo, "--commit", env=api.env())
+        proc, data = fix_check_here(repo, "--commit", env=api.env())
     assert proc.returncode == 0, proc.stderr
     assert data["branch"] == "gitbot/fix-stats-2" and data["commit_verified"] is True
     assert len(data["commit"]) == 64
@@ -383,7 +396,7 @@ def test_commit_on_a_sha256_repository_with_diff_noprefix(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_repository_locked_by_another_run_is_exit_2_without_a_traceback(repo):
+def test_a_repository_locked_by_another_run_is_exit_2_without_a_traceback(repo, fix_check_here):
     code = ("import time\nfrom gitbot.checkpoints import RunLock\n"
             f"RunLock({str(repo)!r}, run_id='other').acquire()\nprint('held', flush=True)\ntime.sleep(60)")
     holder = subprocess.Popen([PY, "-c", code], stdout=subprocess.PIPE, text=True,
@@ -392,7 +405,7 @@ def test_a_repository_locked_by_another_run_is_exit_2_without_a_traceback(repo):
         assert holder.stdout.readline().strip() == "held"
         script = [tool_turn(("replace_in_file", {"path": "stats.py", "diff": FIX_DIFF})), *completion_turns()]
         with FakeMessagesAPI(script) as api:
-            proc, data = fix_check(repo, env=api.env())
+            proc, data = fix_check_here(repo, env=api.env())
     finally:
         holder.kill()
         holder.wait()
@@ -403,7 +416,7 @@ def test_a_repository_locked_by_another_run_is_exit_2_without_a_traceback(repo):
 
 
 @pytest.mark.slow
-def test_a_nested_repository_and_untracked_files_neither_break_it_nor_enter_the_object_store(repo):
+def test_a_nested_repository_and_untracked_files_neither_break_it_nor_enter_the_object_store(repo, fix_check_here):
     (repo / "scratch").mkdir()
     git(repo / "scratch", "init", "-q")  # a nested repository without commits
     big = os.urandom(256 * 1024)
@@ -412,7 +425,7 @@ def test_a_nested_repository_and_untracked_files_neither_break_it_nor_enter_the_
                           cwd=repo).stdout.decode().strip()
     script = [tool_turn(("replace_in_file", {"path": "stats.py", "diff": FIX_DIFF})), *completion_turns()]
     with FakeMessagesAPI(script) as api:
-        proc, data = fix_check(repo, env=api.env())
+        proc, data = fix_check_here(repo, env=api.env())
     assert proc.returncode == 0, proc.stderr
     assert data["files_changed"] == ["stats.py"]
     # The user's own untracked file was not written into the user's .git/objects.

@@ -1,7 +1,10 @@
 """fix-check and the git hooks verify real fixes with the developer's own interpreter, with nothing
 configured: a pyenv Python chosen by `.python-version`, an activated project venv, a `pip install
 --user` module. The check's tool (`checkrunner`) exists only in that toolchain, as pytest does on a
-developer's machine. And a check whose own tool is missing costs no model request at all."""
+developer's machine. And a check whose own tool is missing costs no model request at all.
+
+gitbot runs in the worker (gitbot_in_process) with exactly the environment a user's shell would give it;
+the hooks run it as the real subprocess git starts."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BUGGY_MODULE, FIX_DIFF, TEST_MODULE, make_repo, run_gitbot
+from tests.conftest import BUGGY_MODULE, FIX_DIFF, TEST_MODULE, make_repo
 from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
 from tests.hooks.test_hooks import git, installed
 from tests.sandbox.layouts import REAL_PYTHON, SYSTEM_PATH, executable, pyenv_root, python_version, venv
@@ -66,13 +69,13 @@ LAYOUTS = {"pyenv": (pyenv_layout, "python3"), "venv": (venv_layout, "python"),
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
-def test_fix_check_verifies_a_real_fix_with_the_users_interpreter(home, repo, layout):
+def test_fix_check_verifies_a_real_fix_with_the_users_interpreter(home, repo, layout, gitbot_in_process):
     require_bwrap()
     build, python = LAYOUTS[layout]
     env = build(home, repo)
     with FakeMessagesAPI(FIX_SCRIPT) as api:
-        proc = run_gitbot(["fix-check", "--repo", str(repo), "--json", "--", python, "-m", "checkrunner"],
-                          env={**env, **api.env()})
+        proc = gitbot_in_process(["fix-check", "--repo", str(repo), "--json", "--", python, "-m", "checkrunner"],
+                                 env={**env, **api.env()})
         assert len(api.requests) == 3, proc.stderr
     data = json.loads(proc.stdout)
     assert proc.returncode == 0, proc.stderr
@@ -93,11 +96,11 @@ def test_a_hook_verifies_a_real_fix_with_the_users_interpreter(home, repo, layou
     assert "/ len(values)\n" in (repo / "stats.py").read_text()
 
 
-def test_a_missing_check_tool_costs_no_model_request(home, repo):
+def test_a_missing_check_tool_costs_no_model_request(home, repo, gitbot_in_process):
     env = pyenv_layout(home, repo)
     with FakeMessagesAPI(FIX_SCRIPT) as api:
-        proc = run_gitbot(["fix-check", "--repo", str(repo), "--", "python3", "-m", "no_such_checker"],
-                          env={**env, **api.env()})
+        proc = gitbot_in_process(["fix-check", "--repo", str(repo), "--", "python3", "-m", "no_such_checker"],
+                                 env={**env, **api.env()})
         assert api.requests == []
     assert proc.returncode == 2
     assert "no module `no_such_checker`" in proc.stderr and "No change to the repository can fix that" in proc.stderr
@@ -105,47 +108,47 @@ def test_a_missing_check_tool_costs_no_model_request(home, repo):
     assert "in your shell:" in proc.stderr and "in the sandbox:" in proc.stderr and "pyenv 3.99.0" in proc.stderr
 
 
-def test_a_missing_check_tool_in_a_hook_costs_no_model_request(home, repo):
+def test_a_missing_check_tool_in_a_hook_costs_no_model_request(home, repo, gitbot_in_process):
     env = pyenv_layout(home, repo)
     installed(repo, "--check", "python3 -m no_such_checker")
     with FakeMessagesAPI(FIX_SCRIPT) as api:
         commit = git(repo, "commit", "--allow-empty", "-q", "-m", "x", check=False, env={**env, **api.env()})
-        hook = run_gitbot(["hook", "run", "pre-commit"], cwd=repo, env={**env, **api.env()})
+        hook = gitbot_in_process(["hook", "run", "pre-commit"], cwd=repo, env={**env, **api.env()})
         assert api.requests == []
     assert commit.returncode != 0 and "no module `no_such_checker`" in commit.stderr
     assert hook.returncode == 2 and "No change to the repository can fix that" in hook.stderr
 
 
-def test_a_check_program_that_is_not_there_costs_no_model_request(home, repo):
+def test_a_check_program_that_is_not_there_costs_no_model_request(home, repo, gitbot_in_process):
     with FakeMessagesAPI(FIX_SCRIPT) as api:
-        proc = run_gitbot(["fix-check", "--repo", str(repo), "--", "no-such-test-runner", "-q"],
-                          env={"HOME": str(home), "PATH": SYSTEM_PATH, **api.env()})
+        proc = gitbot_in_process(["fix-check", "--repo", str(repo), "--", "no-such-test-runner", "-q"],
+                                 env={"HOME": str(home), "PATH": SYSTEM_PATH, **api.env()})
         assert api.requests == []
     assert proc.returncode == 2 and "`no-such-test-runner` is not found" in proc.stderr
 
 
-def test_run_with_check_stops_before_the_model_when_the_tool_is_missing(home, repo):
+def test_run_with_check_stops_before_the_model_when_the_tool_is_missing(home, repo, gitbot_in_process):
     env = pyenv_layout(home, repo)
     with FakeMessagesAPI(FIX_SCRIPT) as api:
-        proc = run_gitbot(["run", "--repo", str(repo), "--task", "fix mean", "--check", "python3 -m no_such_checker"],
-                          env={**env, **api.env()})
+        proc = gitbot_in_process(["run", "--repo", str(repo), "--task", "fix mean", "--check",
+                                  "python3 -m no_such_checker"], env={**env, **api.env()})
         assert api.requests == []
     assert proc.returncode == 2 and "no module `no_such_checker`" in proc.stderr
 
 
-def test_run_with_check_verifies_with_the_users_interpreter(home, repo):
+def test_run_with_check_verifies_with_the_users_interpreter(home, repo, gitbot_in_process):
     require_bwrap()
     env = venv_layout(home, repo)
     with FakeMessagesAPI(FIX_SCRIPT) as api:
-        proc = run_gitbot(["run", "--repo", str(repo), "--task", "fix mean", "--check", "python -m checkrunner",
-                           "--json"], env={**env, **api.env()})
+        proc = gitbot_in_process(["run", "--repo", str(repo), "--task", "fix mean", "--check",
+                                  "python -m checkrunner", "--json"], env={**env, **api.env()})
         assert len(api.requests) == 3, proc.stderr
     data = json.loads(proc.stdout)
     assert proc.returncode == 0, proc.stderr
     assert data["verified"] is True and data["check_exit_before"] == 1 and data["check_exit_after"] == 0
 
 
-def test_a_newcomers_run_can_run_the_projects_tests(home, repo):
+def test_a_newcomers_run_can_run_the_projects_tests(home, repo, gitbot_in_process):
     require_bwrap()
     (repo / "tests").mkdir()  # what `gitbot policy init` takes as a sign of pytest
     env = venv_layout(home, repo, tool="pytest")  # a stand-in pytest, installed in the project's venv only
@@ -153,7 +156,8 @@ def test_a_newcomers_run_can_run_the_projects_tests(home, repo):
               tool_turn(("attempt_completion", {"result": "ran the tests"})),
               tool_turn(("attempt_completion", {"result": "ran the tests"}))]
     with FakeMessagesAPI(script) as api:
-        proc = run_gitbot(["run", "--repo", str(repo), "--task", "run the tests", "--json"], env={**env, **api.env()})
+        proc = gitbot_in_process(["run", "--repo", str(repo), "--task", "run the tests", "--json"],
+                                 env={**env, **api.env()})
         assert len(api.requests) == 3, proc.stderr
         tool_result = json.dumps(api.requests[1]["body"]["messages"][-1])
     assert "not allowed" not in tool_result and "FAILED" in tool_result  # it ran: the suite fails on the bug

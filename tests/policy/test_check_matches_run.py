@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gitbot.cli import main
 from gitbot.record import latest_run, load_events, runs_dir
-from tests.conftest import make_repo, run_gitbot
+from tests.conftest import make_repo
 from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
 
 COMMANDS = [
@@ -64,18 +63,18 @@ def _run_decisions(repo: Path) -> tuple[str, list[tuple[dict, bool]]]:
                     if e["event"] == "tool_start" and e["tool"] != "attempt_completion"]
 
 
-def _cli(capsys, *argv: str) -> tuple[int, str]:
-    code = main(list(argv))
-    return code, capsys.readouterr().out
+def _cli(gitbot_in_process, *argv: str) -> tuple[int, str]:
+    proc = gitbot_in_process(list(argv))
+    return proc.returncode, proc.stdout
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("policy_name", sorted(POLICIES))
-def test_policy_check_decides_what_a_run_decides(tmp_path: Path, capsys, policy_name: str):
+def test_policy_check_decides_what_a_run_decides(tmp_path: Path, gitbot_in_process, policy_name: str):
     repo, policy = _repo(tmp_path, POLICIES[policy_name])
     with FakeMessagesAPI(_script()) as api:
-        proc = run_gitbot(["run", "--task", "try things", "--repo", str(repo), "--policy", str(policy),
-                           "--check", "make check", "--json"], env=api.env())
+        proc = gitbot_in_process(["run", "--task", "try things", "--repo", str(repo), "--policy", str(policy),
+                                  "--check", "make check", "--json"], env=api.env())
     assert proc.returncode == 0, proc.stderr
     run_id, decisions = _run_decisions(repo)
     assert len(decisions) == len(COMMANDS) + len(READS) + len(EDITS)
@@ -95,24 +94,24 @@ def test_policy_check_decides_what_a_run_decides(tmp_path: Path, capsys, policy_
         else:
             question = ["--read", tool_input["path"]]
             questions.append({"read": tool_input["path"]})
-        code, out = _cli(capsys, *common, *question)
+        code, out = _cli(gitbot_in_process, *common, *question)
         assert (code == 0) == ran, (tool_input, ran, out)
     batch.write_text("".join(json.dumps(q) + "\n" for q in questions))
 
-    code, out = _cli(capsys, *common, "--batch", str(batch))
+    code, out = _cli(gitbot_in_process, *common, "--batch", str(batch))
     answers = [json.loads(line) for line in out.splitlines()]
     assert code == 0 and [a["allowed"] for a in answers] == [ran for _, ran in decisions]
     # A refused read or edit says what to do instead (commands: once the judge names it, bench/).
     assert all(a["instead"] for a, q in zip(answers, questions) if not a["allowed"] and "command" not in q)
 
-    code, out = _cli(capsys, "policy", "check", "--repo", str(repo), "--policy", str(policy), "--run", run_id)
+    code, out = _cli(gitbot_in_process, "policy", "check", "--repo", str(repo), "--policy", str(policy), "--run", run_id)
     replayed = [json.loads(line) for line in out.splitlines()]
     assert code == 0 and [r["allowed"] for r in replayed] == [ran for _, ran in decisions]
     assert [r["then"] == "ok" for r in replayed] == [ran for _, ran in decisions]
 
 
 @pytest.mark.slow
-def test_with_no_policy_file_policy_check_allows_what_gitbot_run_adds(tmp_path: Path, capsys):
+def test_with_no_policy_file_policy_check_allows_what_gitbot_run_adds(tmp_path: Path, gitbot_in_process):
     """`gitbot run` with no policy file allows the test commands `policy init` would write: so does check."""
     # (AGENTS.md exists: a missing one a command creates is set aside and the command fails, which is no
     # policy decision; test_created_protected.py)
@@ -121,7 +120,7 @@ def test_with_no_policy_file_policy_check_allows_what_gitbot_run_adds(tmp_path: 
     commands = ["python -m pytest -q", "ls", "echo x > AGENTS.md", "ls", "vim notes.txt", "ls"]
     script = [tool_turn(("execute_command", {"command": c})) for c in commands]
     with FakeMessagesAPI(script + [tool_turn(("attempt_completion", {"result": "done"}))] * 2) as api:
-        proc = run_gitbot(["run", "--task", "try things", "--repo", str(repo), "--json"], env=api.env())
+        proc = gitbot_in_process(["run", "--task", "try things", "--repo", str(repo), "--json"], env=api.env())
     assert proc.returncode == 0, proc.stderr
     _, decisions = _run_decisions(repo)
     # In the sandbox the write to AGENTS.md runs (and meets a read-only mount); without it the judge refuses
@@ -132,5 +131,5 @@ def test_with_no_policy_file_policy_check_allows_what_gitbot_run_adds(tmp_path: 
     assert [ran for _, ran in decisions] == [True, True, sandboxed, True, False, True]
     assert (repo / "AGENTS.md").read_text() == "be nice\n"
     for tool_input, ran in decisions:
-        code, out = _cli(capsys, "policy", "check", "--repo", str(repo), "--command", tool_input["command"])
+        code, out = _cli(gitbot_in_process, "policy", "check", "--repo", str(repo), "--command", tool_input["command"])
         assert (code == 0) == ran, (tool_input, out)
