@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 PATH_MAX_BYTES = 4096
 # More files the read_deny rules match than this: refuse the command instead of running it unmasked.
 MAX_MASKED_FILES = 2000
+# More entries than this below the directory a user's `.docker -> dockercfg` leads to: it is hidden whole
+# rather than listed again each time the tree changes (see `_through_links`).
+MAX_LINKED_ENTRIES = 5000
 # A directory changed less than this long before a walk began is read again on the next walk: the
 # coarsest timestamps in use (1 s on ext4 with small inodes, 2 s on FAT) and clock ticks fit in it.
 RACY_SECONDS = 2.5
@@ -235,10 +238,11 @@ class DeniedFiles:
         if changed:
             self._save()
         self._found = [path for entry in new.values() if entry.denied for path in entry.denied]
-        self.hard_links = self._other_names(self._found)
         self.unreadable = unreadable
         self.git_metadata = sorted(path for entry in new.values() if entry.git for path in entry.git)
         self.denied_links = {path: target for entry in new.values() if entry.links for path, target in entry.links}
+        self._found += self._through_links()
+        self.hard_links = self._other_names(self._found)
         self.denied_pipes = {path: inode for entry in new.values() if entry.pipes for path, inode in entry.pipes}
 
     def _result(self) -> list[str]:
@@ -249,6 +253,41 @@ class DeniedFiles:
                 f"hides each one and will not run a command with that many (narrow the read_deny rules or "
                 f"remove the files)")
         return found
+
+    def _through_links(self) -> list[str]:
+        """The files a rule denies by a name through a user's symlink above it (`dockercfg/config.json`, reached
+        as `.docker/config.json` through `.docker -> dockercfg`, for `**/.docker/config.json`), by their real
+        paths; such a link a command makes is set aside (planted.py). The walk follows no symlink, so the
+        directory a link leads to (inside the repository) is listed here, each time the tree changed: a large
+        one is hidden whole instead (noted in `unreadable`)."""
+        found: list[str] = []
+        for relative in self.denied_links:
+            if self._denied(relative):
+                continue  # a link at a denied name: judged by where it leads
+            real = os.path.realpath(f"{self.root}/{relative}")
+            if not (real == self.root or real.startswith(f"{self.root}/")) or not os.path.isdir(real):
+                continue  # outside the repository (not shown to commands), dangling, or no directory
+            target = real[len(self.root) + 1:]
+            if target.partition("/")[0] == GIT_ENTRY:
+                continue  # the git directory: not walked, commands only read it (mounts.py)
+            prefix = f"{target}/" if target else ""
+            listed, stack = 0, [("", real)]
+            while stack and listed <= MAX_LINKED_ENTRIES:
+                below, path = stack.pop()
+                with contextlib.suppress(OSError), os.scandir(path) as entries:
+                    for entry in entries:
+                        listed += 1
+                        name = f"{below}/{entry.name}" if below else entry.name
+                        if name == GIT_ENTRY and not target:
+                            continue  # the repository's own
+                        with contextlib.suppress(OSError):
+                            if entry.is_dir(follow_symlinks=False):
+                                stack.append((name, entry.path))
+                            elif entry.is_file(follow_symlinks=False) and self._denied(f"{relative}/{name}"):
+                                found.append(prefix + name)
+            if listed > MAX_LINKED_ENTRIES:
+                self.unreadable = sorted({*self.unreadable, target})
+        return sorted(set(found) - set(self._found))
 
     def _other_names(self, denied: list[str]) -> dict[str, str]:
         """The other names, anywhere in the tree, of the denied files that are hard-linked. Costs an

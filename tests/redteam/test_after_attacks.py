@@ -91,13 +91,16 @@ def test_held_a_denied_directory_on_the_way_of_a_users_link_swapped_for_a_symlin
     assert not os.path.lexists(repo / "secrets")
 
 
-def test_a_users_own_directory_symlink_above_a_denied_name_stays(repo):
+def test_a_users_own_directory_symlink_above_a_denied_name_stays_and_what_it_leads_to_is_masked(repo):
     # The user's `.docker -> dockercfg` (`**/.docker/config.json` denied): there before the run, so it is theirs,
-    # not set aside; the command runs as usual and the link stays as it was.
+    # not set aside; the command runs as usual and the link stays as it was. (Before the fix the token was
+    # not masked under either name: the walk follows no symlink, and dockercfg/config.json matches no rule.)
     (repo / "dockercfg").mkdir()
+    (repo / "dockercfg" / "config.json").write_text('{"auths": {"x": {"auth": "SECRET-TOKEN-u5r"}}}\n')
     os.symlink("dockercfg", repo / ".docker")
     runner = sandboxed(repo)
-    assert runner.run_shell("ls .docker/ && echo more >> notes.txt", 30).exit_code == 0
+    run = runner.run_shell("ls .docker/ && cat .docker/config.json dockercfg/config.json && echo more >> notes.txt", 30)
+    assert run.exit_code == 0 and "config.json" in run.output and "SECRET-TOKEN-u5r" not in run.output, run.output
     assert os.readlink(repo / ".docker") == "dockercfg" and set_aside(repo) == []
 
 

@@ -369,3 +369,26 @@ def test_links_above_denied_names_and_fifos_at_them_are_noted_and_kept_for_the_n
     os.unlink(repo / ".env")
     write(repo, ".env")
     assert index.current() == [".env"] and index.denied_links == {} and index.denied_pipes == {}
+
+
+@pytest.mark.parametrize(("target", "real"), [("dockercfg", "dockercfg/config.json"), (".", "config.json")])
+def test_a_file_denied_by_its_name_through_a_users_link_above_it_is_found_by_its_real_path(tmp_path: Path,
+                                                                                        monkeypatch, target, real):
+    # `**/.docker/config.json` and the user's `.docker -> dockercfg`: a command reads the token as
+    # dockercfg/config.json, a path no rule names; the sandbox hides the real path (bwrap, Landlock).
+    monkeypatch.setattr(readdeny, "RACY_SECONDS", 0)
+    repo = git_repo(tmp_path / "repo")
+    write(repo, real)
+    write(repo, "dockercfg/other.json")
+    os.symlink(target, repo / ".docker")
+    index = DeniedFiles(repo, Policy(repo=repo))
+    assert index.current() == [real]
+    os.unlink(repo / real)  # found again as the tree changes
+    assert index.current() == []
+    write(repo, real)
+    assert index.current() == [real]
+    monkeypatch.setattr(readdeny, "MAX_LINKED_ENTRIES", 1)  # too many to list each time: hidden whole
+    write(repo, "dockercfg/more.json")
+    fresh = DeniedFiles(repo, Policy(repo=repo), store=False)
+    fresh.current()
+    assert fresh.unreadable == [os.path.dirname(real)]
