@@ -94,8 +94,9 @@ class _Directory:
 
 
 class DeniedFiles:
-    """The regular files under `root` (hidden and gitignored ones too; no symlink followed, the root's
-    `.git` not entered) whose repository-relative path `policy` does not let the agent read.
+    """The regular files, FIFOs and sockets under `root` (hidden and gitignored ones too; no symlink followed,
+    the root's `.git` not entered) whose repository-relative path `policy` does not let the agent read, and
+    those a rule denies by a name through a user's symlink above them (`_through_links`).
 
     `store`: keep the index in the repository's git directory between processes."""
 
@@ -241,9 +242,11 @@ class DeniedFiles:
         self.unreadable = unreadable
         self.git_metadata = sorted(path for entry in new.values() if entry.git for path in entry.git)
         self.denied_links = {path: target for entry in new.values() if entry.links for path, target in entry.links}
-        self._found += self._through_links()
-        self.hard_links = self._other_names(self._found)
         self.denied_pipes = {path: inode for entry in new.values() if entry.pipes for path, inode in entry.pipes}
+        # A FIFO or socket at a denied name is hidden too: the user's (a secrets manager may serve `.env` as
+        # a FIFO) would hand the secret to a command's `cat .env`.
+        self._found += [*self.denied_pipes, *self._through_links()]
+        self.hard_links = self._other_names(self._found)
 
     def _result(self) -> list[str]:
         found = self._found + sorted(self.hard_links)

@@ -104,10 +104,27 @@ def test_a_users_own_directory_symlink_above_a_denied_name_stays_and_what_it_lea
     assert os.readlink(repo / ".docker") == "dockercfg" and set_aside(repo) == []
 
 
-def test_a_users_own_fifo_at_a_denied_name_stays(repo):
+def test_a_users_own_fifo_at_a_denied_name_stays_and_is_masked(repo):
+    # A secrets manager may serve `.env` as a FIFO: the user's stays, and a command reads it as an empty file
+    # (before the fix its `cat .env` took what the host wrote, as with a command's FIFO below).
+    import threading
+
     os.mkfifo(repo / ".env")
     runner = sandboxed(repo)
-    assert runner.run_shell("echo more >> notes.txt", 30).exit_code == 0
+
+    def host_serves_the_secret():
+        with contextlib.suppress(OSError):
+            fd = os.open(repo / ".env", os.O_WRONLY)  # blocks until a reader comes
+            os.write(fd, b"DB_PASSWORD=SECRET-FIFO-u5r\n")
+            os.close(fd)
+
+    writer = threading.Thread(target=host_serves_the_secret, daemon=True)
+    writer.start()
+    seen = runner.run_shell("timeout 5 cat .env 2>&1; echo more >> notes.txt", 30).output
+    if writer.is_alive():  # unblock it (opening for reading ourselves)
+        with contextlib.suppress(OSError):
+            os.close(os.open(repo / ".env", os.O_RDONLY | os.O_NONBLOCK))
+    assert "SECRET-FIFO-u5r" not in seen, seen
     assert stat.S_ISFIFO(os.lstat(repo / ".env").st_mode) and set_aside(repo) == []
 
 
