@@ -245,7 +245,8 @@ class DeniedFiles:
         self.denied_pipes = {path: inode for entry in new.values() if entry.pipes for path, inode in entry.pipes}
         # A FIFO or socket at a denied name is hidden too: the user's (a secrets manager may serve `.env` as
         # a FIFO) would hand the secret to a command's `cat .env`.
-        self._found += [*self.denied_pipes, *self._through_links()]
+        self._found += self.denied_pipes
+        self._through_links()
         self.hard_links = self._other_names(self._found)
 
     def _result(self) -> list[str]:
@@ -257,14 +258,16 @@ class DeniedFiles:
                 f"remove the files)")
         return found
 
-    def _through_links(self) -> list[str]:
-        """The files a rule denies by a name through a user's symlink above it (`dockercfg/config.json`, reached
-        as `.docker/config.json` through `.docker -> dockercfg`, for `**/.docker/config.json`), by their real
-        paths; such a link a command makes is set aside (planted.py). The walk follows no symlink, so the
-        directory a link leads to (inside the repository) is listed here, each time the tree changed: a large
-        one is hidden whole instead (noted in `unreadable`)."""
+    def _through_links(self) -> None:
+        """Add what a rule denies by a name through a user's symlink above it (`dockercfg/config.json`, reached
+        as `.docker/config.json` through `.docker -> dockercfg`, for `**/.docker/config.json`), by real paths:
+        files to hide, and symlinks, FIFOs and sockets to note (a command's is set aside, planted.py: the
+        host's write through `.docker` would go on through them). A link above a denied name a command makes
+        is set aside itself. The walk follows no symlink, so the directory a link leads to (inside the
+        repository) is listed here, each time the tree changed: a large one is hidden whole instead (noted
+        in `unreadable`)."""
         found: list[str] = []
-        for relative in self.denied_links:
+        for relative in list(self.denied_links):
             if self._denied(relative):
                 continue  # a link at a denied name: judged by where it leads
             real = os.path.realpath(f"{self.root}/{relative}")
@@ -286,11 +289,17 @@ class DeniedFiles:
                         with contextlib.suppress(OSError):
                             if entry.is_dir(follow_symlinks=False):
                                 stack.append((name, entry.path))
-                            elif entry.is_file(follow_symlinks=False) and self._denied(f"{relative}/{name}"):
-                                found.append(prefix + name)
+                            elif self._denied(f"{relative}/{name}"):
+                                if entry.is_file(follow_symlinks=False):
+                                    found.append(prefix + name)
+                                elif entry.is_symlink():
+                                    self.denied_links[prefix + name] = os.readlink(entry.path)
+                                else:  # a FIFO or a socket
+                                    self.denied_pipes[prefix + name] = entry.inode()
+                                    found.append(prefix + name)
             if listed > MAX_LINKED_ENTRIES:
                 self.unreadable = sorted({*self.unreadable, target})
-        return sorted(set(found) - set(self._found))
+        self._found += sorted(set(found) - set(self._found))
 
     def _other_names(self, denied: list[str]) -> dict[str, str]:
         """The other names, anywhere in the tree, of the denied files that are hard-linked. Costs an

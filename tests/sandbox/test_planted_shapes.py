@@ -122,3 +122,14 @@ def test_a_users_own_fifo_at_a_denied_name_stays_but_one_a_command_swaps_in_goes
 
     assert command(repo, swap) is not None
     assert not os.path.lexists(repo / ".env")
+
+
+@pytest.mark.parametrize("make", [lambda path: os.symlink("../public/x.json", path), os.mkfifo])
+def test_what_a_command_makes_at_a_denied_name_through_a_users_link_above_it_is_set_aside(repo, make):
+    # The user's `.docker -> dockercfg`: the host's `docker login` writes dockercfg/config.json, so a command's
+    # link (or FIFO) there would carry the token to public/ (or to the next command) as one at .docker would.
+    (repo / "dockercfg").mkdir()
+    os.symlink("dockercfg", repo / ".docker")
+    undone = command(repo, lambda repo: make(repo / "dockercfg" / "config.json"))
+    assert undone is not None and "dockercfg/config.json" in str(undone)
+    assert not os.path.lexists(repo / "dockercfg" / "config.json") and os.readlink(repo / ".docker") == "dockercfg"
