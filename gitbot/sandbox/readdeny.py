@@ -294,7 +294,7 @@ class DeniedFiles:
                                     found.append(prefix + name)
                                 elif entry.is_symlink():
                                     self.denied_links[prefix + name] = os.readlink(entry.path)
-                                else:  # a FIFO or a socket
+                                elif _is_pipe(entry):
                                     self.denied_pipes[prefix + name] = entry.inode()
                                     found.append(prefix + name)
             if listed > MAX_LINKED_ENTRIES:
@@ -393,7 +393,7 @@ class DeniedFiles:
                                 hidden = matches(prefix + name)
                             if decided is not None:
                                 decided[name] = hidden
-                            if hidden:
+                            if hidden and _is_pipe(entry):  # (not an entry gone while listed)
                                 pipes.append([prefix + name, entry.inode()])
                     except OSError:
                         unreadable = True  # (an entry gone while listed is neither, without an error)
@@ -473,6 +473,14 @@ def _shelter_matcher(policy: Policy) -> Callable[[str], bool] | None:
         return shelter_matcher(tuple(getattr(policy, "read_deny", ()) or ()))
     except (GlobError, TypeError):
         return None
+
+
+def _is_pipe(entry: os.DirEntry) -> bool:
+    try:
+        mode = entry.stat(follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return False  # gone since it was listed
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 def _holds_other(was: _Directory, entry: _Directory) -> bool:
