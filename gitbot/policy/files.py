@@ -461,6 +461,19 @@ class FileRules:
         return found
 
 
+def shelter_matcher(patterns: Sequence[str]) -> Callable[[str], bool] | None:
+    """A function telling whether a repository-relative directory path is one that these deny globs name on
+    the way to what they match (`.docker` for `**/.docker/config.json`; not any directory because of a
+    leading `**`, which matches below every one), as `_RuleSet.shelters` says, as fast as `path_matcher`:
+    each rule's leading parts (those with a name in them) are globs of their own. None when there are none."""
+    prefixes = []
+    for pattern in patterns:
+        parts = pattern.split("/")
+        whole = parts[-1] == "**"  # (`secrets/**` is above what is below `secrets/x` too)
+        prefixes += ["/".join(parts[:end]) for end in range(1, len(parts) + whole) if any(p != "**" for p in parts[:end])]
+    return path_matcher(sorted(set(prefixes)))
+
+
 def path_matcher(patterns: Sequence[str]) -> Callable[[str], bool] | None:
     """A function telling whether a repository-relative path (lexical, no symlinks resolved) matches one
     of these deny globs, as the deny rules match (case-insensitively), or None without globs. For

@@ -135,7 +135,7 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
     emptied_files = set()
     for path in hidden_files:
         real = os.path.realpath(path if os.path.isabs(path) else os.path.join(repo, path))
-        if under(real, repo) and real != repo and os.path.isfile(real):
+        if under(real, repo) and real != repo and (os.path.isfile(real) or _is_pipe(real)):
             emptied_files.add(real)
     present = [rel for rel in nested_git if os.path.lexists(os.path.join(repo, rel))]
     nested, targets = nested_git_arguments(repo, present, [repo, *(d for d in git_dirs if d)])
@@ -191,6 +191,15 @@ def wrap(argv: list[str], repo: Path | str, *, network: bool, read_only: tuple[P
 
 
 _EMPTY_LOCK = threading.Lock()
+
+
+def _is_pipe(path: str) -> bool:
+    """A FIFO or socket at `path` (a read_deny one: a secrets manager may serve `.env` as a FIFO)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 def empty_file() -> str:

@@ -160,6 +160,7 @@ class GitMetadataGuard:
         self._before_dirs = None
         self._links_before: set[str] = set()
         self._denied_links_before: dict[str, str] = {}
+        self._denied_pipes_before: dict[str, int] = {}
         self._began_ns = 0
         self.stuck: str | None = None  # set when an undo failed: every later command is refused
         # What the last snapshot read of each file, by its stamp (see `_content`).
@@ -175,6 +176,7 @@ class GitMetadataGuard:
         self._before_dirs = index.directories
         self._links_before = set(index.hard_links)
         self._denied_links_before = index.denied_links
+        self._denied_pipes_before = index.denied_pipes
         # A file system's clock lags the system's by up to a tick: what the command wrote at its start may
         # carry a change time a little before this.
         self._began_ns = time.time_ns() - CLOCK_TICK_NS
@@ -227,6 +229,9 @@ class GitMetadataGuard:
         redirected = [rel for rel, target in index.denied_links.items() if self._denied_links_before.get(rel) != target]
         for rel in redirected:
             attempt(rel, lambda rel=rel: self._undo_denied_link(rel))
+        piped = self._made_pipes(index)
+        for rel in piped:
+            attempt(rel, lambda rel=rel: self._undo_denied_pipe(rel))
         if failed:
             self.stuck = (
                 "gitbot could NOT undo all the git metadata a command made, which git on the user's machine "
@@ -245,6 +250,8 @@ class GitMetadataGuard:
                 f"whatever later writes that file would write through the link into a file you can read, so gitbot "
                 f"moved it out of the work tree and counts the command as failed"
                 + (f"; it also made git metadata, undone: {'; '.join(undone)}" if undone else ""))
+        if piped:
+            raise CommandUndone(_made_pipes_message(piped, undone))
         if undone:
             raise GitMetadataPlanted(
                 "the command made git metadata that git on the user's machine would read (and could run a "
@@ -259,6 +266,15 @@ class GitMetadataGuard:
         if was is not None:  # the user's link, re-pointed: put back as it was
             os.symlink(was, path)
         return [f"{rel} (a symlink at a read-denied name, {how})"]
+
+    def _made_pipes(self, index: DeniedFiles) -> list[str]:
+        """The FIFOs and sockets at denied names the command made (the user's own, there before, stay): the
+        host's `cp .env.example .env` would block until a later command's `cat .env` took the secret."""
+        return [rel for rel, inode in index.denied_pipes.items() if self._denied_pipes_before.get(rel) != inode]
+
+    def _undo_denied_pipe(self, rel: str) -> list[str]:
+        set_aside(os.path.join(self.root, rel), self.root, self.aside)
+        return []  # (said in its own message, not among the git metadata undone)
 
     # -- what is there ---------------------------------------------------------------------------
 
@@ -396,6 +412,13 @@ class GitMetadataGuard:
         if content is not None:
             _put_back(path, content)
         return [f"{GITMODULES} ({', '.join(risky)}; {moved if content is None else 'put back'})"]
+
+
+def _made_pipes_message(piped: list[str], undone: list[str]) -> str:
+    return (f"the command made a FIFO or socket at a name the policy does not let you read ({', '.join(piped)}): "
+            f"whatever later writes that file would hand its content to the next command that reads it, so gitbot "
+            f"moved it out of the work tree and counts the command as failed"
+            + (f"; it also made git metadata, undone: {'; '.join(undone)}" if undone else ""))
 
 
 def risky_gitmodules_settings(path: str) -> list[str]:

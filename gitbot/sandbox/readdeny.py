@@ -46,11 +46,15 @@ if TYPE_CHECKING:
 PATH_MAX_BYTES = 4096
 # More files the read_deny rules match than this: refuse the command instead of running it unmasked.
 MAX_MASKED_FILES = 2000
+# More entries than this below the directory a user's `.docker -> dockercfg` leads to: it is hidden whole
+# rather than listed again each time the tree changes (see `_through_links`).
+MAX_LINKED_ENTRIES = 5000
 # A directory changed less than this long before a walk began is read again on the next walk: the
 # coarsest timestamps in use (1 s on ext4 with small inodes, 2 s on FAT) and clock ticks fit in it.
 RACY_SECONDS = 2.5
 STORE_NAME = "read-deny-index.json"  # in <git dir>/gitbot/
-_STORE_VERSION = 4  # 2: a `.git` below the root is walked; 3: git metadata below the root is noted; 4: denied-name links
+_STORE_VERSION = 5  # 2: a `.git` below the root is walked; 3: git metadata below the root is noted; 4: denied-name links;
+# 5: links above denied names, FIFOs and sockets at denied names
 
 
 _GIT_NAMES = frozenset((GIT_ENTRY, *GIT_DIR_MEMBERS))  # the names `looks_like_git_dir` and the `.git` check ask about
@@ -61,11 +65,11 @@ class SandboxRefusal(Exception):
 
 
 class _Directory:
-    __slots__ = ("children", "decided", "denied", "git", "links", "stamp", "subdirs", "unreadable")
+    __slots__ = ("children", "decided", "denied", "git", "links", "pipes", "stamp", "subdirs", "unreadable")
 
     def __init__(self, stamp: tuple[int, int, int, int] | None, subdirs: list[str], denied: list[str],
                  unreadable: bool = False, git: list[str] | None = None, decided: dict[str, bool] | None = None,
-                 links: list[list[str]] | None = None):
+                 links: list[list[str]] | None = None, pipes: list[list] | None = None):
         self.stamp = stamp  # None: read it again on the next walk
         self.subdirs = subdirs
         self.denied = denied
@@ -74,7 +78,12 @@ class _Directory:
         self.git = git or []
         # Symlinks at names read_deny matches, as [relative, target]: not hidden (a link is judged by where it
         # leads), but one a command makes is undone (planted.py): the host would write a secret through it.
+        # So are symlinks at a directory a rule names on the way to a denied file (`.docker` for
+        # `**/.docker/config.json`): the host's `docker login` would write the token through it.
         self.links = links or []
+        # FIFOs and sockets at denied names, as [relative, inode]: the host's write of a secret there would
+        # wait for a command to read it; one a command makes is undone too (planted.py).
+        self.pipes = pipes or []
         self.unreadable = unreadable  # not wholly listed (then stamp is None: looked at again each walk)
         self.children: list[tuple[str, str]] | None = None  # (relative, absolute) of the subdirectories
         # The read_deny decision for each file name of the listing, kept once a directory is read a second
@@ -85,14 +94,16 @@ class _Directory:
 
 
 class DeniedFiles:
-    """The regular files under `root` (hidden and gitignored ones too; no symlink followed, the root's
-    `.git` not entered) whose repository-relative path `policy` does not let the agent read.
+    """The regular files, FIFOs and sockets under `root` (hidden and gitignored ones too; no symlink followed,
+    the root's `.git` not entered) whose repository-relative path `policy` does not let the agent read, and
+    those a rule denies by a name through a user's symlink above them (`_through_links`).
 
     `store`: keep the index in the repository's git directory between processes."""
 
     def __init__(self, root: str | os.PathLike, policy: Policy, *, store: bool = True):
         self.root = os.path.realpath(root)
         self.rules, self._denied = _matcher(policy)
+        self._shelters = _shelter_matcher(policy)
         self._dirs: dict[str, _Directory] = {}
         self._store_path = _store_path(self.root) if store and self.rules is not None else None
         self._loaded = False
@@ -107,6 +118,8 @@ class DeniedFiles:
         self.hard_links: dict[str, str] = {}  # other name -> the denied name it shares a file with
         # Symlinks at denied names, as of the last walk (see _Directory.links): relative -> target.
         self.denied_links: dict[str, str] = {}
+        # FIFOs and sockets at denied names, as of the last walk (see _Directory.pipes): relative -> inode.
+        self.denied_pipes: dict[str, int] = {}
         self._found: list[str] = []  # the denied files as of the last walk (without their other names)
         # The last walk's directories (absolute paths, in the order it went) and their stamps (None: read it
         # again): what the next walk compares first.
@@ -172,14 +185,12 @@ class DeniedFiles:
             entry = known(relative)
             if relative in fresh:  # read just now, from this stamp
                 was, entry = entry, fresh.pop(relative)
-                changed = changed or was.subdirs != entry.subdirs or was.denied != entry.denied or was.git != entry.git \
-                    or was.links != entry.links
+                changed = changed or _holds_other(was, entry)
             elif entry is None or entry.stamp != stamp:
                 was, entry = entry, self._read(relative, stamp if st.st_ctime_ns < racy_after else None, entry)
                 # The stored copy is rewritten only when what a directory holds changed: a stamp alone
                 # (a file made and removed) only costs the next process one listing.
-                changed = changed or was is None or was.subdirs != entry.subdirs or was.denied != entry.denied \
-                    or was.git != entry.git or was.links != entry.links
+                changed = changed or was is None or _holds_other(was, entry)
             new[relative] = entry
             order.append(absolute)
             if entry.unreadable:
@@ -216,7 +227,7 @@ class DeniedFiles:
                 return False
             entry.children = was.children
             stamps[position] = entry.stamp
-            changed = changed or entry.denied != was.denied or entry.git != was.git or entry.links != was.links
+            changed = changed or _holds_other(was, entry)
         new = dict(old)  # (a new mapping: a caller may hold the last one, see `directories`)
         new.update(fresh)
         self._stamps = stamps
@@ -228,10 +239,15 @@ class DeniedFiles:
         if changed:
             self._save()
         self._found = [path for entry in new.values() if entry.denied for path in entry.denied]
-        self.hard_links = self._other_names(self._found)
         self.unreadable = unreadable
         self.git_metadata = sorted(path for entry in new.values() if entry.git for path in entry.git)
         self.denied_links = {path: target for entry in new.values() if entry.links for path, target in entry.links}
+        self.denied_pipes = {path: inode for entry in new.values() if entry.pipes for path, inode in entry.pipes}
+        # A FIFO or socket at a denied name is hidden too: the user's (a secrets manager may serve `.env` as
+        # a FIFO) would hand the secret to a command's `cat .env`.
+        self._found += self.denied_pipes
+        self._through_links()
+        self.hard_links = self._other_names(self._found)
 
     def _result(self) -> list[str]:
         found = self._found + sorted(self.hard_links)
@@ -241,6 +257,49 @@ class DeniedFiles:
                 f"hides each one and will not run a command with that many (narrow the read_deny rules or "
                 f"remove the files)")
         return found
+
+    def _through_links(self) -> None:
+        """Add what a rule denies by a name through a user's symlink above it (`dockercfg/config.json`, reached
+        as `.docker/config.json` through `.docker -> dockercfg`, for `**/.docker/config.json`), by real paths:
+        files to hide, and symlinks, FIFOs and sockets to note (a command's is set aside, planted.py: the
+        host's write through `.docker` would go on through them). A link above a denied name a command makes
+        is set aside itself. The walk follows no symlink, so the directory a link leads to (inside the
+        repository) is listed here, each time the tree changed: a large one is hidden whole instead (noted
+        in `unreadable`)."""
+        found: list[str] = []
+        for relative in list(self.denied_links):
+            if self._denied(relative):
+                continue  # a link at a denied name: judged by where it leads
+            real = os.path.realpath(f"{self.root}/{relative}")
+            if not (real == self.root or real.startswith(f"{self.root}/")) or not os.path.isdir(real):
+                continue  # outside the repository (not shown to commands), dangling, or no directory
+            target = real[len(self.root) + 1:]
+            if target.partition("/")[0] == GIT_ENTRY:
+                continue  # the git directory: not walked, commands only read it (mounts.py)
+            prefix = f"{target}/" if target else ""
+            listed, stack = 0, [("", real)]
+            while stack and listed <= MAX_LINKED_ENTRIES:
+                below, path = stack.pop()
+                with contextlib.suppress(OSError), os.scandir(path) as entries:
+                    for entry in entries:
+                        listed += 1
+                        name = f"{below}/{entry.name}" if below else entry.name
+                        if name == GIT_ENTRY and not target:
+                            continue  # the repository's own
+                        with contextlib.suppress(OSError):
+                            if entry.is_dir(follow_symlinks=False):
+                                stack.append((name, entry.path))
+                            elif self._denied(f"{relative}/{name}"):
+                                if entry.is_file(follow_symlinks=False):
+                                    found.append(prefix + name)
+                                elif entry.is_symlink():
+                                    self.denied_links[prefix + name] = os.readlink(entry.path)
+                                elif _is_pipe(entry):
+                                    self.denied_pipes[prefix + name] = entry.inode()
+                                    found.append(prefix + name)
+            if listed > MAX_LINKED_ENTRIES:
+                self.unreadable = sorted({*self.unreadable, target})
+        self._found += sorted(set(found) - set(self._found))
 
     def _other_names(self, denied: list[str]) -> dict[str, str]:
         """The other names, anywhere in the tree, of the denied files that are hard-linked. Costs an
@@ -277,10 +336,11 @@ class DeniedFiles:
         subdirs: list[str] = []
         denied: list[str] = []
         links: list[list[str]] = []
+        pipes: list[list] = []
         names: set[str] = set()  # of those that make git metadata (all it is asked about below)
         prefix = f"{relative}/" if relative else ""
         path = f"{self.root}/{relative}" if relative else self.root
-        matches = self._denied
+        matches, shelters = self._denied, self._shelters
         # Decisions are kept only for the rules' own matcher (a policy's check_read may look at more than a path).
         decided = {} if was is not None and self.rules is not None else None
         before = (was.decided or {}) if decided is not None else {}
@@ -318,8 +378,23 @@ class DeniedFiles:
                                 hidden = matches(prefix + name)
                             if decided is not None:
                                 decided[name] = hidden
+                            if not hidden and shelters is not None:
+                                # (kept apart from the name's own decision: a file there later is not denied)
+                                hidden = before.get(name + "/")
+                                if hidden is None:
+                                    hidden = shelters(prefix + name)
+                                if decided is not None:
+                                    decided[name + "/"] = hidden
                             if hidden:
                                 links.append([prefix + name, os.readlink(entry.path)])
+                        else:  # a FIFO or a socket (a command cannot make a device node)
+                            hidden = before.get(name)
+                            if hidden is None:
+                                hidden = matches(prefix + name)
+                            if decided is not None:
+                                decided[name] = hidden
+                            if hidden and _is_pipe(entry):  # (not an entry gone while listed)
+                                pipes.append([prefix + name, entry.inode()])
                     except OSError:
                         unreadable = True  # (an entry gone while listed is neither, without an error)
         except (FileNotFoundError, NotADirectoryError):
@@ -329,7 +404,7 @@ class DeniedFiles:
         git = [prefix + GIT_ENTRY] if relative and GIT_ENTRY in names else []
         if relative and looks_like_git_dir(names) and relative.rpartition("/")[2] != GIT_ENTRY:  # (noted above)
             git.append(relative)
-        return _Directory(None if unreadable else stamp, subdirs, denied, unreadable, git, decided, links)
+        return _Directory(None if unreadable else stamp, subdirs, denied, unreadable, git, decided, links, pipes)
 
     # -- the copy in the git directory -----------------------------------------------------------
 
@@ -346,8 +421,9 @@ class DeniedFiles:
                     _code_fingerprint() is None or data.get("code") != _code_fingerprint():
                 return {}
             return {relative: _Directory(tuple(stamp) if stamp else None, list(subdirs), list(denied), git=list(git),
-                                         links=[[str(path), str(target)] for path, target in links])
-                    for relative, (stamp, subdirs, denied, git, links) in data["dirs"].items()}
+                                         links=[[str(path), str(target)] for path, target in links],
+                                         pipes=[[str(path), int(inode)] for path, inode in pipes])
+                    for relative, (stamp, subdirs, denied, git, links, pipes) in data["dirs"].items()}
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             return {}  # none yet, or unreadable: walk the tree once
 
@@ -357,7 +433,7 @@ class DeniedFiles:
         import json
 
         data = {"version": _STORE_VERSION, "root": self.root, "rules": list(self.rules), "code": _code_fingerprint(),
-                "dirs": {relative: [entry.stamp, entry.subdirs, entry.denied, entry.git, entry.links]
+                "dirs": {relative: [entry.stamp, entry.subdirs, entry.denied, entry.git, entry.links, entry.pipes]
                          for relative, entry in self._dirs.items()}}
         temporary = f"{self._store_path}.{os.getpid()}.tmp"
         try:
@@ -386,6 +462,31 @@ def _matcher(policy: Policy) -> tuple[tuple[str, ...] | None, Callable[[str], bo
         else:
             return rules, matcher or (lambda relative: False)
     return None, lambda relative: not policy.check_read(relative).allowed
+
+
+def _shelter_matcher(policy: Policy) -> Callable[[str], bool] | None:
+    """Which directory names a read_deny rule names on the way to a denied file (policy/files.py); the rules
+    the policy lists, whatever decides the files themselves."""
+    from gitbot.policy.files import GlobError, shelter_matcher
+
+    try:
+        return shelter_matcher(tuple(getattr(policy, "read_deny", ()) or ()))
+    except (GlobError, TypeError):
+        return None
+
+
+def _is_pipe(entry: os.DirEntry) -> bool:
+    try:
+        mode = entry.stat(follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return False  # gone since it was listed
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def _holds_other(was: _Directory, entry: _Directory) -> bool:
+    """Does a directory's new listing hold other things the index keeps (so the stored copy is rewritten)?"""
+    return was.subdirs != entry.subdirs or was.denied != entry.denied or was.git != entry.git \
+        or was.links != entry.links or was.pipes != entry.pipes
 
 
 def _code_fingerprint() -> int | None:

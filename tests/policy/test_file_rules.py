@@ -246,3 +246,23 @@ def test_a_leading_double_star_does_not_make_every_directory_a_parent(repo: Path
     assert policy.file_rules.shelters("src/secrets")
     assert policy.file_rules.shelters("x")
     assert policy.file_rules.shelters("x/q")
+
+
+def test_the_fast_shelter_matcher_says_what_the_rule_walk_says():
+    # readdeny.py asks it about every symlink in a tree (node_modules/.bin holds thousands): it must agree
+    # with _RuleSet.shelters, the walk over each rule's parts, on any path.
+    import random
+
+    from gitbot.policy.defaults import DEFAULT_READ_DENY
+    from gitbot.policy.files import _RuleSet, shelter_matcher
+
+    rules = (*DEFAULT_READ_DENY, "secrets/**", "a/**/b.key", "config/keys/*.json", "**/deep/**/x/*.pem", "*.cfg",
+             "x/y", "**/q/**")
+    fast, walk = shelter_matcher(rules), _RuleSet(rules, ignore_case=True).shelters
+    names = [".docker", ".DOCKER", "a", "b", "secrets", "config", "keys", "deep", "x", "y", "public", "z.pem",
+             ".env", "c.cfg", "q"]
+    rng = random.Random(3)
+    paths = ["/".join(rng.choice(names) for _ in range(rng.randint(1, 5))) for _ in range(800)]
+    assert [bool(fast(path)) for path in paths] == [walk(path) is not None for path in paths]
+    assert fast(".docker") and fast("a/.Docker") and not fast("public") and not fast(".env")
+    assert shelter_matcher(("**/.env", "**/*.pem")) is None  # only leading `**`: nothing is named on the way

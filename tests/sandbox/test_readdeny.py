@@ -342,3 +342,54 @@ def test_a_walk_that_finds_nothing_moved_still_sees_the_next_change_anywhere(tmp
     write(repo, "a/.env/notes.txt")
     time.sleep(0.03)
     assert sorted(index.current()) == ["b/c/id_rsa"]
+
+
+def test_links_above_denied_names_and_fifos_at_them_are_noted_and_kept_for_the_next_process(tmp_path: Path,
+                                                                                           monkeypatch):
+    monkeypatch.setattr(readdeny, "RACY_SECONDS", 0)
+    repo = git_repo(tmp_path / "repo")
+    write(repo, "public/index.html")
+    os.symlink("public", repo / ".docker")  # above `**/.docker/config.json`
+    os.symlink("public", repo / "lib")  # above nothing a rule names
+    os.mkfifo(repo / ".env")
+    os.mkfifo(repo / "pipe")
+    policy = Policy(repo=repo)
+    index = DeniedFiles(repo, policy)
+    assert index.current() == [".env"]  # the FIFO hidden (a secrets manager may serve one); a link judged by its target
+    assert index.denied_links == {".docker": "public"}
+    assert index.denied_pipes == {".env": os.lstat(repo / ".env").st_ino}
+    again = DeniedFiles(repo, policy)  # from the stored index
+    assert again.current() == [".env"] and again.denied_links == index.denied_links \
+        and again.denied_pipes == index.denied_pipes
+    # The listing read again takes up its decisions (kept from its second read on), yet a link's "above a denied
+    # name" is not its name's: a regular file `.docker` is no denied file, and a regular `.env` is.
+    write(repo, "new.txt")
+    assert index.current() == [".env"] and index.denied_links == {".docker": "public"}
+    os.unlink(repo / ".docker")
+    write(repo, ".docker")
+    os.unlink(repo / ".env")
+    write(repo, ".env")
+    assert index.current() == [".env"] and index.denied_links == {} and index.denied_pipes == {}
+
+
+@pytest.mark.parametrize(("target", "real"), [("dockercfg", "dockercfg/config.json"), (".", "config.json")])
+def test_a_file_denied_by_its_name_through_a_users_link_above_it_is_found_by_its_real_path(tmp_path: Path,
+                                                                                        monkeypatch, target, real):
+    # `**/.docker/config.json` and the user's `.docker -> dockercfg`: a command reads the token as
+    # dockercfg/config.json, a path no rule names; the sandbox hides the real path (bwrap, Landlock).
+    monkeypatch.setattr(readdeny, "RACY_SECONDS", 0)
+    repo = git_repo(tmp_path / "repo")
+    write(repo, real)
+    write(repo, "dockercfg/other.json")
+    os.symlink(target, repo / ".docker")
+    index = DeniedFiles(repo, Policy(repo=repo))
+    assert index.current() == [real]
+    os.unlink(repo / real)  # found again as the tree changes
+    assert index.current() == []
+    write(repo, real)
+    assert index.current() == [real]
+    monkeypatch.setattr(readdeny, "MAX_LINKED_ENTRIES", 1)  # too many to list each time: hidden whole
+    write(repo, "dockercfg/more.json")
+    fresh = DeniedFiles(repo, Policy(repo=repo), store=False)
+    fresh.current()
+    assert fresh.unreadable == [os.path.dirname(real)]
