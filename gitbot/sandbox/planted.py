@@ -190,10 +190,10 @@ class GitMetadataGuard:
         undone: list[str] = []
         failed: list[str] = []
 
-        def attempt(what: str, undo) -> None:
+        def attempt(what: str, undo, into: list[str] = undone) -> None:
             # Each item on its own: one that cannot be undone must not leave the others in place.
             try:
-                undone.extend(undo())
+                into.extend(undo())
             except Exception as exc:  # noqa: BLE001 - any failure is reported, and closes the run
                 failed.append(f"{what}: {exc}")
 
@@ -225,12 +225,14 @@ class GitMetadataGuard:
         # A symlink at a denied name is not hidden (it is judged by where it leads), but the host writes through
         # it: the user's `cp .env.example .env` would put the secret into whatever file the command chose.
         redirected = [rel for rel, target in index.denied_links.items() if self._denied_links_before.get(rel) != target]
+        links_undone: list[str] = []  # not git metadata: said apart (`_denied_link_message`)
         for rel in redirected:
-            attempt(rel, lambda rel=rel: self._undo_denied_link(rel))
+            attempt(rel, lambda rel=rel: self._undo_denied_link(rel), links_undone)
         if failed:
             self.stuck = (
                 "gitbot could NOT undo all the git metadata a command made, which git on the user's machine "
                 "could run a program from: " + "; ".join(failed) + (f" (undone: {'; '.join(undone)})" if undone else "")
+                + (f" (undone: {'; '.join(links_undone)})" if links_undone else "")
                 + ". gitbot runs no further command in this run; look at these paths in "
                 f"{self.root} before running git there.")
             raise UndoIncomplete(self.stuck)
@@ -240,11 +242,7 @@ class GitMetadataGuard:
                 f"a link shows that file's content under another name, so gitbot removed it and counts the "
                 f"command as failed" + (f"; it also made git metadata, undone: {'; '.join(undone)}" if undone else ""))
         if redirected:
-            raise CommandUndone(
-                f"the command made a symlink at a name the policy does not let you read ({', '.join(redirected)}): "
-                f"whatever later writes that file would write through the link into a file you can read, so gitbot "
-                f"moved it out of the work tree and counts the command as failed"
-                + (f"; it also made git metadata, undone: {'; '.join(undone)}" if undone else ""))
+            raise CommandUndone(_denied_link_message(redirected, undone))
         if undone:
             raise GitMetadataPlanted(
                 "the command made git metadata that git on the user's machine would read (and could run a "
@@ -427,6 +425,15 @@ def risky_gitmodules_text(text: str) -> list[str]:
         return risky_gitmodules_settings(path)
     finally:
         os.unlink(path)
+
+
+def _denied_link_message(redirected: list[str], metadata_undone: list[str]) -> str:
+    """What the model is told of symlinks it made at read-denied names (and of git metadata, only if it made
+    some too: a denied-name link is not metadata)."""
+    return (f"the command made a symlink at a name the policy does not let you read ({', '.join(redirected)}): "
+            f"whatever later writes that file would write through the link into a file you can read, so gitbot "
+            f"moved it out of the work tree and counts the command as failed"
+            + (f"; it also made git metadata, undone: {'; '.join(metadata_undone)}" if metadata_undone else ""))
 
 
 def _changed_since(path: str, began_ns: int) -> bool:
