@@ -80,43 +80,6 @@ class UndoIncomplete(GitMetadataPlanted):
     have made): what it left may run on the user's machine, so gitbot runs no further command (fail closed)."""
 
 
-class ProtectedLinkReplaced(CommandUndone):
-    """A command replaced a protected path that is a symlink (which no mount can pin); it was put back."""
-
-
-def protected_links(root: str, protected: list[str]) -> dict[str, str]:
-    """The protected paths (repository-relative) that are symlinks now, with their targets. A mount
-    would follow a symlink, so the sandbox cannot pin one (it pins its target when that lies inside the
-    repository, layout.py): `put_back_links` puts back one a command replaced."""
-    links = {}
-    for relative in protected:
-        path = os.path.join(root, relative)
-        with contextlib.suppress(OSError):
-            if os.path.islink(path):
-                links[relative] = os.readlink(path)
-    return links
-
-
-def put_back_links(root: str, links: dict[str, str], aside: str | None) -> None:
-    """Raise ProtectedLinkReplaced when a command replaced one of `links`, after putting it back (what
-    stood there instead is moved to `aside`, see `set_aside`)."""
-    replaced = []
-    for relative, target in links.items():
-        path = os.path.join(root, relative)
-        try:
-            if os.path.islink(path) and os.readlink(path) == target:
-                continue
-        except OSError:
-            pass
-        set_aside(path, root, aside)
-        os.symlink(target, path)
-        replaced.append(relative)
-    if replaced:
-        raise ProtectedLinkReplaced(
-            f"the command replaced {', '.join(replaced)}, which the policy protects (only the user may change "
-            f"it), so gitbot put it back and counts the command as failed")
-
-
 @dataclass
 class _State:
     """What of the repository's git metadata a check compares: identities and the bytes to put back."""
