@@ -60,9 +60,14 @@ class Watch:
     missing: list[str] = field(default_factory=list)  # the first missing component of each way
     ends: list[str] = field(default_factory=list)  # what each way leads to that exists, inside the repository
 
-    def paths(self) -> list[str]:
-        """Every path noted: what a confinement without mounts makes read-only (contain.py)."""
-        return [*self.links, *self.missing, *self.ends]
+
+
+def confined(seen: Watch, nested_git: list[str]) -> list[str]:
+    """What a confinement without mounts makes read-only (contain.py): every path `seen` noted, but a missing
+    one right in a nested repository (that would keep commands from making any file there; what a command
+    makes at it is set aside after)."""
+    nested_roots = {entry.rpartition("/")[0] for entry in nested_git}
+    return [*seen.links, *seen.ends, *(path for path in seen.missing if path.rpartition("/")[0] not in nested_roots)]
 
 
 def nested_protected(nested_git: list[str]) -> list[str]:
@@ -103,7 +108,7 @@ def _follow(root: str, parts: list[str], seen: Watch) -> None:
                 seen.missing.append(os.path.relpath(path, root))
             return
         except OSError:
-            return  # below a file, say: nothing can be made there
+            return  # (unreadable to gitbot: nothing to compare)
         if stat.S_ISLNK(st.st_mode):
             relative = os.path.relpath(path, root)
             try:

@@ -258,7 +258,7 @@ class Runner:
                                       store=store, kept=self.kept if where.resolve() == self.repo.resolve() else ())
                 elif self.contained:
                     argv = contain.wrap(argv, self.grants(real, view, home, tmpdir, [*hidden, *unreadable],
-                                                          nested_git, seen.paths()), limit)
+                                                          nested_git, created.confined(seen, nested_git)), limit)
                 else:
                     argv = confine.unsandboxed(argv, limit)
                 try:
