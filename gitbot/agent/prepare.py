@@ -13,6 +13,7 @@ from gitbot.agent.run import RunOptions, with_limits
 from gitbot.llm.base import Provider
 from gitbot.llm.providers import make_provider
 from gitbot.policy import Policy, load_policy
+from gitbot.sandbox.crashnote import recover_after_crash
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ def prepare_run(repo: Path, *, policy: Policy | None = None, policy_file: Path |
     the model, where, and with which credentials (gitbot/llm/providers.py), over the policy's [model] table;
     `provider`: one built already."""
     repo = git.repo_root(repo)
+    recover_after_crash(repo)  # what a command of a gitbot that died mid-command left is not this run's policy
     if policy is None:
         policy = load_policy(repo, policy_file, base_ref=base_ref)
     timeout = policy.limits.command_timeout_seconds

@@ -21,7 +21,7 @@ from gitbot.agent.loop import Agent, LoopState
 from gitbot.agent.prompt import system_prompt
 from gitbot.agent.result import RunResult, Status, StepRecord
 from gitbot.agent.run import (
-    _sigterm_as_interrupt,
+    _signals_as_interrupt,
     bind_policy,
     context_budget,
     drive,
@@ -64,7 +64,7 @@ def resume_run(repo: Path, run_id: str, *, policy: Policy, provider: Provider | 
     state = _rebuild(events, conversation, ctx.state)
     cut_off = _unfinished_tool_calls(events, conversation)
 
-    with RunLock(repo), _sigterm_as_interrupt():
+    with _signals_as_interrupt(), RunLock(repo):
         record = RunRecord(repo, run_id, secrets=ctx.secrets)
         restored = False
         if any(call["name"] in CHANGES_FILES for call in cut_off if call["started"] and not call["finished"]):

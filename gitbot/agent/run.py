@@ -6,6 +6,7 @@ Every way in (gitbot run, demo, fix-check, hook, action) calls `run_task`.
 from __future__ import annotations
 
 import copy
+import os
 import signal
 import traceback
 from contextlib import contextmanager
@@ -23,6 +24,7 @@ from gitbot.llm.providers import DEFAULT_MODEL, make_provider
 from gitbot.policy import Policy
 from gitbot.policy.rebuildable import program_directory_in
 from gitbot.record import RunRecord, new_run_id
+from gitbot.sandbox import crashnote
 from gitbot.secrets import Secrets
 from gitbot.task import Task
 from gitbot.tools.registry import all_tools
@@ -66,7 +68,7 @@ def run_task(task: Task, repo: Path, *, policy: Policy, options: RunOptions | No
     prices = load_prices()
     budget = options.context_budget_tokens or context_budget(prices, provider)
 
-    with RunLock(repo), _sigterm_as_interrupt():
+    with _signals_as_interrupt(), RunLock(repo):
         record = RunRecord(repo, run_id, secrets=ctx.secrets)
         record.secrets_stopped("the task and the first message", stopped_in_task)
         try:
@@ -198,22 +200,40 @@ def context_budget(prices, provider: Provider) -> int:
 
 
 @contextmanager
-def _sigterm_as_interrupt():
-    """SIGTERM ends the run like Ctrl-C: the loop flushes the record and reports 'interrupted'."""
+def _signals_as_interrupt():
+    """SIGTERM and SIGHUP (the terminal closed) end the run like Ctrl-C: the command running is stopped and
+    what it left undone (the runner), the loop flushes the record and reports 'interrupted'. After a SIGHUP
+    gitbot then dies of it, as a process that did not handle it would (its parent may look), its crash notes
+    removed first (nothing is left to undo). A SIGHUP ignored already (nohup) stays ignored."""
+    received: list[int] = []
+
     def handler(signum, frame):
-        # Once: a second SIGTERM while the record is being closed must not cut that short.
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        # Once: a second signal while the record is being closed must not cut that short.
+        for number in handled:
+            signal.signal(number, signal.SIG_IGN)
+        received.append(signum)
         raise KeyboardInterrupt
 
+    handled: dict[int, object] = {}
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
+        for number in (signal.SIGTERM, signal.SIGHUP):
+            previous = signal.signal(number, handler)
+            if number == signal.SIGHUP and previous == signal.SIG_IGN:
+                signal.signal(number, previous)
+            else:
+                handled[number] = previous
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, previous in handled.items():
+            signal.signal(number, previous)
+        if signal.SIGHUP in received:
+            crashnote.remove_all()
+            signal.signal(signal.SIGHUP, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGHUP)
 
 
 def with_limits(policy: Policy, **overrides) -> Policy:

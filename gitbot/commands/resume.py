@@ -26,9 +26,11 @@ def main(args) -> int:
     from gitbot.policy import load_policy
     from gitbot.progress import ConsoleReporter
     from gitbot.receipt import print_receipt, render_json
+    from gitbot.sandbox.crashnote import recover_after_crash
 
     try:
         repo = git.repo_root(args.repo)
+        recover_after_crash(repo)  # what a command of a gitbot that died mid-command left is not the policy
         result = resume_run(repo, args.run_id, policy=load_policy(repo, args.policy),
                             reporter=ConsoleReporter())
     except (ConfigError, CheckpointError) as exc:

@@ -43,7 +43,9 @@ from gitbot.sandbox.runner import SandboxRefused
 def load_check_policy(repo: Path, policy_file: Path | None):
     """The run's policy (ConfigError when the file is bad): it says how the check runs, too."""
     from gitbot.policy import load_policy
+    from gitbot.sandbox.crashnote import recover_after_crash
 
+    recover_after_crash(repo)  # what a command of a gitbot that died mid-command left is not the policy
     return load_policy(repo, policy_file)
 
 

@@ -133,7 +133,7 @@ def credential_masks(view: ToolchainView, features: frozenset[str]) -> list[str]
 
 def first_missing(repo: str, relative: str) -> str | None:
     """The first component of repo/relative that does not exist, or None when the whole path exists
-    (a symlink itself counts as existing; `created.missing` watches the component)."""
+    (a symlink itself counts as existing; `created.watch` follows it)."""
     path = repo
     for part in relative.split("/"):
         path = os.path.join(path, part)
@@ -208,13 +208,14 @@ def protected_arguments(repo: str, directories, files, *, kept=(), held=()) -> l
             pin_parents(relative)
             real = os.path.realpath(target)
             inside = _clean_relative(repo, real) if under(real, repo) else None
-            if kind != "kept" and inside and (os.path.isfile(real) or os.path.isdir(real)):
+            if kind != "kept" and inside and os.path.exists(real):
                 pin_parents(inside)
                 bind_read_only(real, real)
             continue
         pin_parents(relative)
-        if kind == "kept" or kind == "dir" and os.path.isdir(target) or kind == "file" and os.path.isfile(target):
-            bind_read_only(target, target)
+        # Whatever its kind: a protected directory's name held by a file (or a file's by a directory) would
+        # otherwise be replaced by the protected thing itself.
+        bind_read_only(target, target)
     return args
 
 

@@ -80,43 +80,6 @@ class UndoIncomplete(GitMetadataPlanted):
     have made): what it left may run on the user's machine, so gitbot runs no further command (fail closed)."""
 
 
-class ProtectedLinkReplaced(CommandUndone):
-    """A command replaced a protected path that is a symlink (which no mount can pin); it was put back."""
-
-
-def protected_links(root: str, protected: list[str]) -> dict[str, str]:
-    """The protected paths (repository-relative) that are symlinks now, with their targets. A mount
-    would follow a symlink, so the sandbox cannot pin one (it pins its target when that lies inside the
-    repository, layout.py): `put_back_links` puts back one a command replaced."""
-    links = {}
-    for relative in protected:
-        path = os.path.join(root, relative)
-        with contextlib.suppress(OSError):
-            if os.path.islink(path):
-                links[relative] = os.readlink(path)
-    return links
-
-
-def put_back_links(root: str, links: dict[str, str], aside: str | None) -> None:
-    """Raise ProtectedLinkReplaced when a command replaced one of `links`, after putting it back (what
-    stood there instead is moved to `aside`, see `set_aside`)."""
-    replaced = []
-    for relative, target in links.items():
-        path = os.path.join(root, relative)
-        try:
-            if os.path.islink(path) and os.readlink(path) == target:
-                continue
-        except OSError:
-            pass
-        set_aside(path, root, aside)
-        os.symlink(target, path)
-        replaced.append(relative)
-    if replaced:
-        raise ProtectedLinkReplaced(
-            f"the command replaced {', '.join(replaced)}, which the policy protects (only the user may change "
-            f"it), so gitbot put it back and counts the command as failed")
-
-
 @dataclass
 class _State:
     """What of the repository's git metadata a check compares: identities and the bytes to put back."""
@@ -192,10 +155,10 @@ class GitMetadataGuard:
         undone: list[str] = []
         failed: list[str] = []
 
-        def attempt(what: str, undo) -> None:
+        def attempt(what: str, undo, into: list[str] = undone) -> None:
             # Each item on its own: one that cannot be undone must not leave the others in place.
             try:
-                undone.extend(undo())
+                into.extend(undo())
             except Exception as exc:  # noqa: BLE001 - any failure is reported, and closes the run
                 failed.append(f"{what}: {exc}")
 
@@ -227,15 +190,17 @@ class GitMetadataGuard:
         # A symlink at a denied name is not hidden (it is judged by where it leads), but the host writes through
         # it: the user's `cp .env.example .env` would put the secret into whatever file the command chose.
         redirected = [rel for rel, target in index.denied_links.items() if self._denied_links_before.get(rel) != target]
+        links_undone: list[str] = []  # not git metadata: said apart (`_denied_link_message`)
         for rel in redirected:
-            attempt(rel, lambda rel=rel: self._undo_denied_link(rel))
+            attempt(rel, lambda rel=rel: self._undo_denied_link(rel), links_undone)
         piped = self._made_pipes(index)
         for rel in piped:
-            attempt(rel, lambda rel=rel: self._undo_denied_pipe(rel))
+            attempt(rel, lambda rel=rel: self._undo_denied_pipe(rel), links_undone)
         if failed:
             self.stuck = (
                 "gitbot could NOT undo all the git metadata a command made, which git on the user's machine "
                 "could run a program from: " + "; ".join(failed) + (f" (undone: {'; '.join(undone)})" if undone else "")
+                + (f" (undone: {'; '.join(links_undone)})" if links_undone else "")
                 + ". gitbot runs no further command in this run; look at these paths in "
                 f"{self.root} before running git there.")
             raise UndoIncomplete(self.stuck)
@@ -245,11 +210,7 @@ class GitMetadataGuard:
                 f"a link shows that file's content under another name, so gitbot removed it and counts the "
                 f"command as failed" + (f"; it also made git metadata, undone: {'; '.join(undone)}" if undone else ""))
         if redirected:
-            raise CommandUndone(
-                f"the command made a symlink at a name the policy does not let you read ({', '.join(redirected)}): "
-                f"whatever later writes that file would write through the link into a file you can read, so gitbot "
-                f"moved it out of the work tree and counts the command as failed"
-                + (f"; it also made git metadata, undone: {'; '.join(undone)}" if undone else ""))
+            raise CommandUndone(_denied_link_message(redirected, undone))
         if piped:
             raise CommandUndone(_made_pipes_message(piped, undone))
         if undone:
@@ -450,6 +411,15 @@ def risky_gitmodules_text(text: str) -> list[str]:
         return risky_gitmodules_settings(path)
     finally:
         os.unlink(path)
+
+
+def _denied_link_message(redirected: list[str], metadata_undone: list[str]) -> str:
+    """What the model is told of symlinks it made at read-denied names (and of git metadata, only if it made
+    some too: a denied-name link is not metadata)."""
+    return (f"the command made a symlink at a name the policy does not let you read ({', '.join(redirected)}): "
+            f"whatever later writes that file would write through the link into a file you can read, so gitbot "
+            f"moved it out of the work tree and counts the command as failed"
+            + (f"; it also made git metadata, undone: {'; '.join(metadata_undone)}" if metadata_undone else ""))
 
 
 def _changed_since(path: str, began_ns: int) -> bool:

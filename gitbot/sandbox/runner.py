@@ -33,7 +33,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitbot.errors import ConfigError
-from gitbot.sandbox import bwrap, confine, contain, created, diagnose, layout, mounts, processes, remembered
+from gitbot.sandbox import (
+    bwrap,
+    confine,
+    contain,
+    crashnote,
+    created,
+    diagnose,
+    layout,
+    mounts,
+    processes,
+    remembered,
+)
 from gitbot.sandbox.command import (
     BoundedOutput,
     CannotStart,
@@ -45,13 +56,7 @@ from gitbot.sandbox.command import (
 from gitbot.sandbox.env import build_env, without_framework_venv
 from gitbot.sandbox.filtered_store import FilteredStore, StoreNotReady, StoreView
 from gitbot.sandbox.launcher import Launcher
-from gitbot.sandbox.planted import (
-    CommandUndone,
-    GitMetadataGuard,
-    UndoIncomplete,
-    protected_links,
-    put_back_links,
-)
+from gitbot.sandbox.planted import CommandUndone, GitMetadataGuard, UndoIncomplete
 from gitbot.sandbox.readdeny import DeniedFiles, SandboxRefusal
 from gitbot.sandbox.toolchain import ToolchainView, build_view
 from gitbot.sandbox.warm import WarmSandbox, waiting
@@ -94,6 +99,9 @@ class Runner:
         self._denied_files: dict[str, DeniedFiles] = {}
         # Per directory commands run in: what git metadata they found there, to undo what they plant.
         self._guards: dict[str, GitMetadataGuard] = {}
+        # Per directory commands run in: the note that lets the next gitbot undo a command this one could not
+        # (crashnote.py), removed when this runner ends.
+        self._notes: dict[str, crashnote.CrashNote] = {}
         # The object store commands see, read_deny's blobs left out; prepared from now on, in the background.
         self.history = history_store(self.repo, self.policy) if self.sandboxed else None
         if self.history is not None:
@@ -118,6 +126,10 @@ class Runner:
                             f"start here ({self.status.description}), and under the confinement that can, commands "
                             "could read the credentials in the repository's .git/config (only bubblewrap can "
                             "hide them). Remove them from .git/config (use a credential helper).")
+        try:  # what a command of a gitbot that died mid-command may have left (crashnote.py)
+            crashnote.recover(self.repo)
+        except UndoIncomplete as exc:
+            self.refusal = str(exc)
 
     @property
     def description(self) -> str:
@@ -213,7 +225,7 @@ class Runner:
         view = self.toolchain if real == os.path.realpath(self.repo) else self.toolchain.elsewhere(self.repo)
         home = None if self.sandboxed else tempfile.mkdtemp(prefix="gitbot-home-")
         tmpdir = tempfile.mkdtemp(prefix="gitbot-tmp-") if self.contained else None
-        links: dict[str, str] = {}
+        seen = created.Watch()
         guard = self._guards.get(real) or self._guards.setdefault(real, GitMetadataGuard(real))
         index = self._index(real)
         try:
@@ -236,12 +248,15 @@ class Runner:
                 if self.sandboxed or self.contained:
                     raise SandboxRefused(f"command refused: {exc}") from None
             nested_git = guard.before(index)
-            # Missing protected paths get no mount: what a command makes there is set aside after it (created.py).
-            missing = created.missing(real, self.protected_paths())
+            # The way to each protected path, undone after the command where it changed (created.py).
+            seen = created.watch(real, [*self.protected_paths(), *created.nested_protected(nested_git)])
+            try:
+                self._note(real).write(seen)
+            except OSError as exc:  # without it, a gitbot that dies mid-command would leave what it made
+                raise SandboxRefused(f"command refused: gitbot cannot write its crash note ({exc})") from None
             if self.sandboxed:
-                directories = self.policy.file_rules.protected_directories()
+                directories = [*self.policy.file_rules.protected_directories(), *created.nested_protected(nested_git)]
                 store = self.store_view(where, hidden)
-                links = protected_links(real, self.protected_paths())
             in_root = shell_command is not None and self.sandboxed and real == os.path.realpath(self.repo)
             if warm is not None and not (in_root and warm.launcher.alive()):
                 self._drop(warm)
@@ -260,7 +275,7 @@ class Runner:
                                       store)
                 elif self.contained:
                     argv = contain.wrap(argv, self.grants(real, view, home, tmpdir, [*hidden, *unreadable],
-                                                          nested_git), limit)
+                                                          nested_git, created.confined(seen, nested_git)), limit)
                 else:
                     argv = confine.unsandboxed(argv, limit)
                 started = self._hand_over(candidate, argv, where, env, limit, shell_command)
@@ -270,7 +285,7 @@ class Runner:
                 except BaseException:
                     with contextlib.suppress(Exception):  # the interruption is what gets reported
                         try:
-                            _undo(real, links, missing, guard, index)  # interrupted: what it planted still goes
+                            _undo(real, seen, guard, index)  # interrupted: what it planted still goes
                         except UndoIncomplete as exc:
                             self.refusal = str(exc)  # fail closed, as below
                             raise
@@ -286,7 +301,7 @@ class Runner:
         # Before anything else reads the work tree (the step's checkpoint, the user's git, the next policy
         # load): raises CommandUndone when the command made what it must not, after undoing it.
         try:
-            _undo(real, links, missing, guard, index)
+            _undo(real, seen, guard, index)
         except UndoIncomplete as exc:
             self.refusal = str(exc)  # fail closed: what could not be undone may be run by the next command too
             raise
@@ -376,8 +391,9 @@ class Runner:
             store = self.store_view(self.repo, hidden)
             limit = processes.ProcessLimit(max_processes or processes.MAX_PROCESSES, launcher=launcher).__enter__()
             try:
-                wrapped = self._wrap(argv, self.repo, env, hidden, unreadable,
-                                     self.policy.file_rules.protected_directories(), view, limit, nested_git, store)
+                directories = [*self.policy.file_rules.protected_directories(), *created.nested_protected(nested_git)]
+                wrapped = self._wrap(argv, self.repo, env, hidden, unreadable, directories, view, limit, nested_git,
+                                     store)
                 roots = [real, *(d for d in mounts.git_directories(real) if d)]
                 warm = WarmSandbox.start(launcher, wrapped, self.repo, env, limit, roots)
             finally:
@@ -412,23 +428,33 @@ class Runner:
         weakref.finalize(self, launcher.close)
         return launcher
 
+    def _note(self, real: str) -> crashnote.CrashNote:
+        note = self._notes.get(real)
+        if note is None:
+            note = self._notes[real] = crashnote.CrashNote(real)
+            weakref.finalize(self, note.remove)  # (also when gitbot exits: atexit)
+        return note
+
     def close(self) -> None:
-        """Stop this runner's launcher and its warm sandbox (also done when the runner is collected, or
-        gitbot exits: the launcher kills what it started when gitbot's socket closes)."""
+        """Stop this runner's launcher and its warm sandbox, and remove its crash notes (also done when the
+        runner is collected, or gitbot exits: the launcher kills what it started when gitbot's socket closes)."""
         self.discard_warm()
+        for note in self._notes.values():
+            note.remove()
         if self._launcher is not None:
             self._launcher.close()
             self._launcher = None
 
     def grants(self, real: str, view: ToolchainView, home: str, tmpdir: str, unreadable: list[str],
-               nested_git: list[str]) -> contain.Grants:
+               nested_git: list[str], watched: list[str] = ()) -> contain.Grants:
         """What a contained command run in `real` may read and write (contain.py): not the files
         `unreadable` names, and the git metadata, top-level and nested, and the protected paths only read."""
         git_dirs = [directory for directory in mounts.git_directories(real) if directory]
         _, targets = mounts.nested_git_arguments(real, nested_git, [real])
         return contain.grants(repo=real, home=home, tmpdir=tmpdir, toolchain=view, network=self.network,
                               unreadable=unreadable,
-                              read_only=[".git", *nested_git, *targets, *self.kept, *self.protected_paths()],
+                              read_only=[".git", *nested_git, *targets, *self.kept, *self.protected_paths(),
+                                         *watched],
                               git_dirs=git_dirs)
 
     def keep_read_only(self, paths) -> None:
@@ -493,17 +519,22 @@ def history_store(repo: Path, policy: Policy) -> FilteredStore | None:
     return FilteredStore(real, common_dir, tuple(policy.read_deny), policy.file_rules.denies_read_by_name)
 
 
-def _undo(real: str, links: dict[str, str], missing: list[str], guard: GitMetadataGuard, index: DeniedFiles) -> None:
-    """Undo what a command must not have left: a protected symlink replaced, a missing protected path created,
-    git metadata or a denied-name link planted. Each is undone whatever the others found; then the command
-    fails with all they said (UndoIncomplete first: the run stops)."""
+def _undo(real: str, seen: created.Watch, guard: GitMetadataGuard, index: DeniedFiles) -> None:
+    """Undo what a command must not have left: a change on the way to a protected path (created.py), git
+    metadata or a denied-name link planted. Each is undone whatever the others raised; then the command fails
+    with all they said. Anything but CommandUndone from one (an OSError, a bug) is UndoIncomplete: what it
+    did not undo may be in the tree, so the run stops (fail closed)."""
     found: list[CommandUndone] = []
-    for undo in (lambda: put_back_links(real, links, guard.aside), lambda: created.undo_created(real, missing, guard.aside),
-                 lambda: guard.after(index)):
+    # (The git metadata first: a nested repository's directory swapped for a symlink is its to refuse, before
+    # created.py sets the symlink aside.)
+    for step in (lambda: guard.after(index), lambda: created.undo(real, seen, guard.aside)):
         try:
-            undo()
+            step()
         except CommandUndone as exc:
             found.append(exc)
+        except Exception as exc:  # noqa: BLE001 - reported, and closes the run
+            found.append(UndoIncomplete(f"gitbot could NOT check or undo all a command left in {real} "
+                                        f"({type(exc).__name__}: {exc}); it runs no further command in this run"))
     if found:
         first = next((exc for exc in found if isinstance(exc, UndoIncomplete)), found[0])
         raise type(first)(" ".join(str(exc) for exc in [first, *(exc for exc in found if exc is not first)]))
