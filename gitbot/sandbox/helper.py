@@ -526,7 +526,10 @@ def serve(control_fd, stage):
             answer = running.pop(pid, None)
             if answer is not None:
                 code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-                _say(answer, f"exit {code}\n")
+                # Its processes end with it (commands run one at a time: every other descendant is its),
+                # before gitbot hears of the end and checks what the command left.
+                stopped = kill_descendants()
+                _say(answer, f"exit {code} {stopped}\n")
                 answer.close()
 
     while True:
@@ -546,12 +549,7 @@ def serve(control_fd, stage):
         except OSError:
             message, fds = b"", []
         if not message:
-            for pid in list(running):
-                for kill in (os.killpg, os.kill):
-                    try:
-                        kill(pid, signal.SIGKILL)
-                    except OSError:
-                        pass
+            kill_descendants()
             return
         if len(fds) < 4:
             for fd in fds:
@@ -619,6 +617,80 @@ def serve(control_fd, stage):
             os.close(fd)
         running[pid] = answer
         _say(answer, f"pid {pid}\n")
+
+
+def kill_descendants():
+    """Kill every process descending from this one, a child subreaper, and reap them; how many were running.
+
+    A command's process that left its process group (setsid), its parent (a double fork) or its pids cgroup
+    is still a descendant: orphans come to the nearest subreaper, this process. Round by round: each
+    process found by the kernel's children lists is pinned by a pidfd, checked to still be the child of the
+    process it was listed under (its pid may have been reused by then), and killed; what a killed process
+    leaves becomes this one's child, for the next round. A launcher whose command left nothing reads one
+    children file, not all of /proc."""
+    import signal
+
+    me = os.getpid()
+    stopped = set()
+    while True:
+        ours = _children(me)
+        if not ours:
+            return len(stopped)
+        queue = [(me, pid) for pid in ours]
+        while queue:
+            parent, pid = queue.pop()
+            try:
+                pidfd = os.pidfd_open(pid)
+            except OSError:
+                continue  # gone (or reaped) since it was listed
+            try:
+                state, ppid = _state(pid)
+                if ppid != parent:
+                    continue  # not the process listed: moved to this one by now, or a reused pid
+                if state != "Z":
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                    stopped.add(pid)
+            except OSError:
+                continue
+            finally:
+                os.close(pidfd)
+            queue += [(pid, child) for child in _children(pid)]
+        for pid in stopped.intersection(ours):
+            try:
+                os.waitpid(pid, 0)  # killed: it goes at once (a process in uninterruptible sleep first wakes)
+            except ChildProcessError:
+                pass
+        while True:  # what the killed left as zombies came to this one: reaped too
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+
+
+def _children(pid):
+    """The pids of `pid`'s children, from each of its threads' children list."""
+    found = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as handle:
+                found += [int(child) for child in handle.read().split()]
+        except OSError:
+            continue
+    return found
+
+
+def _state(pid):
+    """(state letter, parent pid) of a process, from /proc/PID/stat (its name, in parentheses, may hold
+    anything)."""
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        stat = handle.read()
+    fields = stat[stat.rindex(b")") + 2:].split()
+    return fields[0].decode(), int(fields[1])
 
 
 def _say(answer, line):
