@@ -634,7 +634,7 @@ def kill_descendants():
     process it was listed under (its pid may have been reused by then), and killed; what a killed process
     leaves becomes this one's child, for the next round. A launcher whose command left nothing reads one
     children file, not all of /proc."""
-    import signal
+    import _signal as signal  # (see supervise)
 
     me = os.getpid()
     stopped = set()
@@ -742,7 +742,7 @@ def supervise(run):
     this process a child subreaper that waits for it, then kills whatever it left running (setsid, a double
     fork, a process out of its cgroup: all still descend from here; `kill_descendants`) and exits as it did,
     so gitbot, which waits for this process, checks the work tree only once nothing of the command is left."""
-    import signal
+    import _signal as signal  # the module without its enums: `signal` costs every command ~20 ms to import
 
     check(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "child subreaper")
     stopping = [getattr(signal, name) for name in STOPPING]
