@@ -637,7 +637,7 @@ def kill_descendants():
     import _signal as signal  # (see supervise)
 
     me = os.getpid()
-    stopped = set()
+    killed, stopped = set(), set()
     while True:
         ours = _children(me)
         if not ours:
@@ -655,13 +655,15 @@ def kill_descendants():
                     continue  # not the process listed: moved to this one by now, or a reused pid
                 if state != "Z":
                     signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-                    stopped.add(pid)
+                    killed.add(pid)
+                    if not _namespace_init(pid):  # bubblewrap's, still going after bubblewrap: not the command's
+                        stopped.add(pid)
             except OSError:
                 continue
             finally:
                 os.close(pidfd)
             queue += [(pid, child) for child in _children(pid)]
-        for pid in stopped.intersection(ours):
+        for pid in killed.intersection(ours):
             try:
                 os.waitpid(pid, 0)  # killed: it goes at once (a process in uninterruptible sleep first wakes)
             except ChildProcessError:
@@ -688,6 +690,20 @@ def _children(pid):
         except OSError:
             continue
     return found
+
+
+def _namespace_init(pid):
+    """Is `pid` the first process of a PID namespace below this one's (bubblewrap's init, which may still be
+    ending, taking its namespace with it, when bubblewrap has exited)?"""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("NSpid:"):
+                    numbers = line.split()[1:]
+                    return len(numbers) > 1 and numbers[-1] == "1"
+    except OSError:
+        pass
+    return False
 
 
 def _state(pid):
