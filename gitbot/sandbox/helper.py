@@ -774,6 +774,7 @@ def supervise(run):
         except BaseException as exc:  # noqa: BLE001 - the child must never return into the supervisor
             sys.stderr.write(f"gitbot-sandbox: {exc}\n")
         finally:
+            sys.stderr.flush()
             os._exit(code)
 
     def stop(*_):  # the command's group got the signal too; if it does not end, it is killed
