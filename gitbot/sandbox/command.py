@@ -248,8 +248,8 @@ def run_command(argv: list[str], cwd: str | os.PathLike, *, env: dict[str, str] 
         processes.stop(process, pgid, limit)
         notes.append(f"The command timed out after {timeout:g} s and was stopped: its whole process group "
                      f"was sent SIGTERM, then SIGKILL after {processes.KILL_GRACE_SECONDS:g} s.")
-    elif processes.leftovers(pgid, limit):
-        # The command is done but left background processes behind: stop them too.
+    elif getattr(process, "stopped_leftovers", 0) or processes.leftovers(pgid, limit):
+        # The command is done but left background processes behind: stop them too (the launcher has).
         processes.kill_all(pgid, limit)
         notes.append("Background processes the command started were stopped when it finished.")
     _drain(process, output, echo)

@@ -14,8 +14,11 @@ sandbox's processes are that uid on the host: root's files (/etc/shadow, /proc/s
 what they write in the repository is stored as root's (hence no setuid mode there).
 
 MODE "confine" (no sandbox): no new privileges, a Landlock domain (a process in one cannot read the
-memory or /proc/<pid>/environ of processes outside it: gitbot and its parents), and as root, no
-capabilities and no way to get them back on exec.
+memory or /proc/<pid>/environ of processes outside it: gitbot and its parents; with ABI 6+, nor signal
+them), and as root, no capabilities and no way to get them back on exec.
+
+Started for one command (not by the launcher), "confine" and "contain" run it in a child and outlive it
+(`supervise`): what it leaves running is killed before this helper exits, as the launcher does.
 
 MODE "contain" (a container without user namespaces, where bubblewrap cannot start): the command stays in
 gitbot's namespaces, but in a Landlock domain that lets it read only the paths given, write only the
@@ -239,7 +242,10 @@ def drop_capabilities():
 def confine(spec, argv):
     check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     if spec.get("landlock"):
-        attr = RulesetAttr(LANDLOCK_ACCESS_FS_MAKE_BLOCK)
+        # (ABI 6+) and no signal to a process outside the domain: not to the launcher or helper that kills
+        # what the command leaves running once it ends (killed first, it would leave them to live on).
+        attr = FullRulesetAttr(LANDLOCK_ACCESS_FS_MAKE_BLOCK, 0, SCOPE_SIGNAL) if landlock_abi() >= 6 else \
+            RulesetAttr(LANDLOCK_ACCESS_FS_MAKE_BLOCK)
         ruleset = check(libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.sizeof(attr), 0),
                         "landlock_create_ruleset")
         check(libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0), "landlock_restrict_self")
@@ -526,7 +532,10 @@ def serve(control_fd, stage):
             answer = running.pop(pid, None)
             if answer is not None:
                 code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-                _say(answer, f"exit {code}\n")
+                # Its processes end with it (commands run one at a time: every other descendant is its),
+                # before gitbot hears of the end and checks what the command left.
+                stopped = kill_descendants()
+                _say(answer, f"exit {code} {stopped}\n")
                 answer.close()
 
     while True:
@@ -546,12 +555,7 @@ def serve(control_fd, stage):
         except OSError:
             message, fds = b"", []
         if not message:
-            for pid in list(running):
-                for kill in (os.killpg, os.kill):
-                    try:
-                        kill(pid, signal.SIGKILL)
-                    except OSError:
-                        pass
+            kill_descendants()
             return
         if len(fds) < 4:
             for fd in fds:
@@ -621,6 +625,96 @@ def serve(control_fd, stage):
         _say(answer, f"pid {pid}\n")
 
 
+def kill_descendants():
+    """Kill every process descending from this one, a child subreaper, and reap them; how many were running.
+
+    A command's process that left its process group (setsid), its parent (a double fork) or its pids cgroup
+    is still a descendant: orphans come to the nearest subreaper, this process. Round by round: each
+    process found by the kernel's children lists is pinned by a pidfd, checked to still be the child of the
+    process it was listed under (its pid may have been reused by then), and killed; what a killed process
+    leaves becomes this one's child, for the next round. A launcher whose command left nothing reads one
+    children file, not all of /proc."""
+    import _signal as signal  # (see supervise)
+
+    me = os.getpid()
+    killed, stopped = set(), set()
+    while True:
+        ours = _children(me)
+        if not ours:
+            return len(stopped)
+        queue = [(me, pid) for pid in ours]
+        while queue:
+            parent, pid = queue.pop()
+            try:
+                pidfd = os.pidfd_open(pid)
+            except OSError:
+                continue  # gone (or reaped) since it was listed
+            try:
+                state, ppid = _state(pid)
+                if ppid != parent:
+                    continue  # not the process listed: moved to this one by now, or a reused pid
+                if state != "Z":
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                    killed.add(pid)
+                    if not _namespace_init(pid):  # bubblewrap's, still going after bubblewrap: not the command's
+                        stopped.add(pid)
+            except OSError:
+                continue
+            finally:
+                os.close(pidfd)
+            queue += [(pid, child) for child in _children(pid)]
+        for pid in killed.intersection(ours):
+            try:
+                os.waitpid(pid, 0)  # killed: it goes at once (a process in uninterruptible sleep first wakes)
+            except ChildProcessError:
+                pass
+        while True:  # what the killed left as zombies came to this one: reaped too
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+
+
+def _children(pid):
+    """The pids of `pid`'s children, from each of its threads' children list."""
+    found = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as handle:
+                found += [int(child) for child in handle.read().split()]
+        except OSError:
+            continue
+    return found
+
+
+def _namespace_init(pid):
+    """Is `pid` the first process of a PID namespace below this one's (bubblewrap's init, which may still be
+    ending, taking its namespace with it, when bubblewrap has exited)?"""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("NSpid:"):
+                    numbers = line.split()[1:]
+                    return len(numbers) > 1 and numbers[-1] == "1"
+    except OSError:
+        pass
+    return False
+
+
+def _state(pid):
+    """(state letter, parent pid) of a process, from /proc/PID/stat (its name, in parentheses, may hold
+    anything)."""
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        stat = handle.read()
+    fields = stat[stat.rindex(b")") + 2:].split()
+    return fields[0].decode(), int(fields[1])
+
+
 def _say(answer, line):
     try:
         answer.sendall(line.encode())
@@ -651,6 +745,67 @@ def _place_fds(pairs):
         low = number + 1
 
 
+# Signals gitbot sends a command's process group to stop it (processes.stop), and that a terminal sends.
+STOPPING = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT")
+# After one of them, how long the command has to end before the helper kills it and all it started: less
+# than gitbot's own grace (processes.KILL_GRACE_SECONDS, 2 s), after which its SIGKILL would end this
+# helper too, leaving what the command started to a reaper that kills nothing.
+STOP_GRACE_SECONDS = 1.5
+
+
+def supervise(run):
+    """A command started without the launcher ("confine", "contain"): `run` (which execs it) in a child,
+    this process a child subreaper that waits for it, then kills whatever it left running (setsid, a double
+    fork, a process out of its cgroup: all still descend from here; `kill_descendants`) and exits as it did,
+    so gitbot, which waits for this process, checks the work tree only once nothing of the command is left."""
+    import _signal as signal  # the module without its enums: `signal` costs every command ~20 ms to import
+
+    check(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "child subreaper")
+    stopping = [getattr(signal, name) for name in STOPPING]
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, stopping)  # none may end this process before its handler is set
+    pid = os.fork()
+    if pid == 0:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        code = EXIT_FAILED
+        try:
+            run()
+        except SystemExit as exc:  # start(): the command could not start (126, 127)
+            code = exc.code if isinstance(exc.code, int) else EXIT_FAILED
+        except BaseException as exc:  # noqa: BLE001 - the child must never return into the supervisor
+            sys.stderr.write(f"gitbot-sandbox: {exc}\n")
+        finally:
+            sys.stderr.flush()
+            os._exit(code)
+
+    def stop(*_):  # the command's group got the signal too; if it does not end, it is killed
+        signal.setitimer(signal.ITIMER_REAL, STOP_GRACE_SECONDS)
+
+    def kill(*_):
+        try:
+            os.kill(pid, signal.SIGKILL)  # still this process's child (not reaped): the pid is its
+        except OSError:
+            pass
+
+    for signum in stopping:
+        signal.signal(signum, stop)
+    signal.signal(signal.SIGALRM, kill)
+    signal.pthread_sigmask(signal.SIG_SETMASK, before)
+    _pid, status = os.waitpid(pid, 0)  # retried after a handler ran (PEP 475)
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    kill_descendants()
+    if os.WIFSIGNALED(status):
+        # Ended as the command did, so gitbot reads the same status (no core file of this process).
+        import resource
+
+        signum = os.WTERMSIG(status)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
+        os.kill(os.getpid(), signum)
+        os._exit(128 + signum)  # a signal that does not end a process by default
+    os._exit(os.WEXITSTATUS(status))
+
+
 def main(args):
     mode = args[0]
     separator = args.index("--")
@@ -663,9 +818,9 @@ def main(args):
         elif mode == "drop":
             drop(spec, argv)
         elif mode == "confine":
-            confine(spec, argv)
+            supervise(lambda: confine(spec, argv))
         elif mode == "contain":
-            contain(spec, argv)
+            supervise(lambda: contain(spec, argv))
         elif mode == "probe":
             attr = RulesetAttr(LANDLOCK_ACCESS_FS_MAKE_BLOCK)
             ruleset = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.sizeof(attr), 0)

@@ -12,6 +12,10 @@ each command into a fresh cgroup waits for the kernel (10-20 ms each). Commands 
 at a time (a Runner's commands do), so that cgroup is the command's for as long as it runs; the
 launcher itself is the one process in it that `pids()` leaves out.
 
+It is a child subreaper: whatever a command leaves running (a `setsid` child, a double fork, a process
+that moved itself out of the cgroup) is still its descendant, and it kills them all before it reports
+the command's end, so gitbot's after-command checks see a work tree nothing of the command still changes.
+
 Only gitbot holds the launcher's socket: no command inherits it (helper.py `_place_fds`). When gitbot
 exits the socket closes, and the launcher kills what still runs and exits.
 """
@@ -40,12 +44,13 @@ class LauncherUnavailable(OSError):
 class LaunchedProcess:
     """A command the launcher started, with what run_command uses of a subprocess.Popen: `pid` (it leads
     its own session and process group), `stdout`, `poll()`, `wait()`, and `exit_fd()`, readable once it
-    has ended."""
+    has ended and every process it left is gone (`stopped_leftovers`: how many the launcher killed)."""
 
     def __init__(self, pid: int, answer: socket.socket, stdout):
         self.pid = pid
         self.stdout = stdout
         self.returncode: int | None = None
+        self.stopped_leftovers = 0
         self._answer = answer
         self._pending = b""
 
@@ -84,8 +89,10 @@ class LaunchedProcess:
         if b"\n" in self._pending:
             line, _, self._pending = self._pending.partition(b"\n")
             word, _, value = line.strip().partition(b" ")
-            if word == b"exit":
-                self._finish(int(value))
+            if word == b"exit":  # "exit N K": K processes it left running, which the launcher killed
+                code, _, stopped = value.partition(b" ")
+                self.stopped_leftovers = int(stopped or 0)
+                self._finish(int(code))
 
     def _finish(self, code: int) -> None:
         self.returncode = code

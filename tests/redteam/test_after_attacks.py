@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from gitbot.policy import Policy
+from gitbot.sandbox import processes
 from gitbot.sandbox.created import ProtectedPathCreated
 from gitbot.sandbox.planted import SET_ASIDE, CommandUndone
 from gitbot.sandbox.runner import Runner
@@ -455,3 +456,74 @@ def test_a_users_own_fifo_at_a_denied_name_stays_and_is_masked(repo):
             os.close(os.open(repo / ".env", os.O_RDONLY | os.O_NONBLOCK))
     assert "SECRET-FIFO-u5r" not in seen, seen
     assert stat.S_ISFIFO(os.lstat(repo / ".env").st_mode) and set_aside(repo) == []
+
+
+# -- what a command leaves running (helper.py kill_descendants, supervise) ---------------------------------
+
+
+def test_unsandboxed_a_detached_process_cannot_create_a_protected_path_after_the_check(repo, monkeypatch):
+    # GOT THROUGH where gitbot has no pids cgroup of its own (an unprivileged user on most desktops: the
+    # limit falls back to RLIMIT_NPROC). Without a sandbox created.py is the only protection, and the
+    # command's process group is all that is killed: a `setsid` child is not in it.
+    monkeypatch.setattr(processes.ProcessLimit, "_make_cgroup", lambda self: None)
+    runner = Runner(Policy(repo=repo, sandbox_mode="off"), repo)
+    assert not runner.sandboxed and not runner.contained
+    monkeypatch.setattr(runner, "_launcher_for_command", lambda: None)
+    run = runner.run_shell("setsid sh -c 'sleep 0.5; mkdir .gitbot; echo x > .gitbot/policy.toml' "
+                           ">/dev/null 2>&1 < /dev/null &", 30)
+    assert run.exit_code == 0
+    time.sleep(1.2)
+    assert not os.path.lexists(repo / ".gitbot")
+
+
+def test_unsandboxed_a_process_that_leaves_its_pids_cgroup_cannot_create_a_protected_path_after_the_check(repo):
+    # GOT THROUGH (unsandboxed; root here, or a user whose cgroup tree is delegated): with a pids cgroup the
+    # command can still write its own pid into the parent's cgroup.procs (same uid, /sys writable without a
+    # sandbox), then setsid: neither the cgroup nor the process group holds it, and it outlives the check.
+    if not os.path.isdir("/sys/fs/cgroup/pids") or os.geteuid() != 0:
+        pytest.skip("cgroup v1 pids hierarchy as root")
+    runner = Runner(Policy(repo=repo, sandbox_mode="off"), repo)
+    assert not runner.sandboxed and not runner.contained
+    run = runner.run_shell("(echo $BASHPID > /sys/fs/cgroup/pids/cgroup.procs && exec setsid sh -c "
+                           "'sleep 0.6; mkdir .gitbot; echo x > .gitbot/policy.toml') >/dev/null 2>&1 &", 30)
+    assert run.exit_code == 0
+    time.sleep(1.3)
+    assert not os.path.lexists(repo / ".gitbot")
+
+
+def in_container_without_cgroups(repo: Path, commands: dict[str, str], tmp_path: Path) -> dict:
+    """tests/sandbox/test_contain.py's container, with /sys/fs/cgroup read-only as in a usual Docker job."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    from gitbot.sandbox import contain
+    from tests.sandbox.test_contain import ROOT, SCRIPT
+
+    if contain.landlock_abi() < 1:
+        pytest.skip("this kernel has no Landlock")
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "PYTHONPATH": str(ROOT)}
+    outer = [shutil.which("bwrap"), "--unshare-user", "--disable-userns", "--bind", "/", "/", "--dev", "/dev",
+             "--proc", "/proc", "--ro-bind", "/sys/fs/cgroup", "/sys/fs/cgroup", "--die-with-parent", "--",
+             sys.executable, "-c", SCRIPT, str(repo), json.dumps(commands)]
+    completed = subprocess.run(outer, capture_output=True, text=True, env=env, timeout=240, check=False)
+    assert completed.returncode == 0, completed.stderr
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def test_contained_a_detached_process_cannot_plant_a_denied_name_link_after_the_check(tmp_path):
+    # GOT THROUGH (contained mode, in a container without a writable pids cgroup: the usual Docker job). The
+    # command's `setsid` child is outside its process group, so it outlives the command (Landlock still holds
+    # it: it cannot read `.env`), and makes `.env -> ../README.md` after the check. The next command's
+    # `before()` takes it for the user's own link: never set aside. The host's write of the secret then lands
+    # in README.md, which commands read.
+    repo = make_repo(tmp_path / "repo", {"README.md": "# project\n", "app/main.py": "x = 1\n"})
+    # (Made while the model thinks, between two commands: one made while another command runs is that one's.)
+    results = in_container_without_cgroups(repo, {
+        "plant": "setsid sh -c 'sleep 1; ln -s ../README.md app/.env' >/dev/null 2>&1 < /dev/null &",
+    }, tmp_path)
+    assert results["contained"] is True, results["receipt"]
+    time.sleep(1.5)
+    assert not os.path.islink(repo / "app" / ".env"), "the link a command's survivor made stays, adopted as the user's"

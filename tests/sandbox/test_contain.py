@@ -10,12 +10,14 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from gitbot.sandbox import contain
 from tests.conftest import git, make_repo
+from tests.sandbox.support import processes_with
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,8 +41,10 @@ print(json.dumps(results))
 '''
 
 
-def in_container(repo: Path, commands: dict[str, str], tmp_path: Path, extra_env: dict[str, str] | None = None):
-    """Run SCRIPT in a bubblewrap without user namespaces; its results as a dict."""
+def in_container(repo: Path, commands: dict[str, str], tmp_path: Path, extra_env: dict[str, str] | None = None,
+                 *, cgroups: bool = True):
+    """Run SCRIPT in a bubblewrap without user namespaces; its results as a dict. `cgroups=False`: with
+    /sys/fs/cgroup read-only, as in a usual Docker job (no pids cgroup for gitbot's commands)."""
     if contain.landlock_abi() < 1:
         pytest.skip("this kernel has no Landlock")
     home = tmp_path / "home"
@@ -49,7 +53,8 @@ def in_container(repo: Path, commands: dict[str, str], tmp_path: Path, extra_env
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "XDG_CACHE_HOME": str(tmp_path / "cache"),
            "PYTHONPATH": str(ROOT), "PLANTED_SECRET_VARIABLE": "gitbot-process-secret-0451", **(extra_env or {})}
     outer = [shutil.which("bwrap"), "--unshare-user", "--disable-userns", "--bind", "/", "/", "--dev", "/dev",
-             "--proc", "/proc", "--die-with-parent", "--", sys.executable, "-c", SCRIPT, str(repo), json.dumps(commands)]
+             "--proc", "/proc", *([] if cgroups else ["--ro-bind", "/sys/fs/cgroup", "/sys/fs/cgroup"]),
+             "--die-with-parent", "--", sys.executable, "-c", SCRIPT, str(repo), json.dumps(commands)]
     completed = subprocess.run(outer, capture_output=True, text=True, env=env, timeout=240, check=False)
     assert completed.returncode == 0, completed.stderr
     return json.loads(completed.stdout.strip().splitlines()[-1])
@@ -142,3 +147,22 @@ def test_required_mode_accepts_the_confinement_but_not_with_credentials_in_git_c
     git(repo, "remote", "add", "origin", "https://oauth2:glpat-planted0123456789abcd@gitlab.example/x/y.git")
     results = in_container(repo, {}, tmp_path)
     assert results["refusal"] and ".git/config" in results["refusal"]
+
+
+def test_without_a_pids_cgroup_what_a_command_leaves_running_is_gone_right_after_it(repo, tmp_path):
+    # The command's first process exits at once; a `setsid` child (out of its process group) and a double
+    # fork's grandchild (its parent gone) outlive it. With no cgroup to find them, the launcher (a child
+    # subreaper: both are its descendants) kills them before it reports the end: the next command sees none.
+    number = f"{os.getpid()}-{time.monotonic_ns()}"
+    marker = f"gitbot-survivor-{number}"
+    # The marker is put together by the shell, and the grep's pattern bracketed: neither these command
+    # lines nor the container script's (which holds them) contain it.
+    results = in_container(repo, {
+        "leave": f"M=gitbot-surv''ivor-{number}; setsid bash -c \"exec -a $M-setsid sleep 100\" >/dev/null 2>&1 "
+                 f"< /dev/null & (bash -c \"exec -a $M-forked sleep 100 &\" &) >/dev/null 2>&1; echo started",
+        "look": f"grep -ls 'gitbot-surv[i]vor-{number}' /proc/[0-9]*/cmdline; echo looked",
+    }, tmp_path, cgroups=False)
+    assert results["contained"] is True, results["receipt"]
+    assert results["leave"] == [0, "started\n"]
+    assert results["look"] == [0, "looked\n"], "a process the previous command left is still running"
+    assert not processes_with(marker)

@@ -95,8 +95,9 @@ def test_commands_run_at_once_on_one_runner_each_finish_untouched(runner):
 def test_background_processes_of_a_command_are_stopped_and_the_launcher_stays(any_runner):
     # setsid: out of the command's process group, so only the (launcher's) cgroup finds it.
     marker = f"gitbot-bg-{os.getpid()}-{time.monotonic_ns()}"
-    any_runner.run_shell(f"setsid bash -c 'exec -a {marker} sleep 60' & sleep 0.2; echo started", 30)
+    run = any_runner.run_shell(f"setsid bash -c 'exec -a {marker} sleep 60' & sleep 0.2; echo started", 30)
     assert not processes_with(marker)
+    assert "Background processes the command started were stopped when it finished." in run.notes
     launcher = any_runner._launcher
     assert launcher.alive() and any_runner.run_shell("echo still", 30).output.strip() == "still"
     assert any_runner._launcher is launcher
