@@ -3,9 +3,11 @@
 A PATH entry a sandboxed command can write would let it put a program there that gitbot then runs on
 the host, unsandboxed, as the user: the repository's `node_modules/.bin` before `npm install` made it, or
 a relative entry (relative to wherever gitbot runs git: the repository). So gitbot's own programs come
-from `host_path()`: absolute entries only, none in a directory others or the agent can write (/tmp,
-$HOME, the repository) and none inside any git work tree; each program is looked up there once and kept
-as an absolute path, so a `git` made later in any PATH directory is never the one that runs. The same
+from `host_path()`: absolute entries only, and none inside any git work tree (the repository, wherever it
+lies; the only place a sandboxed command can write that outlives it); each program is looked up there
+once and kept as an absolute path, so a `git` made later in a PATH directory is never the one that runs.
+(Unlike bwrap's lookup, sandbox/env.clean_path, entries in $HOME stay: a git installed only there, by
+nix or in ~/.local/bin, is the user's own, and no sandboxed command can write there.) The same
 PATH goes into the environment of every host-side git, which runs helpers (`ssh`, credential helpers,
 `sh` for configured commands) through it.
 
@@ -25,43 +27,6 @@ import shutil
 FALLBACK_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
-def under(path: str, directory: str) -> bool:
-    directory = directory.rstrip("/")
-    return bool(directory) and (path == directory or path.startswith(directory + "/"))
-
-
-def _writable_roots(repo: os.PathLike | str | None) -> list[str]:
-    """Directories the agent (or anything else on the runner) can write programs into: a PATH entry
-    there would let a program the agent wrote shadow a real one (`grep` in `.venv/bin`)."""
-    roots = ["/tmp", "/var/tmp", "/dev/shm"]
-    for candidate in (repo, os.environ.get("GITHUB_WORKSPACE"), os.path.expanduser("~")):
-        if candidate:
-            roots.append(str(candidate))
-    found = set()
-    for root in roots:
-        if os.path.isabs(root):
-            found.add(os.path.normpath(root))
-            found.add(os.path.realpath(root))
-    found.discard("/")
-    return sorted(found)
-
-
-def clean_path(value: str, repo: os.PathLike | str | None = None) -> str:
-    # For gitbot's own helpers (bwrap, git), not for commands (their PATH is the user's, see
-    # sandbox/toolchain.py). Relative and empty entries mean "the current directory": the repository.
-    # Entries inside the repository, /tmp, /var/tmp or $HOME hold programs others can write, so they go too.
-    roots = _writable_roots(repo)
-    entries = []
-    for entry in value.split(":"):
-        if not entry.startswith("/"):
-            continue
-        forms = {os.path.normpath(entry), os.path.realpath(entry)}
-        if any(under(form, root) for form in forms for root in roots):
-            continue
-        entries.append(entry)
-    return ":".join(dict.fromkeys(entries)) or FALLBACK_PATH
-
-
 def _in_work_tree(entry: str) -> bool:
     # Any repository gitbot may work on (the user's, an eval worktree, a CI clone), wherever it lies:
     # a `.git` in the entry or above it, whether the entry exists yet or not.
@@ -79,8 +44,10 @@ def _in_work_tree(entry: str) -> bool:
 
 @functools.cache
 def _host_path(value: str) -> str:
-    kept = [entry for entry in clean_path(value).split(":") if not _in_work_tree(entry)]
-    return ":".join(kept) or FALLBACK_PATH
+    # Relative and empty entries mean "the current directory": whatever gitbot's git runs in, the
+    # repository above all.
+    kept = [entry for entry in value.split(":") if entry.startswith("/") and not _in_work_tree(entry)]
+    return ":".join(dict.fromkeys(kept)) or FALLBACK_PATH
 
 
 def host_path() -> str:

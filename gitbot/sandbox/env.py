@@ -6,7 +6,7 @@ pointers at the commit in progress, for a hook's first run of the user's check. 
 `protect_process_environ` keeps gitbot's own /proc/<pid>/environ, where the API key and tokens are,
 away from every command.
 
-This module is on the git hook's fast path: it imports only `os`, `sys`, gitbot.git and gitbot.host_programs at import time.
+This module is on the git hook's fast path: it imports only `os`, `sys` and gitbot.git at import time.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import os
 import sys
 
 from gitbot.git import GIT_LOCAL_ENV
-from gitbot.host_programs import clean_path, under  # noqa: F401 - the sandbox's modules import them from here
 
 SANDBOX_HOME = "/tmp/gitbot-home"
 # Copied from gitbot's environment when set; nothing else is.
@@ -74,6 +73,43 @@ def _secret_like(name: str) -> bool:
 
     upper = name.upper()
     return upper in SECRET_ENV_NAMES or any(hint in upper for hint in SECRET_NAME_HINTS)
+
+
+def under(path: str, directory: str) -> bool:
+    directory = directory.rstrip("/")
+    return bool(directory) and (path == directory or path.startswith(directory + "/"))
+
+
+def _writable_roots(repo: os.PathLike | str | None) -> list[str]:
+    """Directories the agent (or anything else on the runner) can write programs into: a PATH entry
+    there would let a program the agent wrote shadow a real one (`grep` in `.venv/bin`)."""
+    roots = ["/tmp", "/var/tmp", "/dev/shm"]
+    for candidate in (repo, os.environ.get("GITHUB_WORKSPACE"), os.path.expanduser("~")):
+        if candidate:
+            roots.append(str(candidate))
+    found = set()
+    for root in roots:
+        if os.path.isabs(root):
+            found.add(os.path.normpath(root))
+            found.add(os.path.realpath(root))
+    found.discard("/")
+    return sorted(found)
+
+
+def clean_path(value: str, repo: os.PathLike | str | None = None) -> str:
+    # For gitbot's own helpers (finding bwrap and git), not for commands (their PATH is the user's, see
+    # toolchain.py). Relative and empty entries mean "the current directory": the repository. Entries
+    # inside the repository, /tmp, /var/tmp or $HOME hold programs others can write, so they go too.
+    roots = _writable_roots(repo)
+    entries = []
+    for entry in value.split(":"):
+        if not entry.startswith("/"):
+            continue
+        forms = {os.path.normpath(entry), os.path.realpath(entry)}
+        if any(under(form, root) for form in forms for root in roots):
+            continue
+        entries.append(entry)
+    return ":".join(dict.fromkeys(entries)) or "/usr/local/bin:/usr/bin:/bin"
 
 
 def build_env(extra: dict[str, str] | None = None, *, home: str = SANDBOX_HOME,
