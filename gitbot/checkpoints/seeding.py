@@ -24,7 +24,7 @@ from pathlib import Path
 from gitbot import git
 from gitbot.checkpoints.shadow import GITLINK_MODE, ShadowRepo
 from gitbot.git import GitCommandError
-from gitbot.host_programs import host_env, program
+from gitbot.host_programs import program
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class Background:
         env = shadow.env(index)
         if not write_index:
             env["GIT_OPTIONAL_LOCKS"] = "0"  # status leaves the index as it is
-        self._process = subprocess.Popen([program("git"), *self._args], env=host_env(env), cwd=shadow.paths.work_tree,
+        self._process = subprocess.Popen([program("git"), *self._args], env=env, cwd=shadow.paths.work_tree,
                                          stdin=subprocess.DEVNULL, stdout=self._stdout, stderr=self._stderr)
 
     def output(self) -> bytes:
