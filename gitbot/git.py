@@ -19,7 +19,8 @@ pathspec (a file named `:(glob)*` must not stand for the whole work tree). A cal
 pathspec magic says so for that one command (`MAGIC_PATHSPECS`). And every one of them, like every git
 `run` starts, has gitbot's own PATH (host_programs.host_path: no relative entry, none a command can write).
 
-Standard library only, imported lazily where it costs: a git hook's fast path may use it.
+Standard library only (and host_programs, itself standard library only), imported lazily where it costs:
+a git hook's fast path may use it.
 """
 
 from __future__ import annotations
