@@ -16,9 +16,11 @@ The environments (profiles), from the most to the least of the caller's:
 
 Every one of them sets GIT_LITERAL_PATHSPECS: a path gitbot hands to git is a file's name, never a
 pathspec (a file named `:(glob)*` must not stand for the whole work tree). A caller that means git's
-pathspec magic says so for that one command (`MAGIC_PATHSPECS`).
+pathspec magic says so for that one command (`MAGIC_PATHSPECS`). And every one of them, like every git
+`run` starts, has gitbot's own PATH (host_programs.host_path: no relative entry, none a command can write).
 
-Standard library only, imported lazily where it costs: a git hook's fast path may use it.
+Standard library only (and host_programs, itself standard library only), imported lazily where it costs:
+a git hook's fast path may use it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import os
 import subprocess
 
 from gitbot.errors import GitError, NotAGitRepository
+from gitbot.host_programs import host_env, host_path, program
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -79,6 +82,7 @@ def _shown(args: list[str]) -> str:
 
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {name: value for name, value in os.environ.items() if name not in GIT_LOCAL_ENV}
+    env["PATH"] = host_path()
     env["GIT_OPTIONAL_LOCKS"] = "0"
     env["LC_ALL"] = "C"
     env.update(LITERAL_PATHSPECS)
@@ -88,7 +92,7 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 def bot_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {name: os.environ[name] for name in BOT_PASSTHROUGH if os.environ.get(name)}
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env["PATH"] = host_path()
     env.setdefault("LANG", "C.UTF-8")
     env["GIT_TERMINAL_PROMPT"] = "0"  # nobody is there to type a password: fail instead of hanging
     env.update(BOT_IDENTITY)
@@ -99,7 +103,7 @@ def bot_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 def isolated_env(home: str | os.PathLike, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
-    env.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_ATTR_NOSYSTEM": "1",
+    env.update({"PATH": host_path(), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_ATTR_NOSYSTEM": "1",
                 "GIT_TERMINAL_PROMPT": "0", "GIT_NO_REPLACE_OBJECTS": "1", "GIT_OPTIONAL_LOCKS": "0",
                 "LC_ALL": "C", "HOME": os.fspath(home),
                 "XDG_CONFIG_HOME": os.path.join(os.fspath(home), "no-xdg-config"), **LITERAL_PATHSPECS})
@@ -116,9 +120,11 @@ def run(args: Sequence[str], *, cwd: str | os.PathLike | None = None, env: dict[
         ) -> subprocess.CompletedProcess[bytes]:
     """`git ARGS` with stdin closed (or fed `input`) and output captured as bytes. `env` defaults to
     clean_env(). Raises GitCommandError for an exit status not in `ok`, NotAGitRepository when `cwd`
-    is not a directory or git is not installed."""
+    is not a directory or git is not installed. Whatever `env`, git is gitbot's own and so is its PATH
+    (host_programs: never a program a command could have put on the user's PATH)."""
     try:
-        proc = subprocess.run(["git", *args], cwd=cwd, env=env if env is not None else clean_env(), input=input,
+        proc = subprocess.run([program("git"), *args], cwd=cwd, env=host_env(env if env is not None else clean_env()),
+                              input=input,
                               stdin=None if input is not None else subprocess.DEVNULL, capture_output=True,
                               timeout=timeout, check=False)
     except (FileNotFoundError, NotADirectoryError) as exc:

@@ -24,6 +24,7 @@ from pathlib import Path
 from gitbot import git
 from gitbot.checkpoints.shadow import GITLINK_MODE, ShadowRepo
 from gitbot.git import GitCommandError
+from gitbot.host_programs import program
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ class Background:
         env = shadow.env(index)
         if not write_index:
             env["GIT_OPTIONAL_LOCKS"] = "0"  # status leaves the index as it is
-        self._process = subprocess.Popen(["git", *self._args], env=env, cwd=shadow.paths.work_tree,
+        self._process = subprocess.Popen([program("git"), *self._args], env=env, cwd=shadow.paths.work_tree,
                                          stdin=subprocess.DEVNULL, stdout=self._stdout, stderr=self._stderr)
 
     def output(self) -> bytes:

@@ -34,6 +34,7 @@ from gitbot import git
 from gitbot.checkpoints.errors import CheckpointError, UnknownRun
 from gitbot.errors import NotAGitRepository
 from gitbot.git import GitCommandError
+from gitbot.host_programs import program
 
 REF_ROOT = "refs/gitbot"
 MANIFEST_PREFIX = "gitbot-manifest: "
@@ -103,7 +104,7 @@ def user_head(paths: RepoPaths) -> tuple[str, str] | None:
 @functools.cache
 def _builtin_fsmonitor_available() -> bool:
     # The built-in fsmonitor daemon exists on macOS and Windows builds of git; Linux 2.39 has none.
-    proc = subprocess.run(["git", "version", "--build-options"], check=False, capture_output=True, text=True,
+    proc = subprocess.run([program("git"), "version", "--build-options"], check=False, capture_output=True, text=True,
                           env=git.clean_env())
     return "fsmonitor--daemon" in proc.stdout
 

@@ -362,9 +362,11 @@ def _no_hard_links(repo: str, closing) -> None:
     import subprocess
     import tempfile
 
+    from gitbot.host_programs import program
+
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            find = subprocess.Popen(["find", ".", "(", "-name", ".git", "-prune", ")", "-o",
+            find = subprocess.Popen([program("find"), ".", "(", "-name", ".git", "-prune", ")", "-o",
                                      "(", "!", "-type", "d", "-links", "+1", "-print", "-quit", ")"],
                                     cwd=repo, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
         except OSError as exc:

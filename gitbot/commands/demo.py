@@ -12,6 +12,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from gitbot.host_programs import program
+
 DATA = Path(__file__).resolve().parent.parent / "data"
 CHECK_COMMAND = "python3 -m unittest"
 
@@ -26,7 +28,7 @@ def register(subparsers) -> None:
 def make_sample_repository(where: Path) -> Path:
     repo = where / "stats-demo"
     shutil.copytree(DATA / "demo_repo", repo)
-    git = ["git", "-c", "user.name=gitbot demo", "-c", "user.email=demo@gitbot.invalid",
+    git = [program("git"), "-c", "user.name=gitbot demo", "-c", "user.email=demo@gitbot.invalid",
            "-c", "core.hooksPath=/dev/null"]
     subprocess.run(git + ["init", "-q", "-b", "main"], cwd=repo, check=True)
     subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
@@ -45,7 +47,7 @@ def main(args) -> int:
 
         outcome = fix_check_flow(repo, CHECK_COMMAND, replay=DATA / "demo_replay.json", json_output=args.json,
                                  progress_label="[replay] ")
-        diff = subprocess.run(["git", "diff"], cwd=repo, capture_output=True, text=True, check=False).stdout
+        diff = subprocess.run([program("git"), "diff"], cwd=repo, capture_output=True, text=True, check=False).stdout
         say("\nThe change, left in the work tree (not staged, not committed):\n" + diff)
         show_checkpoints(repo, outcome.run_id)
         return outcome.exit_code

@@ -23,6 +23,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gitbot.host_programs import host_path, program
 from gitbot.record import gitbot_dir
 from gitbot.secrets import Secrets
 from gitbot.secretscan import Finding
@@ -115,18 +116,18 @@ def _copy_store(store: Path, target: Path, secrets: Secrets, report: ArtifactRep
 
 def _git_env(store: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update({"GIT_DIR": str(store), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+    env.update({"PATH": host_path(), "GIT_DIR": str(store), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
                 "LC_ALL": "C"})
     return env
 
 
 def _git(store: Path, *args: str) -> bytes:
-    return subprocess.run(["git", *args], env=_git_env(store), capture_output=True, check=True).stdout
+    return subprocess.run([program("git"), *args], env=_git_env(store), capture_output=True, check=True).stdout
 
 
 def _objects(store: Path):
     """(oid, type, content) of every object in `store`'s own object directory."""
-    proc = subprocess.Popen(["git", "cat-file", "--batch-all-objects", "--batch", "--unordered"],
+    proc = subprocess.Popen([program("git"), "cat-file", "--batch-all-objects", "--batch", "--unordered"],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_git_env(store))
     assert proc.stdout is not None
     try:

@@ -127,10 +127,12 @@ def _start_unstaged_probe(root: str):
     cannot start."""
     import subprocess
 
-    env = dict(os.environ)
+    from gitbot.host_programs import host_env, program
+
+    env = host_env(dict(os.environ))
     env["GIT_OPTIONAL_LOCKS"] = "0"
     try:
-        return subprocess.Popen(["git", "diff", "--quiet", "--no-ext-diff", "--no-textconv", "--ignore-submodules"],
+        return subprocess.Popen([program("git"), "diff", "--quiet", "--no-ext-diff", "--no-textconv", "--ignore-submodules"],
                                 cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
     except OSError:

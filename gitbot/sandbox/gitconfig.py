@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 import threading
 
+from gitbot.host_programs import program
 from gitbot.sandbox.remembered import code_fingerprint, user_cache_dir
 from gitbot.sandbox.scratch import process_directory
 
@@ -49,7 +50,7 @@ def parse_entries(path: str, *, text: str | None = None) -> list[tuple[str, str 
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1",
            "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": "/nonexistent"}
     try:
-        completed = subprocess.run(["git", "config", "--no-includes", "--file", path, "--list", "-z"],
+        completed = subprocess.run([program("git"), "config", "--no-includes", "--file", path, "--list", "-z"],
                                    capture_output=True, env=env, timeout=GIT_TIMEOUT_SECONDS, check=False,
                                    input=(text or "").encode("utf-8", "surrogateescape"))
     except (OSError, subprocess.TimeoutExpired):

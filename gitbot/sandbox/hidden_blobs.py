@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from gitbot import git
 from gitbot.errors import GitError
+from gitbot.host_programs import program
 
 EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
 WALK_TIMEOUT_SECONDS = 900
@@ -120,7 +121,7 @@ def hidden_in_history(repo: str, denied: Callable[[str], bool], tips: Tips, seen
         revisions = "".join(f"{commit}\n" for commit in tips.commits) + "".join(f"^{old}\n" for old in seen)
         # No pathspec: with one (`**/.env` cannot be narrowed to a directory) git compares every path of
         # every changed tree against it, many times slower than listing them all for the rules to judge.
-        command = ["git", *QUIET, "-C", repo, "log", "--stdin", "--ignore-missing", "-c", "--root", "--no-renames", "--raw",
+        command = [program("git"), *QUIET, "-C", repo, "log", "--stdin", "--ignore-missing", "-c", "--root", "--no-renames", "--raw",
                    "--no-abbrev", "--format=", "-z"]
         _walk(command, revisions.encode(), denied, found)
     for tree in tips.trees:

@@ -15,7 +15,6 @@ before anything is written, so a rejected edit never touches the file.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import warnings
@@ -23,6 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gitbot.host_programs import host_path
 from gitbot.treesitter import language_name, parser_for
 
 # flake8's classic "the code cannot run" selection; everything else pyflakes reports is a warning.
@@ -196,7 +196,7 @@ def _run_ruff(path: Path, text: str) -> tuple[list[dict], str | None]:
     command = [str(binary), "check", "--no-cache", "--isolated", "--exit-zero", "--output-format", "json",
                "--select", RUFF_SELECT, "--stdin-filename", str(path), "-"]
     # ruff needs nothing from the environment; passing none keeps secrets out of it.
-    environment = {"PATH": os.environ.get("PATH", ""), "LANG": "C.UTF-8"}
+    environment = {"PATH": host_path(), "LANG": "C.UTF-8"}
     try:
         completed = subprocess.run(command, input=text.encode("utf-8", "surrogatepass"), capture_output=True,
                                    timeout=RUFF_TIMEOUT_SECONDS, env=environment, check=False)

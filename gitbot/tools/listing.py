@@ -29,6 +29,8 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
+from gitbot.host_programs import host_env, program
+
 GIT_TIMEOUT_SECONDS = 60
 # Past this many unexplained top-level names, one walk of the whole directory is cheaper than
 # naming them all to git (and stays clear of the command-line length limit).
@@ -70,12 +72,12 @@ def _run_git(directory: Path, args: list[str]) -> bytes | None:
 
 def _command(args: list[str]) -> list[str]:
     # --literal-pathspecs: a file named `*.py` or `:(top)` is a name, not a pattern.
-    return ["git", "--literal-pathspecs", "-c", "core.quotepath=off", "ls-files", "-z", *args]
+    return [program("git"), "--literal-pathspecs", "-c", "core.quotepath=off", "ls-files", "-z", *args]
 
 
 def _environment() -> dict[str, str]:
     # A git hook runs with GIT_DIR/GIT_INDEX_FILE set for the outer repository; they must not leak in.
-    return {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+    return host_env({key: value for key, value in os.environ.items() if not key.startswith("GIT_")})
 
 
 def _names(output: bytes) -> list[str]:

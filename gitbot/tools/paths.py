@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path, PurePosixPath
 from stat import S_ISREG
 
+from gitbot.host_programs import host_env, program
 from gitbot.sandbox.readdeny import SandboxRefusal
 from gitbot.tools.base import ToolContext, ToolDenied, ToolError
 
@@ -218,10 +219,10 @@ def _suggestions(root: Path, relpath: str) -> list[str]:
 def _repository_files(root: Path) -> list[str]:
     """Files git tracks or would track (not ignored), at most MAX_CANDIDATES; [] outside git."""
     # A git hook runs with GIT_DIR/GIT_INDEX_FILE set for the outer repository; they must not leak in.
-    environment = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+    environment = host_env({key: value for key, value in os.environ.items() if not key.startswith("GIT_")})
     try:
         completed = subprocess.run(
-            ["git", "-c", "core.quotepath=off", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            [program("git"), "-c", "core.quotepath=off", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
             cwd=root, capture_output=True, timeout=LS_FILES_TIMEOUT_SECONDS, env=environment, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return []

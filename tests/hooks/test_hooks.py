@@ -254,7 +254,7 @@ def test_the_hook_fast_path_does_not_import_the_heavy_parts(repo):
     installed(repo, "--check", "true")
     watched = ("anthropic", "git", "github", "rich", "httpx", "dataclasses", "pathlib", "tomllib", "gitbot")
     allowed = ("gitbot", "gitbot.hooks", "gitbot.hooks.run", "gitbot.hooks.config", "gitbot.errors", "gitbot.git",
-               "gitbot.sandbox", "gitbot.sandbox.command", "gitbot.sandbox.env", "gitbot.sandbox.processes")
+               "gitbot.host_programs", "gitbot.sandbox", "gitbot.sandbox.command", "gitbot.sandbox.env", "gitbot.sandbox.processes")
     code = ("import sys\nfrom gitbot.hooks import main\ncode = main(['run', 'pre-commit'])\n"
             f"heavy = sorted(m for m in sys.modules\n"
             f"               if m.split('.')[0] in {watched!r} and m not in {allowed!r})\n"

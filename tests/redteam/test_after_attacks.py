@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from gitbot import git as hostgit
 from gitbot.policy import Policy
 from gitbot.sandbox import processes
 from gitbot.sandbox.created import ProtectedPathCreated
@@ -160,6 +161,7 @@ def test_a_protected_directory_name_held_by_a_file_cannot_be_swapped_for_the_dir
 KILLED_SCRIPT = r'''
 import sys
 from pathlib import Path
+from gitbot import git as hostgit
 from gitbot.policy import Policy
 from gitbot.sandbox.runner import Runner
 repo = Path(sys.argv[1])
@@ -527,3 +529,41 @@ def test_contained_a_detached_process_cannot_plant_a_denied_name_link_after_the_
     assert results["contained"] is True, results["receipt"]
     time.sleep(1.5)
     assert not os.path.islink(repo / "app" / ".env"), "the link a command's survivor made stays, adopted as the user's"
+
+
+# -- gitbot's own git on the host (host_programs.py) -----------------------------------------------------
+
+
+@pytest.mark.parametrize("entry", ["{repo}/node_modules/.bin", "node_modules/.bin"])  # absolute, relative
+def test_a_toolchain_directory_on_path_a_command_creates_is_not_run_by_the_hosts_git(repo, tmp_path, monkeypatch,
+                                                                                     entry):
+    # GOT THROUGH (on main too). The user's PATH has the repository's `node_modules/.bin` (direnv's
+    # `PATH_add node_modules/.bin`) before `npm install` ran. The sandbox leaves it off the commands' PATH, but
+    # gitbot's own git on the host (checkpoints, diff, commit) runs `git` through the user's PATH: a `git`
+    # a command puts there runs on the host, unsandboxed, as the user.
+    marker = tmp_path / "host-ran-the-planted-git"
+    monkeypatch.setenv("PATH", f"{entry.format(repo=repo)}:{os.environ['PATH']}")
+    runner = sandboxed(repo)
+    undone = run_undone(runner, f"mkdir -p node_modules/.bin && printf '#!/bin/sh\\ntouch {marker}\\nexec /usr/bin/git "
+                                "\"$@\"\\n' > node_modules/.bin/git && chmod +x node_modules/.bin/git")
+    hostgit.run(["status", "--porcelain"], cwd=repo)  # what the step's checkpoint or the user's `git` does next
+    assert not marker.exists(), f"the host ran the command's git (undone: {undone})"
+
+
+def test_gitbot_run_runs_a_git_a_command_planted_in_a_missing_path_entry_on_the_host(tmp_path):
+    # GOT THROUGH (on main too), through `gitbot run`: the step's checkpoint runs the planted `git` unsandboxed.
+    from tests.conftest import run_gitbot
+    from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
+
+    require_bwrap()
+    repo = make_repo(tmp_path / "repo", {"README.md": "# project\n"})
+    marker = tmp_path / "host-ran-the-planted-git"
+    command = (f"mkdir -p node_modules/.bin && printf '#!/bin/sh\\ntouch {marker}\\nexec /usr/bin/git \"$@\"\\n' "
+               "> node_modules/.bin/git && chmod +x node_modules/.bin/git")
+    script = [tool_turn(("execute_command", {"command": command})), tool_turn(("attempt_completion", {"result": "d"})),
+              tool_turn(("attempt_completion", {"result": "done"}))]
+    with FakeMessagesAPI(script) as api:
+        proc = run_gitbot(["run", "--task", "x", "--repo", str(repo), "--json"],
+                          env={**api.env(), "PATH": f"{repo}/node_modules/.bin:{os.environ['PATH']}"})
+    assert proc.returncode == 0, proc.stderr[-800:]
+    assert not marker.exists(), "gitbot ran the command's `git` on the host, unsandboxed"
