@@ -362,7 +362,7 @@ class Runner:
     def discard_warm(self) -> None:
         """Something other than a command may change the tree (a file tool, a restore, the policy): the
         sandbox made ready for the next command goes. Not what keeps it safe (the checks before the
-        hand-over are, `WarmSandbox.fits`), but it would only be discarded then."""
+        hand-over are, `WarmSandbox.fits` and `mounted`), but it would only be discarded then."""
         warm = self._take_warm()
         if warm is not None:
             self._drop(warm)
