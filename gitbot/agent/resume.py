@@ -23,6 +23,7 @@ from gitbot.agent.result import RunResult, Status, StepRecord
 from gitbot.agent.run import (
     _signals_as_interrupt,
     bind_policy,
+    closing_runner,
     context_budget,
     drive,
     tool_context,
@@ -64,7 +65,7 @@ def resume_run(repo: Path, run_id: str, *, policy: Policy, provider: Provider | 
     state = _rebuild(events, conversation, ctx.state)
     cut_off = _unfinished_tool_calls(events, conversation)
 
-    with _signals_as_interrupt(), RunLock(repo):
+    with closing_runner(ctx), _signals_as_interrupt(), RunLock(repo):
         record = RunRecord(repo, run_id, secrets=ctx.secrets)
         restored = False
         if any(call["name"] in CHANGES_FILES for call in cut_off if call["started"] and not call["finished"]):

@@ -68,7 +68,7 @@ def run_task(task: Task, repo: Path, *, policy: Policy, options: RunOptions | No
     prices = load_prices()
     budget = options.context_budget_tokens or context_budget(prices, provider)
 
-    with _signals_as_interrupt(), RunLock(repo):
+    with closing_runner(ctx), _signals_as_interrupt(), RunLock(repo):
         record = RunRecord(repo, run_id, secrets=ctx.secrets)
         record.secrets_stopped("the task and the first message", stopped_in_task)
         try:
@@ -144,6 +144,16 @@ def close_record(record: RunRecord, result: RunResult) -> RunResult:
     record.write_result(result.to_dict())
     record.close()
     return result
+
+
+@contextmanager
+def closing_runner(ctx):
+    """Every way out of a run closes its runner: its launcher, and the sandbox made ready for a next
+    command that will not come (a caller that runs many tasks in one process would keep them otherwise)."""
+    try:
+        yield ctx
+    finally:
+        ctx.close_runner()
 
 
 def bind_policy(policy: Policy, repo: Path) -> Policy:

@@ -44,6 +44,7 @@ from gitbot.sandbox import (
     mounts,
     processes,
     remembered,
+    unmasked,
 )
 from gitbot.sandbox.command import (
     BoundedOutput,
@@ -279,6 +280,9 @@ class Runner:
                 else:
                     argv = confine.unsandboxed(argv, limit)
                 started = self._hand_over(candidate, argv, where, env, limit, shell_command)
+                # The masks as bubblewrap makes them (for a warm start: as it made them, while the model thought).
+                masks = (candidate.masks if started is not None else
+                         unmasked.states(real, self._masked(real, hidden, unreadable)) if self.sandboxed else {})
                 try:
                     run = run_command(argv, where, env=env, timeout=timeout, display=display, output=output,
                                       echo=echo, limit=limit, sandboxed=self.sandboxed, process=started)
@@ -296,6 +300,9 @@ class Runner:
             for scratch in (home, tmpdir):
                 if scratch is not None:
                     shutil.rmtree(scratch, ignore_errors=True)
+        moved = unmasked.changed(real, masks)
+        if moved:  # a mask may have come off while it ran: what it printed may hold what was hidden
+            run.output, run.truncated = unmasked.withheld(moved), False
         if self.sandboxed and _setup_failed(run):
             bwrap.forget_probe()  # what worked when the probe ran does not now: the next process probes again
         # Before anything else reads the work tree (the step's checkpoint, the user's git, the next policy
@@ -328,7 +335,9 @@ class Runner:
         None (and the warm one killed) otherwise: then it starts cold."""
         if warm is None:
             return None
-        started = warm.go(command) if warm.fits(argv, where, env, limit) else None
+        # A NUL would end the waiter's read early and run what comes before it: a cold start refuses it.
+        ready = command is not None and "\0" not in command and warm.fits(argv, where, env, limit) and warm.mounted()
+        started = warm.go(command) if ready else None
         if started is None:
             warm.discard()
         return started
@@ -358,7 +367,7 @@ class Runner:
     def discard_warm(self) -> None:
         """Something other than a command may change the tree (a file tool, a restore, the policy): the
         sandbox made ready for the next command goes. Not what keeps it safe (the checks before the
-        hand-over are, `WarmSandbox.fits`), but it would only be discarded then."""
+        hand-over are, `WarmSandbox.fits` and `mounted`), but it would only be discarded then."""
         warm = self._take_warm()
         if warm is not None:
             self._drop(warm)
@@ -395,7 +404,8 @@ class Runner:
                 wrapped = self._wrap(argv, self.repo, env, hidden, unreadable, directories, view, limit, nested_git,
                                      store)
                 roots = [real, *(d for d in mounts.git_directories(real) if d)]
-                warm = WarmSandbox.start(launcher, wrapped, self.repo, env, limit, roots)
+                masks = unmasked.states(real, self._masked(real, hidden, unreadable))
+                warm = WarmSandbox.start(launcher, wrapped, self.repo, env, limit, roots, masks)
             finally:
                 if warm is None:
                     limit.__exit__(None, None, None)
@@ -406,6 +416,13 @@ class Runner:
                 self._launch_lock.release()
         with self._warm_lock:
             self._warm = warm
+
+    @staticmethod
+    def _masked(real: str, hidden: list[str], unreadable: list[str]) -> list[str]:
+        """What the sandbox hides by mounting over it in `real`: the read_deny files, the directories
+        hidden whole, and the git config (shown without its credentials)."""
+        _git_dir, common_dir = mounts.git_directories(real)
+        return [*hidden, *unreadable, *([os.path.join(common_dir, "config")] if common_dir else [])]
 
     def _launcher_for_command(self) -> Launcher | None:
         """The launcher, started if need be and held for one command (release `_launch_lock` after

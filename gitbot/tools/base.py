@@ -78,6 +78,12 @@ class ToolContext:
             self.state["runner"] = (self.policy, runner)
         return runner
 
+    def close_runner(self) -> None:
+        """The run is over: its runner's launcher and warm sandbox go now, not when it is collected."""
+        _built_for, runner = self.state.pop("runner", (None, None))
+        if runner is not None:
+            runner.close()
+
     def files_changing(self) -> None:
         """A file tool is about to change the tree: the sandbox made ready for the next command goes
         (sandbox/warm.py). No runner is made for it."""

@@ -115,6 +115,9 @@ NON_REAPING_INIT = textwrap.dedent("""
         run = runner.run_shell(command, timeout)
         results.append([run.exit_code, run.output[-300:]])
     cgroup = runner._launcher.cgroup
+    # The sandbox made ready for a next command (warm.py) is no finished command's: it would be the next
+    # one's own processes, or go before a cold start. Without it, the race with its start decides.
+    runner.discard_warm()
     deadline = time.monotonic() + 3
     while True:  # the launcher reaps on SIGCHLD: give it a moment
         with open(cgroup + "/pids.current") as handle:

@@ -190,3 +190,43 @@ def test_gitbot_killed_or_interrupted_while_the_model_thinks_leaves_nothing(repo
     while (live_processes(pids) or in_repo(repo)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not live_processes(pids) and not in_repo(repo)
+
+
+def _children() -> set[int]:
+    found = set()
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/children") as handle:
+            found.update(int(pid) for pid in handle.read().split())
+    return found
+
+
+def test_a_run_closes_its_runner_when_it_ends(repo, monkeypatch):
+    # An in-process caller (gitbot/eval/attempt.py runs many tasks) must not keep a launcher and a warm
+    # sandbox per run for as long as anything still refers to its runner (a traceback, a cycle the
+    # collector has not got to): here, a list that keeps every runner made.
+    from gitbot.agent.run import RunOptions, run_task
+    from gitbot.secrets import Secrets
+    from gitbot.task import Task
+    from tests.agent.test_loop import MODEL, provider_for
+    from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
+
+    require_bwrap()
+    kept = []
+    made = Runner.__init__
+
+    def keeping(self, *args, **kwargs):
+        made(self, *args, **kwargs)
+        kept.append(self)
+
+    monkeypatch.setattr(Runner, "__init__", keeping)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init",
+                    "--allow-empty"], check=True)
+    script = [tool_turn(("execute_command", {"command": "true"})), tool_turn(("attempt_completion", {"result": "done"}))]
+    before = _children()
+    with FakeMessagesAPI(script, think_seconds=0.2) as api:
+        result = run_task(Task(text="Look."), repo, policy=Policy(sandbox_mode="required"),
+                          options=RunOptions(model=MODEL, review_on_submit=False),
+                          provider=provider_for(api, MODEL), secrets=Secrets())
+        left = _children() - before  # before anything is collected
+    assert kept and result.status.value == "completed", result.summary
+    assert not live_processes(left) and not in_repo(repo), f"left running: {left}"
