@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_real_repo as B  # noqa: E402
+import bench_real_repo as B
 
-from gitbot.sandbox.runner import Runner  # noqa: E402
+from gitbot.sandbox.runner import Runner
 
 WARM_UP_STEPS = 6
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_real_repo as B  # noqa: E402
+import bench_real_repo as B
 
 STEPS = 30
 
