@@ -15,14 +15,22 @@ from __future__ import annotations
 import os
 
 State = tuple[int, int, int] | None
+# A path gitbot may not look at now: a command took away its permission to enter a directory above it
+# (`chmod 000 box`, which it may do to what it owns). That says nothing about the host replacing the file,
+# so it is not counted as a change; a directory gitbot cannot look into is hidden whole from the next
+# command on (readdeny.py).
+CANNOT_LOOK = "cannot look"
 
 
-def states(root: str, paths) -> dict[str, State]:
-    """(st_dev, st_ino, st_ctime_ns) of each repository-relative path under `root`, None where missing."""
-    found: dict[str, State] = {}
+def states(root: str, paths) -> dict[str, State | str]:
+    """(st_dev, st_ino, st_ctime_ns) of each repository-relative path under `root`, None where missing,
+    CANNOT_LOOK where a directory on the way does not let gitbot in."""
+    found: dict[str, State | str] = {}
     for path in paths:
         try:
             st = os.lstat(os.path.join(root, path))
+        except PermissionError:
+            found[path] = CANNOT_LOOK
         except OSError:
             found[path] = None
         else:
@@ -30,10 +38,10 @@ def states(root: str, paths) -> dict[str, State]:
     return found
 
 
-def changed(root: str, before: dict[str, State]) -> list[str]:
+def changed(root: str, before: dict[str, State | str]) -> list[str]:
     """The paths of `before` that are not the file they were (or are gone, or came back)."""
     now = states(root, before)
-    return [path for path, state in before.items() if now[path] != state]
+    return [path for path, state in before.items() if now[path] != state and CANNOT_LOOK not in (now[path], state)]
 
 
 def withheld(paths: list[str]) -> str:
