@@ -26,7 +26,7 @@ import pytest
 from gitbot.policy import Policy
 from gitbot.sandbox import warm
 from gitbot.sandbox.runner import Runner
-from tests.sandbox.support import require_bwrap
+from tests.sandbox.support import require_bwrap, warm_hand_overs
 
 pytestmark = pytest.mark.slow
 
@@ -45,17 +45,8 @@ def repo(tmp_path):
 
 @pytest.fixture
 def handed(monkeypatch):
-    commands = []
-    go = warm.WarmSandbox.go
-
-    def spy(self, command):
-        process = go(self, command)
-        if process is not None:
-            commands.append(command)
-        return process
-
-    monkeypatch.setattr(warm.WarmSandbox, "go", spy)
-    return commands
+    """The commands a warm sandbox ran."""
+    return warm_hand_overs(monkeypatch)
 
 
 @pytest.fixture
@@ -66,30 +57,15 @@ def runner(repo):
     made.close()
 
 
-def _cmdline(pid: str) -> bytes:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            return handle.read()
-    except OSError:
-        return b""
-
-
 def ready_and_mounted(runner: Runner, repo) -> None:
-    """The warm sandbox is prepared and its waiter runs (bubblewrap's mounts are made)."""
+    """The warm sandbox is prepared and its waiter runs (bubblewrap's mounts are made): the waiter has its
+    command line only once bubblewrap has made every mount and exec'd it."""
     runner._prepared()
     assert runner._warm is not None, "no sandbox was made ready"
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                argv = _cmdline(pid).split(b"\0")
-                # The waiter itself (bash), not bubblewrap, whose arguments hold the waiter's script too
-                # and which runs in the repository before it has made its mounts.
-                if os.readlink(f"/proc/{pid}/cwd") == str(repo) and argv[0].endswith(b"bash") and \
-                        warm.WAITER.encode() in argv:
-                    return
-            except OSError:
-                continue
+        if runner._warm._find_waiter() is not None:
+            return
         time.sleep(0.02)
     raise AssertionError("the warm sandbox's waiter never ran")
 
@@ -155,7 +131,16 @@ def test_a_protected_directory_deleted_and_made_again_stays_read_only(runner, re
     assert not (workflows / "pwn.yml").exists(), f"warm={bool(handed)}: {run.output!r}"
 
 
+def _cmdline(pid: str) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read()
+    except OSError:
+        return b""
+
+
 def _waiter_up(repo, timeout=20.0) -> bool:
+    """A warm sandbox's waiter runs in `repo` (for a gitbot in another process, whose Runner is not at hand)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -178,7 +163,7 @@ def test_through_gitbot_run_a_secret_the_host_puts_back_while_the_model_thinks_i
     from tests.fakes.messages_api import FakeMessagesAPI, tool_turn
 
     require_bwrap()
-    # Every protected path present (where one is missing, no sandbox is made ready at all).
+    # Protected paths present too (when the red team wrote this, a missing one made no sandbox ready).
     repo = make_repo(tmp_path / "repo", {"app.py": "x\n", "AGENTS.md": "# agents\n", ".gitbot/keep": "",
                                          ".github/workflows/ci.yml": "on: push\n"})
     # Not shaped like a secret, so the secret scanner (the next layer) passes it on: it shows what the sandbox let through.

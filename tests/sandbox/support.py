@@ -38,3 +38,20 @@ def processes_with(marker: str) -> list[str]:
         if marker in cmdline and stat[stat.rindex(b")") + 2:][:1] != b"Z" and "pytest" not in cmdline:
             found.append(cmdline)
     return found
+
+
+def warm_hand_overs(monkeypatch) -> list[str]:
+    """The commands a warm sandbox (gitbot/sandbox/warm.py) is handed from now on, in order."""
+    from gitbot.sandbox import warm
+
+    commands: list[str] = []
+    go = warm.WarmSandbox.go
+
+    def spy(self, command):
+        process = go(self, command)
+        if process is not None:
+            commands.append(command)
+        return process
+
+    monkeypatch.setattr(warm.WarmSandbox, "go", spy)
+    return commands

@@ -16,7 +16,7 @@ from gitbot.policy import Policy
 from gitbot.sandbox import warm
 from gitbot.sandbox.processes import live_processes
 from gitbot.sandbox.runner import Runner
-from tests.sandbox.support import require_bwrap
+from tests.sandbox.support import require_bwrap, warm_hand_overs
 
 pytestmark = pytest.mark.slow
 
@@ -35,17 +35,7 @@ def repo(tmp_path):
 @pytest.fixture
 def handed(monkeypatch):
     """The commands a warm sandbox ran."""
-    commands = []
-    go = warm.WarmSandbox.go
-
-    def spy(self, command):
-        process = go(self, command)
-        if process is not None:
-            commands.append(command)
-        return process
-
-    monkeypatch.setattr(warm.WarmSandbox, "go", spy)
-    return commands
+    return warm_hand_overs(monkeypatch)
 
 
 @pytest.fixture
