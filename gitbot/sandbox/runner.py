@@ -256,7 +256,6 @@ class Runner:
             except OSError as exc:  # without it, a gitbot that dies mid-command would leave what it made
                 raise SandboxRefused(f"command refused: gitbot cannot write its crash note ({exc})") from None
             if self.sandboxed:
-                directories = [*self.policy.file_rules.protected_directories(), *created.nested_protected(nested_git)]
                 store = self.store_view(where, hidden)
             in_root = shell_command is not None and self.sandboxed and real == os.path.realpath(self.repo)
             if warm is not None and not (in_root and warm.launcher.alive()):
@@ -272,7 +271,7 @@ class Runner:
                 if candidate is not None:
                     finish.callback(candidate.discard)  # unless it ran the command
                 if self.sandboxed:
-                    argv = self._wrap(argv, where, env, hidden, unreadable, directories, view, limit, nested_git,
+                    argv = self._wrap(argv, where, env, hidden, unreadable, view, limit, nested_git,
                                       store)
                 elif self.contained:
                     argv = contain.wrap(argv, self.grants(real, view, home, tmpdir, [*hidden, *unreadable],
@@ -320,8 +319,10 @@ class Runner:
         return run
 
 
-    def _wrap(self, argv: list[str], where: Path, env: dict[str, str], hidden, unreadable, directories,
+    def _wrap(self, argv: list[str], where: Path, env: dict[str, str], hidden, unreadable,
               view: ToolchainView, limit: processes.ProcessLimit, nested_git, store) -> list[str]:
+        """The sandbox's command line, for a command and a warm sandbox alike (they must match to the byte)."""
+        directories = [*self.policy.file_rules.protected_directories(), *created.nested_protected(nested_git)]
         return bwrap.wrap(argv, where, network=self.network, env=env, hidden_files=tuple(hidden),
                           hidden_directories=tuple(unreadable), read_only=tuple(directories), status=self.status,
                           toolchain=view, limit=limit, nested_git=nested_git, store=store,
@@ -400,9 +401,7 @@ class Runner:
             store = self.store_view(self.repo, hidden)
             limit = processes.ProcessLimit(max_processes or processes.MAX_PROCESSES, launcher=launcher).__enter__()
             try:
-                directories = [*self.policy.file_rules.protected_directories(), *created.nested_protected(nested_git)]
-                wrapped = self._wrap(argv, self.repo, env, hidden, unreadable, directories, view, limit, nested_git,
-                                     store)
+                wrapped = self._wrap(argv, self.repo, env, hidden, unreadable, view, limit, nested_git, store)
                 roots = [real, *(d for d in mounts.git_directories(real) if d)]
                 masks = unmasked.states(real, self._masked(real, hidden, unreadable))
                 warm = WarmSandbox.start(launcher, wrapped, self.repo, env, limit, roots, masks)
